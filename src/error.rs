@@ -1,0 +1,124 @@
+//! The typed error of the pure layers (views, front ends, kernel).
+//!
+//! Every variant names what was wrong and the numbers involved (the spec entry or axis, the offending
+//! value, the dim it was checked against), so that the graph layer only has to add the node name and op.
+
+use thiserror::Error;
+
+/// Why a slicing specification could not be turned into a view, or a view could not be executed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SliceError {
+    /// More than one ellipsis bit set among the spec's entries.
+    #[error("ellipsis_mask {mask} sets more than one ellipsis among the spec's entries (at most one is allowed)")]
+    MultipleEllipsis {
+        /// The ellipsis mask as given.
+        mask: i64,
+    },
+    /// A mask attribute is negative.
+    #[error("{name} is {value}: masks must be >= 0")]
+    NegativeMask {
+        /// Which mask (`begin_mask`, ...).
+        name: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// A stride or step of zero where a range needs one.
+    #[error("{what} {index} is 0: a step must be non-zero")]
+    ZeroStep {
+        /// `"spec entry"` or `"axis"`.
+        what: &'static str,
+        /// Entry or axis number.
+        index: usize,
+    },
+    /// A shrink (integer) index outside `[-dim, dim)`.
+    #[error("shrink index {value} at spec entry {entry} is out of range for axis {axis} of size {dim}")]
+    IndexOutOfRange {
+        /// Spec entry.
+        entry: usize,
+        /// Input axis it applies to.
+        axis: usize,
+        /// The index.
+        value: i64,
+        /// Size of that axis.
+        dim: String,
+    },
+    /// A negative stride on a shrunk entry (TensorFlow and MindSpore reject it).
+    #[error("spec entry {entry} shrinks an axis but has stride {stride}: a shrunk entry needs a positive stride")]
+    NegativeShrinkStride {
+        /// Spec entry.
+        entry: usize,
+        /// The stride.
+        stride: i64,
+    },
+    /// The spec names more real (non-newaxis, non-ellipsis) entries than the input has dims.
+    #[error("the spec indexes {entries} dims but the input has rank {rank}")]
+    TooManyEntries {
+        /// Number of entries that consume an input dim.
+        entries: usize,
+        /// Input rank.
+        rank: usize,
+    },
+    /// Parameter lists of different lengths.
+    #[error("{what} have different lengths: {lens}")]
+    LengthMismatch {
+        /// Which lists (`"begin, end and strides"`).
+        what: &'static str,
+        /// Their lengths, formatted (`"3, 3, 2"`).
+        lens: String,
+    },
+    /// An axis outside `[-rank, rank)`.
+    #[error("axis {axis} is out of range for rank {rank}")]
+    AxisOutOfRange {
+        /// The axis as given.
+        axis: i64,
+        /// Input rank.
+        rank: usize,
+    },
+    /// The same axis named twice.
+    #[error("axis {axis} appears more than once in axes")]
+    RepeatedAxis {
+        /// The (normalized) axis.
+        axis: usize,
+    },
+    /// A rank-0 input where the op needs at least one axis.
+    #[error("input is a scalar (rank 0): there is no axis to slice")]
+    ScalarInput,
+    /// A negative size, stride or offset where only non-negative values are allowed.
+    #[error("{what} {value} is negative{at}")]
+    Negative {
+        /// `"size"`, `"stride"`, `"offset"`.
+        what: &'static str,
+        /// The value.
+        value: i64,
+        /// Where (`" at index 2"`), or empty.
+        at: String,
+    },
+    /// The view reads past the end of the input buffer.
+    #[error("view reads element {max_index} but the input has {numel} elements")]
+    OutOfBounds {
+        /// Largest flat index the view reads.
+        max_index: String,
+        /// Number of input elements.
+        numel: String,
+    },
+    /// An intermediate value overflowed 64 bits.
+    #[error("{what} overflows a 64-bit integer")]
+    Overflow {
+        /// What was being computed.
+        what: &'static str,
+    },
+    /// The output would not fit in memory.
+    #[error("output of {numel} elements of {elem_size} bytes cannot be allocated")]
+    TooLarge {
+        /// Element count.
+        numel: String,
+        /// Bytes per element.
+        elem_size: usize,
+    },
+    /// A parameter that must be known (for instance a shrink index on a symbolic dim) is not.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Result alias of the pure layers.
+pub type SliceResult<T> = Result<T, SliceError>;

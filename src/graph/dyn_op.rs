@@ -1,0 +1,180 @@
+//! [`DynSliceOp`]: a slicing node whose parameters are only known at run time.
+//!
+//! Its output dims are known where the parameters cannot change them (whole axes, new axes, a constant
+//! `size`) and a fresh symbol elsewhere, minted in the model's own scope and named after the node; the
+//! plan binds each symbol from the produced tensor. Once declutter finds every parameter constant, the op
+//! becomes a [`ViewOp`].
+
+use super::spec::{NodeKind, NodeSpec};
+use super::step::run_chain;
+use super::view_op::ViewOp;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+
+/// One output dim of a [`DynSliceOp`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OutDim {
+    /// The input's dim on this axis.
+    Input(usize),
+    /// A known value (a new axis, a constant `size`).
+    Fixed(TDim),
+    /// Data-dependent: bound when the node runs.
+    Fresh(Symbol),
+}
+
+/// A slicing node with runtime parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DynSliceOp {
+    /// The node.
+    pub spec: NodeSpec,
+    /// Its output dims.
+    pub dims: Vec<OutDim>,
+}
+
+impl Op for DynSliceOp {
+    fn name(&self) -> StaticName {
+        "DynSlice".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!("{}: {:?}", self.spec.label, self.spec.kind)])
+    }
+
+    fn mints_runtime_symbols(&self) -> bool {
+        self.dims.iter().any(|d| matches!(d, OutDim::Fresh(_)))
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for DynSliceOp {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let params: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(&**t)).collect();
+        let step = self.spec.step(&params)?;
+        let data = inputs[0].clone();
+        let out = run_chain(&vec![(self.spec.label.clone(), step)], data)?;
+        ensure!(
+            out.rank() == self.dims.len(),
+            "{}: the output has rank {} but the node declared rank {}",
+            self.spec.label,
+            out.rank(),
+            self.dims.len()
+        );
+        Ok(tvec!(out))
+    }
+}
+
+impl TypedOp for DynSliceOp {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let in_shape = inputs[0].shape.dims();
+        let shape: TVec<TDim> = self
+            .dims
+            .iter()
+            .map(|d| match d {
+                OutDim::Input(axis) => in_shape.get(*axis).cloned().ok_or_else(|| {
+                    self.spec.label.err(format!("axis {axis} is out of range for rank {}", in_shape.len()))
+                }),
+                OutDim::Fixed(v) => Ok(v.clone()),
+                OutDim::Fresh(s) => Ok(TDim::Sym(s.clone())),
+            })
+            .collect::<TractResult<_>>()?;
+        Ok(tvec!(inputs[0].datum_type.fact(&*shape)))
+    }
+
+    fn declutter(&self, model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+        let facts = model.node_input_facts(node.id)?;
+        if facts[1..].iter().any(|f| f.konst.is_none()) {
+            return Ok(None);
+        }
+        let params: Vec<Option<&Tensor>> = facts.iter().map(|f| f.konst.as_deref()).collect();
+        let step = self.spec.step(&params)?;
+        let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
+        TypedModelPatch::replace_single_op(model, node, &node.inputs[..1], op).map(Some)
+    }
+}
+
+/// The output dims of a node whose parameters are not all known, from what is known: the input rank,
+/// and per inlet its constant value or its length. `mint` makes a fresh symbol for output axis `k`.
+pub fn runtime_dims(
+    spec: &NodeSpec,
+    input_rank: usize,
+    konst: &[Option<Arc<Tensor>>],
+    lens: &[Option<usize>],
+    mint: &mut dyn FnMut(usize) -> Symbol,
+) -> TractResult<Vec<OutDim>> {
+    let label = &spec.label;
+    let known = |role: &str| -> TractResult<Option<Vec<i64>>> {
+        match spec.slot(role).and_then(|i| konst.get(i).cloned().flatten()) {
+            Some(t) => super::spec::read_ints(label, role, &t).map(Some),
+            None => Ok(None),
+        }
+    };
+    let len_of = |role: &str| spec.slot(role).and_then(|i| lens.get(i).copied().flatten());
+    let mut dims = vec![];
+    match &spec.kind {
+        NodeKind::Strided { masks } => {
+            let n = len_of("begin")
+                .ok_or_else(|| label.err("the length of begin must be known to infer the output rank"))?;
+            let bit = |m: i64, i: usize| i < 64 && (m >> i) & 1 == 1;
+            let (ellipsis, new, shrink) = (masks[2], masks[3], masks[4]);
+            let real = (0..n).filter(|&i| !bit(ellipsis, i) && !bit(new, i)).count();
+            if real > input_rank {
+                return Err(label.err(format!("the spec indexes {real} dims but the input has rank {input_rank}")));
+            }
+            let mut axis = 0;
+            let mut saw_ellipsis = false;
+            for i in 0..n {
+                if bit(ellipsis, i) {
+                    saw_ellipsis = true;
+                    for _ in 0..input_rank - real {
+                        dims.push(OutDim::Input(axis));
+                        axis += 1;
+                    }
+                } else if bit(new, i) {
+                    dims.push(OutDim::Fixed(1.into()));
+                } else if bit(shrink, i) {
+                    axis += 1;
+                } else {
+                    dims.push(OutDim::Fresh(mint(dims.len())));
+                    axis += 1;
+                }
+            }
+            if !saw_ellipsis {
+                dims.extend((axis..input_rank).map(OutDim::Input));
+            }
+        }
+        NodeKind::OnnxSlice | NodeKind::Paddle { .. } => {
+            let axes = match &spec.kind {
+                NodeKind::Paddle { axes, .. } => Some(axes.clone()),
+                _ => match spec.slot("axes") {
+                    None => len_of("starts").map(|n| (0..n as i64).collect()),
+                    Some(_) => known("axes")?,
+                },
+            };
+            let rank = input_rank as i64;
+            for k in 0..input_rank {
+                let sliced =
+                    axes.as_ref().is_none_or(|axes| axes.iter().any(|&a| a == k as i64 || a + rank == k as i64));
+                dims.push(if sliced { OutDim::Fresh(mint(k)) } else { OutDim::Input(k) });
+            }
+        }
+        NodeKind::Aten => match known("size")? {
+            Some(size) => dims.extend(size.into_iter().map(|s| OutDim::Fixed(s.into()))),
+            None => {
+                let n = len_of("size")
+                    .ok_or_else(|| label.err("the length of size must be known to infer the output rank"))?;
+                for k in 0..n {
+                    dims.push(OutDim::Fresh(mint(k)));
+                }
+            }
+        },
+        NodeKind::OnnxSliceAttrs(_) | NodeKind::AsStrided(_) => {
+            return Err(label.err("has no runtime parameters"));
+        }
+    }
+    Ok(dims)
+}

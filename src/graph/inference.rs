@@ -1,0 +1,121 @@
+//! [`SliceInference`]: the op our builders put in the `InferenceModel`.
+//!
+//! Its rules give the output type and rank as soon as they are known and, once the input shape and the
+//! parameter values are, the exact output shape (symbolic dims as `TDim` expressions). It evaluates
+//! directly (no ad-hoc model), so analysis can propagate values through Shape → Slice chains. Typing
+//! turns it into a [`ViewOp`] when the parameters are constants, else a [`DynSliceOp`] with fresh
+//! symbols minted in the target model's own scope.
+
+use super::dyn_op::{runtime_dims, DynSliceOp};
+use super::spec::{NodeKind, NodeSpec};
+use super::step::{chain_output_shape, run_chain};
+use super::view_op::ViewOp;
+use std::collections::HashMap;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// A slicing node in the inference model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SliceInference {
+    /// The node.
+    pub spec: NodeSpec,
+}
+
+impl Op for SliceInference {
+    fn name(&self) -> StaticName {
+        self.spec.label.op.clone().into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!("{:?}", self.spec.kind)])
+    }
+
+    not_a_typed_op!();
+}
+
+impl EvalOp for SliceInference {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let params: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(&**t)).collect();
+        let step = self.spec.step(&params)?;
+        Ok(tvec!(run_chain(&vec![(self.spec.label.clone(), step)], inputs[0].clone())?))
+    }
+}
+
+impl InferenceRulesOp for SliceInference {
+    fn rules<'r, 'p: 'r, 's: 'r>(
+        &'s self,
+        s: &mut Solver<'r>,
+        inputs: &'p [TensorProxy],
+        outputs: &'p [TensorProxy],
+    ) -> InferenceResult {
+        let label = &self.spec.label;
+        if inputs.len() != self.spec.inlets() {
+            return Err(label.err(format!("expected {} inputs, got {}", self.spec.inlets(), inputs.len())));
+        }
+        if outputs.len() != 1 {
+            return Err(label.err(format!("expected 1 output, got {}", outputs.len())));
+        }
+        s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
+        match &self.spec.kind {
+            NodeKind::OnnxSlice | NodeKind::OnnxSliceAttrs(_) | NodeKind::Paddle { .. } => {
+                s.equals(&outputs[0].rank, &inputs[0].rank)?;
+            }
+            NodeKind::AsStrided(a) => s.equals(&outputs[0].rank, a.size.len() as i64)?,
+            _ => {}
+        }
+        let spec = &self.spec;
+        s.given(&inputs[0].shape, move |s, shape| {
+            if inputs.len() == 1 {
+                let step = spec.step(&[None])?;
+                let out = chain_output_shape(&vec![(spec.label.clone(), step)], &shape)?;
+                return s.equals(&outputs[0].shape, ShapeFactoid::from(out));
+            }
+            s.given_all(inputs[1..].iter().map(|i| &i.value), move |s, values| {
+                let mut params: Vec<Option<&Tensor>> = vec![None];
+                params.extend(values.iter().map(|v| Some(&**v)));
+                let step = spec.step(&params)?;
+                let out = chain_output_shape(&vec![(spec.label.clone(), step)], &shape)?;
+                s.equals(&outputs[0].shape, ShapeFactoid::from(out))
+            })
+        })
+    }
+
+    fn to_typed(
+        &self,
+        _source: &InferenceModel,
+        node: &InferenceNode,
+        target: &mut TypedModel,
+        mapping: &HashMap<OutletId, OutletId>,
+    ) -> TractResult<TVec<OutletId>> {
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        if facts[1..].iter().all(|f| f.konst.is_some()) {
+            let params: Vec<Option<&Tensor>> = facts.iter().map(|f| f.konst.as_deref()).collect();
+            let step = self.spec.step(&params)?;
+            let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
+            return target.wire_node(&node.name, op, &inputs[..1]);
+        }
+        let konst: Vec<Option<Arc<Tensor>>> = facts.iter().map(|f| f.konst.clone()).collect();
+        let lens: Vec<Option<usize>> =
+            facts.iter().map(|f| if f.rank() == 1 { f.shape[0].as_i64().map(|d| d as usize) } else { None }).collect();
+        let prefix = symbol_prefix(&node.name);
+        let symbols = target.symbols.clone();
+        let mut mint = |axis: usize| symbols.new_with_prefix(&format!("{prefix}_{axis}"));
+        let dims = runtime_dims(&self.spec, facts[0].rank(), &konst, &lens, &mut mint)?;
+        target.wire_node(&node.name, DynSliceOp { spec: self.spec.clone(), dims }, &inputs)
+    }
+
+    as_op!();
+}
+
+/// A symbol name made from a node name: letters, digits and `_` only, starting with a letter.
+fn symbol_prefix(node: &str) -> String {
+    let mut s: String = node.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    if !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        s.insert(0, 'n');
+    }
+    s
+}

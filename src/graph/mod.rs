@@ -1,0 +1,33 @@
+//! tract integration: op builders for every slicing op, the inference op and its rules, the typed ops
+//! (a constant-parameter [`ViewOp`] and a runtime-parameter [`DynSliceOp`]) with their declutter rules,
+//! and the registration into tract-onnx ([`onnx`]).
+
+mod builders;
+mod dyn_op;
+mod inference;
+mod spec;
+mod step;
+mod view_op;
+
+pub use builders::DOMAIN;
+pub use dyn_op::{DynSliceOp, OutDim};
+pub use inference::SliceInference;
+pub use spec::{NodeKind, NodeSpec};
+pub use step::{chain_output_shape, chain_views, run_chain, Chain, Label, Resolved, SliceStep};
+pub use view_op::ViewOp;
+
+use tract_onnx::Onnx;
+
+/// tract-onnx with sliceops' builders registered: `StridedSlice`, `AsStrided`, `ATen` (as_strided) and
+/// `Slice` (replacing tract's). Declared shapes and types in the model (value_info, graph outputs) are
+/// not imposed on the analysis: exporters write wrong ones; [`crate::Model`] compares them with what
+/// inference finds and reports the differences as warnings.
+pub fn onnx() -> Onnx {
+    let mut onnx =
+        tract_onnx::onnx().with_ignore_value_info(true).with_ignore_output_shapes(true).with_ignore_output_types(true);
+    onnx.op_register.insert("StridedSlice", builders::strided_slice);
+    onnx.op_register.insert("AsStrided", builders::as_strided);
+    onnx.op_register.insert("ATen", builders::aten);
+    onnx.op_register.insert("Slice", builders::slice);
+    onnx
+}

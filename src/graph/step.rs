@@ -1,0 +1,130 @@
+//! A slicing op with every parameter known ([`SliceStep`]), and chains of them resolved into views.
+//!
+//! A chain is what a run of consecutive slicing nodes becomes after declutter. It is resolved against a
+//! shape: symbolically for facts ([`chain_output_shape`]), concretely to execute ([`chain_views`]),
+//! where consecutive steps compose into one view, so the chain costs one copy.
+
+use crate::error::{SliceError, SliceResult};
+use crate::semantics::{AsStrided, Slice, StridedSlice};
+use crate::view::{Dim, Selection, View};
+use std::fmt;
+use tract_onnx::prelude::*;
+
+/// A slicing op with its parameters known.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SliceStep {
+    /// TF / MindSpore / MXNet StridedSlice.
+    Strided(StridedSlice),
+    /// ONNX or Paddle Slice.
+    Slice(Slice),
+    /// Ascend / torch AsStrided.
+    AsStrided(AsStrided),
+}
+
+/// What a step resolves to: an index-space selection (composes with anything) or a flat view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved<D> {
+    /// From StridedSlice and Slice.
+    Select(Selection<D>),
+    /// From AsStrided.
+    Flat(View<D>),
+}
+
+impl<D: Dim> Resolved<D> {
+    /// The output shape.
+    pub fn output_shape(&self) -> Vec<D> {
+        match self {
+            Resolved::Select(s) => s.output_shape(),
+            Resolved::Flat(v) => v.shape(),
+        }
+    }
+}
+
+impl SliceStep {
+    /// Resolves against an input shape.
+    pub fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
+        Ok(match self {
+            SliceStep::Strided(s) => Resolved::Select(s.resolve(shape)?),
+            SliceStep::Slice(s) => Resolved::Select(s.resolve(shape)?),
+            SliceStep::AsStrided(s) => Resolved::Flat(s.resolve(shape)?),
+        })
+    }
+}
+
+/// Where a step came from, for error messages: `node 'name' (Op)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Label {
+    /// Node name.
+    pub node: String,
+    /// ONNX op type.
+    pub op: String,
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node '{}' ({})", self.node, self.op)
+    }
+}
+
+impl Label {
+    /// Wraps a pure-layer error with this node's name and op.
+    pub fn err(&self, e: impl fmt::Display) -> TractError {
+        anyhow::anyhow!("{self}: {e}")
+    }
+}
+
+/// A chain of steps, each with the node it came from.
+pub type Chain = Vec<(Label, SliceStep)>;
+
+/// The output shape of a chain over `shape`, simplified.
+pub fn chain_output_shape(chain: &Chain, shape: &[TDim]) -> TractResult<Vec<TDim>> {
+    let mut shape = shape.to_vec();
+    for (label, step) in chain {
+        shape = step.resolve(&shape).map_err(|e| label.err(e))?.output_shape();
+        shape = shape.into_iter().map(TDim::simplify).collect();
+    }
+    Ok(shape)
+}
+
+/// The views that execute a chain over a tensor of `shape`, one after the other: a single view
+/// unless a flat step cannot be folded into the view before it.
+pub fn chain_views(chain: &Chain, shape: &[usize]) -> TractResult<Vec<View<i64>>> {
+    let mut shape: Vec<i64> = shape
+        .iter()
+        .map(|&d| i64::try_from(d).map_err(|_| SliceError::Overflow { what: "dim" }))
+        .collect::<SliceResult<_>>()?;
+    let mut views = vec![];
+    let mut current = View::identity(&shape)?;
+    for (label, step) in chain {
+        let resolved = step.resolve(&shape).map_err(|e| label.err(e))?;
+        shape = resolved.output_shape();
+        match resolved {
+            Resolved::Select(sel) => current = current.select(&sel).map_err(|e| label.err(e))?,
+            Resolved::Flat(flat) => match current.then(&flat) {
+                Some(c) => current = c,
+                None => views.push(std::mem::replace(&mut current, flat)),
+            },
+        }
+    }
+    views.push(current);
+    Ok(views)
+}
+
+/// Executes a chain on a tensor: one copy (or none when the chain is the identity).
+pub fn run_chain(chain: &Chain, input: TValue) -> TractResult<TValue> {
+    let views = chain_views(chain, input.shape())?;
+    let label = chain.last().map(|(l, _)| l.clone());
+    let err = |e: SliceError| match &label {
+        Some(l) => l.err(e),
+        None => anyhow::anyhow!("{e}"),
+    };
+    let mut value = input;
+    for view in views {
+        let shape: Vec<i64> = value.shape().iter().map(|&d| d as i64).collect();
+        if view.shape() == shape && view.is_identity_of(&shape) {
+            continue;
+        }
+        value = crate::kernel::execute(&value, &view).map_err(err)?.into_tvalue();
+    }
+    Ok(value)
+}

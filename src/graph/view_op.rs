@@ -1,0 +1,101 @@
+//! [`ViewOp`]: the typed op every slicing node with known parameters becomes.
+//!
+//! It holds a chain of steps (one per original node, more once consecutive views are merged) and runs
+//! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
+//! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
+
+use super::step::{chain_output_shape, run_chain, Chain};
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::konst::Const;
+
+/// A chain of slicing steps over one input, executed as one view.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewOp {
+    /// The steps, first applied first.
+    pub chain: Chain,
+}
+
+impl Op for ViewOp {
+    fn name(&self) -> StaticName {
+        "SliceView".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(self.chain.iter().map(|(label, step)| format!("{label}: {step:?}")).collect())
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for ViewOp {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let input = args_1!(inputs);
+        Ok(tvec!(run_chain(&self.chain, input)?))
+    }
+}
+
+impl TypedOp for ViewOp {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs.len() == 1, "a slicing view has one input, got {}", inputs.len());
+        let shape = chain_output_shape(&self.chain, inputs[0].shape.dims())?;
+        Ok(tvec!(inputs[0].datum_type.fact(&*shape)))
+    }
+
+    fn declutter(&self, model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+        let input_fact = model.outlet_fact(node.inputs[0])?;
+        // Over a constant: the output is a constant too, whatever the size (it is a view of it).
+        if let Some(konst) = &input_fact.konst {
+            let value = run_chain(&self.chain, konst.clone().into_tvalue())?;
+            let mut patch = TypedModelPatch::default();
+            let wire = patch.wire_node(&node.name, Const::new(value.into_arc_tensor())?, &[])?[0];
+            patch.shunt_outside(model, node.id.into(), wire)?;
+            return Ok(Some(patch));
+        }
+        // The identity: the node disappears.
+        let in_shape = input_fact.shape.dims();
+        if let Ok(out_shape) = chain_output_shape(&self.chain, in_shape) {
+            if out_shape == in_shape && self.is_identity_on(in_shape) {
+                return TypedModelPatch::shunt_one_op(model, node);
+            }
+        }
+        // A view of a view: one op, one copy.
+        let prec = model.node(node.inputs[0].node);
+        if let Some(before) = prec.op_as::<ViewOp>() {
+            let mut chain = before.chain.clone();
+            chain.extend(self.chain.iter().cloned());
+            return TypedModelPatch::replace_single_op(model, node, &prec.inputs, ViewOp { chain }).map(Some);
+        }
+        Ok(None)
+    }
+}
+
+impl ViewOp {
+    /// Whether the chain reads a tensor of `shape` unchanged (decided symbolically).
+    pub fn is_identity_on(&self, shape: &[TDim]) -> bool {
+        let mut current = match crate::view::View::identity(shape) {
+            Ok(v) => v,
+            Err(_) => return false,
+        };
+        let mut cur_shape = shape.to_vec();
+        for (_, step) in &self.chain {
+            let Ok(resolved) = step.resolve(&cur_shape) else { return false };
+            cur_shape = resolved.output_shape();
+            current = match resolved {
+                super::step::Resolved::Select(sel) => match current.select(&sel) {
+                    Ok(v) => v,
+                    Err(_) => return false,
+                },
+                super::step::Resolved::Flat(flat) => match current.then(&flat) {
+                    Some(v) => v,
+                    None => return false,
+                },
+            };
+        }
+        current.is_identity_of(shape)
+    }
+}

@@ -1,0 +1,218 @@
+//! The public API over a loaded model: load from a path or bytes, set input shapes and assumptions, get
+//! the inferred facts of every value, get the optimized plan, run it.
+
+use crate::graph;
+use anyhow::{bail, Context};
+use prost::Message;
+use std::path::Path;
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// The inferred type and shape of one value of the graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueFact {
+    /// The value's name in the ONNX graph.
+    pub name: String,
+    /// Element type.
+    pub dtype: DatumType,
+    /// Shape, symbolic dims as expressions.
+    pub shape: Vec<TDim>,
+}
+
+/// A loaded ONNX model, ready to infer, optimize and run.
+#[derive(Debug, Clone)]
+pub struct Model {
+    proto: pb::ModelProto,
+    inference: InferenceModel,
+}
+
+/// Decodes model bytes, with a clear error for what is not a model.
+pub fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
+    if bytes.is_empty() {
+        bail!("the file is empty, not an ONNX model");
+    }
+    let proto = pb::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
+    if proto.graph.is_none() {
+        bail!("not a valid ONNX model: it has no graph");
+    }
+    Ok(proto)
+}
+
+impl Model {
+    /// Loads a model file (external data is looked up next to it).
+    pub fn load_path(path: impl AsRef<Path>) -> anyhow::Result<Model> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::load_proto(decode_proto(&bytes)?, path.parent().and_then(|p| p.to_str()))
+    }
+
+    /// Loads a model from its bytes.
+    pub fn load_bytes(bytes: &[u8]) -> anyhow::Result<Model> {
+        Self::load_proto(decode_proto(bytes)?, None)
+    }
+
+    fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+        let parsed = graph::onnx().parse(&proto, dir)?;
+        if !parsed.unresolved_inputs.is_empty() {
+            bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
+        }
+        Ok(Model { proto, inference: parsed.model })
+    }
+
+    /// The decoded ONNX model.
+    pub fn proto(&self) -> &pb::ModelProto {
+        &self.proto
+    }
+
+    /// The inference model (as parsed, with any input shapes set).
+    pub fn inference_model(&self) -> &InferenceModel {
+        &self.inference
+    }
+
+    /// The names of the graph inputs that must be fed (initializers excluded).
+    pub fn input_names(&self) -> Vec<String> {
+        self.inference.inputs.iter().map(|o| self.inference.node(o.node).name.clone()).collect()
+    }
+
+    /// The names of the graph outputs.
+    pub fn output_names(&self) -> Vec<String> {
+        self.proto.graph.as_ref().map(|g| g.output.iter().map(|o| o.name.clone()).collect()).unwrap_or_default()
+    }
+
+    fn input_index(&self, name: &str) -> anyhow::Result<usize> {
+        self.input_names().iter().position(|n| n == name).with_context(|| {
+            format!("the graph has no input named '{name}' (inputs: {})", self.input_names().join(", "))
+        })
+    }
+
+    /// Sets an input's shape from dims such as `["N", "3"]` (integers or symbol expressions); the element
+    /// type stays what the model declares.
+    pub fn set_input_shape(&mut self, name: &str, dims: &[&str]) -> anyhow::Result<()> {
+        let ix = self.input_index(name)?;
+        let shape: TVec<TDim> = dims
+            .iter()
+            .map(|d| {
+                self.inference.symbols.parse_tdim(d.trim()).with_context(|| format!("bad dim '{d}' for input '{name}'"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let mut fact = self.inference.input_fact(ix)?.clone();
+        fact = fact.with_shape(ShapeFactoid::from(shape));
+        self.inference.set_input_fact(ix, fact)?;
+        Ok(())
+    }
+
+    /// Adds an assumption about symbols, such as `N>=2`, used to simplify shapes.
+    pub fn assume(&mut self, expr: &str) -> anyhow::Result<()> {
+        self.inference.symbols.add_assertion(expr).with_context(|| format!("bad assumption '{expr}'"))
+    }
+
+    /// The typed model: every value's fact is exact (not yet decluttered).
+    pub fn typed(&self) -> anyhow::Result<TypedModel> {
+        self.inference.clone().into_typed()
+    }
+
+    /// The inferred facts of the graph inputs, every node output and the graph outputs, in graph order.
+    pub fn infer(&self) -> anyhow::Result<Vec<ValueFact>> {
+        let typed = self.typed()?;
+        let graph = self.proto.graph.as_ref().context("the model has no graph")?;
+        let mut by_label = std::collections::HashMap::new();
+        for node in typed.nodes() {
+            for (slot, _) in node.outputs.iter().enumerate() {
+                let outlet = OutletId::new(node.id, slot);
+                if let Some(label) = typed.outlet_label(outlet) {
+                    by_label.insert(label.to_string(), outlet);
+                }
+            }
+            by_label.entry(node.name.clone()).or_insert(OutletId::new(node.id, 0));
+        }
+        let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        let mut names: Vec<&str> =
+            graph.input.iter().map(|i| i.name.as_str()).filter(|n| !initializers.contains(n)).collect();
+        names.extend(graph.node.iter().flat_map(|n| n.output.iter().map(String::as_str)).filter(|n| !n.is_empty()));
+        names.extend(graph.output.iter().map(|o| o.name.as_str()));
+        let mut seen = std::collections::HashSet::new();
+        let mut facts = vec![];
+        for name in names {
+            if !seen.insert(name) {
+                continue;
+            }
+            let outlet = *by_label.get(name).with_context(|| format!("no inferred fact for value '{name}'"))?;
+            let fact = typed.outlet_fact(outlet)?;
+            facts.push(ValueFact {
+                name: name.to_string(),
+                dtype: fact.datum_type,
+                shape: fact.shape.iter().cloned().collect(),
+            });
+        }
+        Ok(facts)
+    }
+
+    /// The decluttered and optimized model.
+    pub fn optimized(&self) -> anyhow::Result<TypedModel> {
+        self.inference.clone().into_optimized()
+    }
+
+    /// The decluttered model (folded, views composed), before codegen.
+    pub fn decluttered(&self) -> anyhow::Result<TypedModel> {
+        let mut typed = self.typed()?;
+        typed.declutter()?;
+        Ok(typed)
+    }
+
+    /// A runnable plan of the optimized model.
+    pub fn plan(&self) -> anyhow::Result<Arc<TypedRunnableModel>> {
+        self.optimized()?.into_runnable()
+    }
+
+    /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
+    pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
+        let names = self.input_names();
+        if inputs.len() != names.len() {
+            bail!("the model takes {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len());
+        }
+        let plan = self.plan()?;
+        let outputs = plan.run(inputs.into_iter().map(TValue::from).collect())?;
+        Ok(self.output_names().into_iter().zip(outputs.into_iter().map(|t| t.into_tensor())).collect())
+    }
+
+    /// Declared shapes (value_info, graph outputs) that contradict inference: one message each. Declared
+    /// shapes are hints; inference wins.
+    pub fn shape_warnings(&self) -> anyhow::Result<Vec<String>> {
+        let facts = self.infer()?;
+        let graph = self.proto.graph.as_ref().context("the model has no graph")?;
+        let mut warnings = vec![];
+        for info in graph.value_info.iter().chain(graph.output.iter()) {
+            let Some(pb::type_proto::Value::TensorType(t)) = info.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+                continue;
+            };
+            let Some(declared) = &t.shape else { continue };
+            let Some(fact) = facts.iter().find(|f| f.name == info.name) else { continue };
+            let declared_dims: Vec<String> = declared
+                .dim
+                .iter()
+                .map(|d| match &d.value {
+                    Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) => v.to_string(),
+                    Some(pb::tensor_shape_proto::dimension::Value::DimParam(p)) => p.clone(),
+                    None => "?".to_string(),
+                })
+                .collect();
+            let inferred: Vec<String> = fact.shape.iter().map(|d| d.to_string()).collect();
+            let contradicts = declared_dims.len() != inferred.len()
+                || declared.dim.iter().zip(&fact.shape).any(|(d, f)| match &d.value {
+                    Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) => f.as_i64() != Some(*v),
+                    Some(pb::tensor_shape_proto::dimension::Value::DimParam(_)) => f.as_i64().is_some(),
+                    _ => false,
+                });
+            if contradicts {
+                warnings.push(format!(
+                    "value '{}' is declared with shape [{}] but inference gives [{}]; using the inferred shape",
+                    info.name,
+                    declared_dims.join(","),
+                    inferred.join(",")
+                ));
+            }
+        }
+        Ok(warnings)
+    }
+}

@@ -1,0 +1,14 @@
+//! The affine view every slicing op reduces to, and its algebra: normalization, axis merging,
+//! composition and bounds checks. Pure: no graph, no ONNX.
+//!
+//! ```text
+//! out[j0, .., jm-1] = flat[offset + j0*t0 + .. + jm-1*tm-1]
+//! ```
+
+mod affine;
+mod dim;
+mod selection;
+
+pub use affine::{row_major_strides, View, ViewAxis};
+pub use dim::{dim_from_usize, Dim};
+pub use selection::{OutAxis, Selection};

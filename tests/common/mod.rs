@@ -1,0 +1,80 @@
+//! Shared helpers of the integration tests.
+
+#![allow(dead_code)]
+
+pub mod reference;
+
+use sliceops::semantics::{SpecEntry, StridedSlice};
+use sliceops::view::View;
+use tract_onnx::prelude::*;
+
+/// Parses a numpy basic-indexing expression such as `1, ..., None, ::-1` into spec entries.
+pub fn parse_spec(expr: &str) -> Vec<SpecEntry> {
+    let expr = expr.trim();
+    if expr.is_empty() {
+        return vec![];
+    }
+    expr.split(',')
+        .map(|e| {
+            let e = e.trim();
+            match e {
+                "..." => SpecEntry::Ellipsis,
+                "None" => SpecEntry::NewAxis,
+                _ if !e.contains(':') => SpecEntry::Index(e.parse().unwrap()),
+                _ => {
+                    let parts: Vec<&str> = e.split(':').map(str::trim).collect();
+                    let num = |s: &str| if s.is_empty() { None } else { Some(s.parse::<i64>().unwrap()) };
+                    let step = parts.get(2).and_then(|s| num(s)).unwrap_or(1);
+                    SpecEntry::Range(num(parts[0]), num(parts[1]), step)
+                }
+            }
+        })
+        .collect()
+}
+
+/// Encodes spec entries as StridedSlice parameters with masks, as TensorFlow's front end does.
+pub fn to_strided_slice(spec: &[SpecEntry]) -> StridedSlice {
+    let mut ss = StridedSlice { strides: Some(vec![]), ..Default::default() };
+    for (i, e) in spec.iter().enumerate() {
+        let (b, en, s) = match *e {
+            SpecEntry::Ellipsis => {
+                ss.ellipsis_mask |= 1 << i;
+                (0, 0, 1)
+            }
+            SpecEntry::NewAxis => {
+                ss.new_axis_mask |= 1 << i;
+                (0, 0, 1)
+            }
+            SpecEntry::Index(v) => {
+                ss.shrink_axis_mask |= 1 << i;
+                (v, v.wrapping_add(1), 1)
+            }
+            SpecEntry::Range(b, en, s) => {
+                if b.is_none() {
+                    ss.begin_mask |= 1 << i;
+                }
+                if en.is_none() {
+                    ss.end_mask |= 1 << i;
+                }
+                (b.unwrap_or(0), en.unwrap_or(0), s)
+            }
+        };
+        ss.begin.push(b);
+        ss.end.push(en);
+        ss.strides.as_mut().unwrap().push(s);
+    }
+    ss
+}
+
+/// `np.arange(numel).reshape(shape)` as i64 data.
+pub fn arange(shape: &[i64]) -> Vec<i64> {
+    (0..shape.iter().product::<i64>()).collect()
+}
+
+/// Runs a concrete view over row-major `data` through the kernel, as a tract tensor of i64.
+pub fn run_view(data: &[i64], shape: &[i64], view: &View<i64>) -> (Vec<usize>, Vec<i64>) {
+    let ushape: Vec<usize> = shape.iter().map(|d| *d as usize).collect();
+    let t = tract_ndarray::ArrayD::from_shape_vec(ushape, data.to_vec()).unwrap().into_tensor();
+    let out = sliceops::kernel::execute(&t, view).unwrap();
+    (out.shape().to_vec(), out.try_as_plain_ram().unwrap().as_slice::<i64>().unwrap().to_vec())
+}

@@ -1,0 +1,171 @@
+//! Builds small ONNX models in code for the graph tests.
+
+#![allow(dead_code)]
+
+use prost::Message;
+use tract_onnx::pb::{self, attribute_proto::AttributeType, tensor_proto::DataType, type_proto};
+
+/// An ONNX model under construction.
+pub struct Builder {
+    graph: pb::GraphProto,
+    opsets: Vec<(String, i64)>,
+}
+
+/// A dim of a declared input shape.
+pub enum D {
+    /// Known.
+    N(i64),
+    /// Symbolic.
+    S(&'static str),
+}
+
+/// A node attribute.
+pub enum A {
+    /// int
+    I(i64),
+    /// ints
+    Is(Vec<i64>),
+    /// string
+    S(&'static str),
+}
+
+fn shape_proto(dims: &[D]) -> pb::TensorShapeProto {
+    pb::TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|d| pb::tensor_shape_proto::Dimension {
+                value: Some(match d {
+                    D::N(v) => pb::tensor_shape_proto::dimension::Value::DimValue(*v),
+                    D::S(s) => pb::tensor_shape_proto::dimension::Value::DimParam(s.to_string()),
+                }),
+                ..Default::default()
+            })
+            .collect(),
+    }
+}
+
+/// A value info with a tensor type.
+pub fn value_info(name: &str, dt: DataType, dims: &[D]) -> pb::ValueInfoProto {
+    pb::ValueInfoProto {
+        name: name.into(),
+        r#type: Some(pb::TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: dt as i32,
+                shape: Some(shape_proto(dims)),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+impl Builder {
+    /// A model importing the default domain at `opset` and `ai.sliceops` 1.
+    pub fn new(opset: i64) -> Builder {
+        Builder {
+            graph: pb::GraphProto { name: "g".into(), ..Default::default() },
+            opsets: vec![(String::new(), opset), ("ai.sliceops".into(), 1)],
+        }
+    }
+
+    /// Adds a graph input.
+    pub fn input(mut self, name: &str, dt: DataType, dims: &[D]) -> Self {
+        self.graph.input.push(value_info(name, dt, dims));
+        self
+    }
+
+    /// Adds an int64 initializer.
+    pub fn init_i64(self, name: &str, values: &[i64]) -> Self {
+        self.init(name, DataType::Int64, &[values.len() as i64], values.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    /// Adds an int32 initializer.
+    pub fn init_i32(self, name: &str, values: &[i32]) -> Self {
+        self.init(name, DataType::Int32, &[values.len() as i64], values.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    /// Adds a float initializer of the given shape.
+    pub fn init_f32(self, name: &str, dims: &[i64], values: &[f32]) -> Self {
+        self.init(name, DataType::Float, dims, values.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    /// Adds a raw initializer.
+    pub fn init(mut self, name: &str, dt: DataType, dims: &[i64], raw: Vec<u8>) -> Self {
+        self.graph.initializer.push(pb::TensorProto {
+            name: name.into(),
+            data_type: dt as i32,
+            dims: dims.to_vec(),
+            raw_data: raw,
+            ..Default::default()
+        });
+        self
+    }
+
+    /// Adds a node.
+    pub fn node(mut self, op: &str, domain: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<(&str, A)>) -> Self {
+        let attribute = attrs
+            .into_iter()
+            .map(|(n, a)| {
+                let mut p = pb::AttributeProto { name: n.into(), ..Default::default() };
+                match a {
+                    A::I(i) => {
+                        p.r#type = AttributeType::Int as i32;
+                        p.i = i;
+                    }
+                    A::Is(v) => {
+                        p.r#type = AttributeType::Ints as i32;
+                        p.ints = v;
+                    }
+                    A::S(s) => {
+                        p.r#type = AttributeType::String as i32;
+                        p.s = s.as_bytes().to_vec();
+                    }
+                }
+                p
+            })
+            .collect();
+        self.graph.node.push(pb::NodeProto {
+            op_type: op.into(),
+            domain: domain.into(),
+            name: name.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            attribute,
+            ..Default::default()
+        });
+        self
+    }
+
+    /// Adds a graph output (no declared type).
+    pub fn output(mut self, name: &str) -> Self {
+        self.graph.output.push(pb::ValueInfoProto { name: name.into(), ..Default::default() });
+        self
+    }
+
+    /// Adds a graph output with a declared type and shape.
+    pub fn output_typed(mut self, name: &str, dt: DataType, dims: &[D]) -> Self {
+        self.graph.output.push(value_info(name, dt, dims));
+        self
+    }
+
+    /// Adds a value_info annotation.
+    pub fn value_info(mut self, name: &str, dt: DataType, dims: &[D]) -> Self {
+        self.graph.value_info.push(value_info(name, dt, dims));
+        self
+    }
+
+    /// The encoded model.
+    pub fn bytes(self) -> Vec<u8> {
+        pb::ModelProto {
+            ir_version: 8,
+            opset_import: self
+                .opsets
+                .into_iter()
+                .map(|(domain, version)| pb::OperatorSetIdProto { domain, version })
+                .collect(),
+            graph: Some(self.graph),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+}
