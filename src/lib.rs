@@ -14,10 +14,12 @@
 //! - [`semantics`]: one front end per dialect, each a pure function from parameters and shape to a view.
 //! - [`kernel`]: executes a view, by element size, block copies for contiguous runs, multi-threaded.
 
+pub mod dims;
 pub mod error;
 pub mod graph;
 pub mod kernel;
 mod model;
+pub mod npy;
 pub mod semantics;
 pub mod view;
 

@@ -5,6 +5,8 @@
 mod builders;
 mod dyn_op;
 mod inference;
+mod range;
+mod shape_pad;
 mod spec;
 mod step;
 mod view_op;
@@ -12,6 +14,7 @@ mod view_op;
 pub use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
 pub use inference::SliceInference;
+pub use shape_pad::ShapePad;
 pub use spec::{NodeKind, NodeSpec};
 pub use step::{chain_output_shape, chain_views, run_chain, Chain, Label, Resolved, SliceStep};
 pub use view_op::ViewOp;
@@ -29,5 +32,7 @@ pub fn onnx() -> Onnx {
     onnx.op_register.insert("AsStrided", builders::as_strided);
     onnx.op_register.insert("ATen", builders::aten);
     onnx.op_register.insert("Slice", builders::slice);
+    onnx.op_register.insert("Pad", shape_pad::pad);
+    onnx.op_register.insert("Range", range::range);
     onnx
 }

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod fixtures;
+pub mod onnx_build;
 pub mod reference;
 
 use sliceops::semantics::{SpecEntry, StridedSlice};

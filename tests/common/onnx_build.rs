@@ -102,7 +102,15 @@ impl Builder {
     }
 
     /// Adds a node.
-    pub fn node(mut self, op: &str, domain: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<(&str, A)>) -> Self {
+    pub fn node(
+        mut self,
+        op: &str,
+        domain: &str,
+        name: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attrs: Vec<(&str, A)>,
+    ) -> Self {
         let attribute = attrs
             .into_iter()
             .map(|(n, a)| {

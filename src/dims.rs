@@ -1,0 +1,91 @@
+//! Writing symbolic dims as the expressions users read: integers and symbols with `+ - *`, `/` (floor
+//! division by an integer) and two-argument `min(a,b)` / `max(a,b)`, constants last: `N-2`,
+//! `(N+1)/2`, `min(N,3)`, `max(0,N-2)`.
+
+use tract_onnx::prelude::TDim;
+
+/// Formats a dim: its integer value, or an expression.
+pub fn format_dim(d: &TDim) -> String {
+    match d {
+        TDim::Val(v) => v.to_string(),
+        TDim::Sym(s) => s.to_string(),
+        TDim::Add(terms) => {
+            // Symbolic terms first, the constant last.
+            let mut sorted: Vec<&TDim> = terms.iter().filter(|t| !matches!(t, TDim::Val(_))).collect();
+            sorted.extend(terms.iter().filter(|t| matches!(t, TDim::Val(_))));
+            let mut out = String::new();
+            for (i, t) in sorted.into_iter().enumerate() {
+                let (negative, magnitude) = match t {
+                    TDim::Val(v) if *v < 0 => (true, v.unsigned_abs().to_string()),
+                    TDim::MulInt(k, x) if *k < 0 => (true, scaled(k.unsigned_abs(), x)),
+                    other => (false, format_term(other)),
+                };
+                match (i, negative) {
+                    (0, true) => out.push('-'),
+                    (0, false) => {}
+                    (_, true) => out.push('-'),
+                    (_, false) => out.push('+'),
+                }
+                out.push_str(&magnitude);
+            }
+            out
+        }
+        TDim::Mul(terms) => terms.iter().map(format_factor).collect::<Vec<_>>().join("*"),
+        TDim::MulInt(k, x) if *k < 0 => format!("-{}", scaled(k.unsigned_abs(), x)),
+        TDim::MulInt(k, x) => scaled(*k as u64, x),
+        TDim::Div(x, k) => format!("{}/{k}", format_factor(x)),
+        TDim::Min(terms) => nested("min", terms),
+        TDim::Max(terms) => nested("max", terms),
+        other => other.to_string(),
+    }
+}
+
+fn scaled(k: u64, x: &TDim) -> String {
+    if k == 1 {
+        format_term(x)
+    } else {
+        format!("{k}*{}", format_factor(x))
+    }
+}
+
+/// A term of a sum: sums inside need no parentheses (they are flattened), everything else is atomic.
+fn format_term(d: &TDim) -> String {
+    format_dim(d)
+}
+
+/// A factor of a product or a dividend: parenthesized when it is a sum.
+fn format_factor(d: &TDim) -> String {
+    match d {
+        TDim::Add(_) => format!("({})", format_dim(d)),
+        TDim::MulInt(k, _) if *k < 0 => format!("({})", format_dim(d)),
+        _ => format_dim(d),
+    }
+}
+
+/// `min(a,b,c)` written as `min(a,min(b,c))`, constants first as tract sorts them.
+fn nested(name: &str, terms: &[TDim]) -> String {
+    match terms {
+        [] => name.to_string(),
+        [one] => format_dim(one),
+        [first, rest @ ..] => format!("{name}({},{})", format_dim(first), nested(name, rest)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tract_onnx::prelude::SymbolScope;
+
+    #[test]
+    fn expressions_read_naturally() {
+        let s = SymbolScope::default();
+        let n = TDim::Sym(s.sym("N"));
+        assert_eq!(format_dim(&(n.clone() - 2)), "N-2");
+        assert_eq!(format_dim(&n.clone().div_ceil(2)), "(N+1)/2");
+        assert_eq!(format_dim(&TDim::Max(vec![TDim::Val(0), n.clone() - 2])), "max(0,N-2)");
+        assert_eq!(format_dim(&TDim::Min(vec![n.clone(), TDim::Val(3), TDim::Val(4)])), "min(N,min(3,4))");
+        assert_eq!(format_dim(&(TDim::Val(3) - n.clone())), "-N+3");
+        assert_eq!(format_dim(&(n.clone() * 4)), "4*N");
+        assert_eq!(format_dim(&TDim::Val(-5)), "-5");
+    }
+}

@@ -1,0 +1,84 @@
+//! ONNX `Range` with an exact length for negative steps.
+//!
+//! Exporters write descending ranges (MXNet's `reverse` gathers over `Range(d-1, -1, -1)`). tract's
+//! rule divides by the step cast to an unsigned integer, which is wrong for a negative step, and its
+//! second analysis pass then rejects the graph ("Impossible to unify Val(3) with Val(5)"). This wrapper
+//! states ONNX's length, `max(ceil((limit - start) / delta), 0)`, and leaves the rest to tract's Range.
+
+use crate::view::Dim;
+use tract_onnx::model::ParsingContext;
+use tract_onnx::pb::NodeProto;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// The Range builder.
+pub fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+    let name = if node.name.is_empty() { node.output.first().cloned().unwrap_or_default() } else { node.name.clone() };
+    Ok((expand(ExactRange { node: name }), vec![]))
+}
+
+/// tract's Range with ONNX's length rule.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ExactRange {
+    /// Node name, for errors.
+    pub node: String,
+}
+
+/// `max(ceil((limit - start) / delta), 0)`.
+pub fn range_len(start: &TDim, limit: &TDim, delta: i64) -> TractResult<TDim> {
+    let ovf = || anyhow::anyhow!("range length overflows");
+    let span = if delta > 0 { limit.checked_sub(start) } else { start.checked_sub(limit) }.ok_or_else(ovf)?;
+    match delta {
+        0 => bail!("delta is 0"),
+        d => Ok(span.max_with(&TDim::Val(0)).div_ceil_by(d.unsigned_abs())),
+    }
+}
+
+impl Expansion for ExactRange {
+    fn name(&self) -> StaticName {
+        "Range".into()
+    }
+
+    fn rules<'r, 'p: 'r, 's: 'r>(
+        &'s self,
+        s: &mut Solver<'r>,
+        inputs: &'p [TensorProxy],
+        outputs: &'p [TensorProxy],
+    ) -> InferenceResult {
+        check_input_arity(inputs, 3)?;
+        check_output_arity(outputs, 1)?;
+        s.given_3(&inputs[0].datum_type, &inputs[1].datum_type, &inputs[2].datum_type, move |s, a, b, c| {
+            let dt = DatumType::super_type_for([a, b, c]).context("Range inputs have no common type")?;
+            s.equals(&outputs[0].datum_type, if dt.is_tdim() { i64::datum_type() } else { dt })
+        })?;
+        for input in inputs {
+            s.equals(&input.rank, 0)?;
+        }
+        s.equals(&outputs[0].rank, 1)?;
+        s.given_3(&inputs[0].value, &inputs[1].value, &inputs[2].value, move |s, start, limit, delta| {
+            let scalar = |t: &Tensor| -> TractResult<TDim> {
+                Ok(t.cast_to::<TDim>()?.try_as_plain_ram()?.to_scalar::<TDim>()?.clone())
+            };
+            let Ok(delta) = scalar(&delta)?.to_i64() else { return Ok(()) };
+            if !delta_is_integer(&inputs_dt(&start, &limit)) {
+                return Ok(());
+            }
+            let len = range_len(&scalar(&start)?, &scalar(&limit)?, delta)
+                .map_err(|e| anyhow::anyhow!("node '{}' (Range): {e}", self.node))?;
+            s.equals(&outputs[0].shape[0], len)
+        })
+    }
+
+    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+        tract_onnx::tract_hir::ops::array::Range.wire(prefix, model, inputs)
+    }
+}
+
+fn inputs_dt(a: &Tensor, b: &Tensor) -> [DatumType; 2] {
+    [a.datum_type(), b.datum_type()]
+}
+
+/// Float ranges keep tract's own handling; only integer (and dim) ranges get the exact rule here.
+fn delta_is_integer(dts: &[DatumType; 2]) -> bool {
+    dts.iter().all(|dt| dt.is_integer() || dt.is_tdim())
+}

@@ -1,0 +1,492 @@
+//! The three ops inside tract: models built in code, with constant and runtime parameters, run through
+//! the optimized plan; exact symbolic inference; chains composing into one node; errors naming the node.
+
+mod common;
+
+use common::onnx_build::{Builder, A, D};
+use sliceops::Model;
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::prelude::*;
+
+fn arange_f32(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    tract_ndarray::ArrayD::from_shape_vec(shape, (0..n).map(|v| v as f32).collect()).unwrap().into_tensor()
+}
+
+fn ints(v: &[i64]) -> Tensor {
+    tract_ndarray::arr1(v).into_tensor()
+}
+
+fn run(bytes: &[u8], inputs: Vec<Tensor>) -> Tensor {
+    let model = Model::load_bytes(bytes).unwrap();
+    model.run(inputs).unwrap().remove(0).1
+}
+
+fn values_f32(t: &Tensor) -> (Vec<usize>, Vec<f32>) {
+    (t.shape().to_vec(), t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec())
+}
+
+/// `x[1:, ::-2]` style StridedSlice over a [3, 4] input, begin/end/strides as given.
+fn strided_model(begin: &str, end: &str, strides: &str, masks: [i64; 5]) -> Builder {
+    let names = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"];
+    let attrs = names.iter().zip(masks).map(|(n, m)| (*n, A::I(m))).collect();
+    Builder::new(13).input("x", DataType::Float, &[D::N(3), D::N(4)]).node(
+        "StridedSlice",
+        "ai.sliceops",
+        "ss",
+        &["x", begin, end, strides],
+        &["y"],
+        attrs,
+    )
+}
+
+#[test]
+fn strided_slice_with_constant_parameters() {
+    // x[1:, ::-2] with begin_mask 0b10 and end_mask 0b11
+    let bytes = strided_model("b", "e", "s", [0b10, 0b11, 0, 0, 0])
+        .init_i64("b", &[1, 0])
+        .init_i64("e", &[0, 0])
+        .init_i64("s", &[1, -2])
+        .output("y")
+        .bytes();
+    assert_eq!(values_f32(&run(&bytes, vec![arange_f32(&[3, 4])])), (vec![2, 2], vec![7., 5., 11., 9.]));
+}
+
+#[test]
+fn strided_slice_with_int32_parameters() {
+    let bytes = strided_model("b", "e", "s", [0, 0, 0, 0, 0b01])
+        .init_i32("b", &[-1, 1])
+        .init_i32("e", &[0, 4])
+        .init_i32("s", &[1, 2])
+        .output("y")
+        .bytes();
+    // x[-1, 1:4:2]
+    assert_eq!(values_f32(&run(&bytes, vec![arange_f32(&[3, 4])])), (vec![2], vec![9., 11.]));
+}
+
+#[test]
+fn strided_slice_with_runtime_parameters_and_stride_2() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(3), D::N(4)])
+        .input("b", DataType::Int64, &[D::N(2)])
+        .input("e", DataType::Int64, &[D::N(2)])
+        .input("s", DataType::Int64, &[D::N(2)])
+        .node("StridedSlice", "ai.sliceops", "ss", &["x", "b", "e", "s"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let out = model.run(vec![arange_f32(&[3, 4]), ints(&[2, 3]), ints(&[-4, 0]), ints(&[-2, -2])]).unwrap();
+    // x[2:-4:-2, 3:0:-2]
+    assert_eq!(values_f32(&out[0].1), (vec![2, 2], vec![11., 9., 3., 1.]));
+    // The same plan again with other bounds: the runtime dims are rebound.
+    let out = model.run(vec![arange_f32(&[3, 4]), ints(&[0, 0]), ints(&[3, 4]), ints(&[1, 3])]).unwrap();
+    assert_eq!(values_f32(&out[0].1), (vec![3, 2], vec![0., 3., 4., 7., 8., 11.]));
+}
+
+fn onnx_slice_runtime_model() -> Vec<u8> {
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4), D::N(6)])
+        .input("starts", DataType::Int64, &[D::N(2)])
+        .input("ends", DataType::Int64, &[D::N(2)])
+        .input("steps", DataType::Int64, &[D::N(2)])
+        .init_i64("axes", &[0, 1])
+        .node("Slice", "", "slice", &["x", "starts", "ends", "axes", "steps"], &["y"], vec![])
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn onnx_slice_with_runtime_bounds_and_steps_2() {
+    // Stock tract fails on runtime starts/ends and ignores runtime steps != 1.
+    let bytes = onnx_slice_runtime_model();
+    let out = run(&bytes, vec![arange_f32(&[4, 6]), ints(&[3, 1]), ints(&[0, 6]), ints(&[-2, 3])]);
+    // x[3:0:-2, 1:6:3]
+    assert_eq!(values_f32(&out), (vec![2, 2], vec![19., 22., 7., 10.]));
+}
+
+#[test]
+fn onnx_slice_runtime_starts_minus_1_ends_int64_max_steps_minus_1_is_empty() {
+    let bytes = onnx_slice_runtime_model();
+    let out = run(&bytes, vec![arange_f32(&[4, 6]), ints(&[-1, 0]), ints(&[i64::MAX, 6]), ints(&[-1, 1])]);
+    assert_eq!(values_f32(&out), (vec![0, 6], vec![]));
+}
+
+#[test]
+fn onnx_slice_opset_1_attributes_clamp_bounds_below_minus_dim() {
+    let bytes = Builder::new(1)
+        .input("x", DataType::Float, &[D::N(4), D::N(3)])
+        .node(
+            "Slice",
+            "",
+            "s1",
+            &["x"],
+            &["y"],
+            vec![("starts", A::Is(vec![-10, 1])), ("ends", A::Is(vec![-2, 1000])), ("axes", A::Is(vec![0, 1]))],
+        )
+        .output("y")
+        .bytes();
+    // x[-10:-2, 1:1000] == x[0:2, 1:3]
+    assert_eq!(values_f32(&run(&bytes, vec![arange_f32(&[4, 3])])), (vec![2, 2], vec![1., 2., 4., 5.]));
+}
+
+#[test]
+fn onnx_slice_opset_11_negative_axes_and_empty_after_clamping() {
+    let bytes = Builder::new(11)
+        .input("x", DataType::Float, &[D::N(4), D::N(3)])
+        .init_i64("st", &[3, 0])
+        .init_i64("en", &[1, 3])
+        .init_i64("ax", &[-2, -1])
+        .node("Slice", "", "s", &["x", "st", "en", "ax"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    // x[3:1, 0:3]: start past end after clamping gives an empty tensor (stock tract rejects it).
+    assert_eq!(values_f32(&run(&bytes, vec![arange_f32(&[4, 3])])), (vec![0, 3], vec![]));
+}
+
+#[test]
+fn paddle_slice_with_tensor_starts() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(4)])
+        .input("starts", DataType::Int32, &[D::N(2)])
+        .node(
+            "Slice",
+            "ai.sliceops",
+            "paddle",
+            &["x", "starts"],
+            &["y"],
+            vec![("axes", A::Is(vec![0, 1])), ("ends", A::Is(vec![2, 0])), ("strides", A::Is(vec![1, -1]))],
+        )
+        .output("y")
+        .bytes();
+    let starts = tract_ndarray::arr1(&[1i32, 3]).into_tensor();
+    // Paddle strided_slice example 2 on [[1..4],[5..8]] - 1: x[1:2, 3:0:-1]
+    assert_eq!(values_f32(&run(&bytes, vec![arange_f32(&[2, 4]), starts])), (vec![1, 3], vec![7., 6., 5.]));
+}
+
+#[test]
+fn as_strided_and_aten_as_strided() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(3), D::N(3)])
+        .node(
+            "AsStrided",
+            "ai.sliceops",
+            "asc",
+            &["x"],
+            &["y"],
+            vec![("size", A::Is(vec![2, 2])), ("stride", A::Is(vec![2, 3])), ("offset", A::Is(vec![2]))],
+        )
+        .init_i64("size", &[2, 2])
+        .init_i64("stride", &[2, 3])
+        .init("off", DataType::Int64, &[], 1i64.to_le_bytes().to_vec())
+        .node(
+            "ATen",
+            "org.pytorch.aten",
+            "aten",
+            &["x", "size", "stride", "off"],
+            &["z"],
+            vec![("operator", A::S("as_strided")), ("overload_name", A::S(""))],
+        )
+        .output("y")
+        .output("z")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let out = model.run(vec![arange_f32(&[3, 3])]).unwrap();
+    assert_eq!(values_f32(&out[0].1), (vec![2, 2], vec![2., 5., 4., 7.]));
+    assert_eq!(values_f32(&out[1].1), (vec![2, 2], vec![1., 4., 3., 6.]));
+}
+
+fn symbolic_model(starts: i64, ends: i64, step: i64) -> Model {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .init_i64("st", &[starts])
+        .init_i64("en", &[ends])
+        .init_i64("ax", &[0])
+        .init_i64("sp", &[step])
+        .node("Slice", "", "s", &["x", "st", "en", "ax", "sp"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    Model::load_bytes(&bytes).unwrap()
+}
+
+fn inferred_dim0(model: &Model) -> String {
+    let facts = model.infer().unwrap();
+    sliceops::dims::format_dim(&facts.iter().find(|f| f.name == "y").unwrap().shape[0])
+}
+
+#[test]
+fn symbolic_x_1_to_minus_1_is_n_minus_2_once_n_ge_2() {
+    let mut model = symbolic_model(1, -1, 1);
+    assert_eq!(inferred_dim0(&model), "max(0,N-2)");
+    model.assume("N>=2").unwrap();
+    assert_eq!(inferred_dim0(&model), "N-2");
+}
+
+#[test]
+fn symbolic_x_step_2_is_n_plus_1_over_2() {
+    assert_eq!(inferred_dim0(&symbolic_model(0, i64::MAX, 2)), "(N+1)/2");
+}
+
+#[test]
+fn symbolic_x_minus_3_colon_is_min_n_3_or_3() {
+    let mut model = symbolic_model(-3, i64::MAX, 1);
+    assert_eq!(inferred_dim0(&model), "min(N,3)");
+    model.assume("N>=3").unwrap();
+    assert_eq!(inferred_dim0(&model), "3");
+}
+
+#[test]
+fn symbolic_shape_runs_with_concrete_inputs() {
+    let model = symbolic_model(1, -1, 1);
+    assert_eq!(values_f32(&model.run(vec![arange_f32(&[4, 3])]).unwrap()[0].1).0, vec![2, 3]);
+    assert_eq!(values_f32(&model.run(vec![arange_f32(&[1, 3])]).unwrap()[0].1).0, vec![0, 3]);
+}
+
+#[test]
+fn runtime_bounds_get_a_fresh_symbol_named_after_the_node() {
+    let model = Model::load_bytes(&onnx_slice_runtime_model()).unwrap();
+    let facts = model.infer().unwrap();
+    let y = facts.iter().find(|f| f.name == "y").unwrap();
+    let dims: Vec<String> = y.shape.iter().map(|d| d.to_string()).collect();
+    assert_eq!(dims, vec!["slice_0", "slice_1"]);
+}
+
+fn chain_model(constant_input: bool) -> Vec<u8> {
+    let mut b = Builder::new(13);
+    b = if constant_input {
+        b.init_f32("x", &[4, 6], &(0..24).map(|v| v as f32).collect::<Vec<_>>())
+    } else {
+        b.input("x", DataType::Float, &[D::N(4), D::N(6)])
+    };
+    b.init_i64("st", &[1])
+        .init_i64("en", &[4])
+        .init_i64("ax", &[0])
+        .node("Slice", "", "first", &["x", "st", "en", "ax"], &["a"], vec![])
+        .init_i64("b", &[0, 5])
+        .init_i64("e", &[0, 0])
+        .init_i64("s", &[1, -1])
+        .node(
+            "StridedSlice",
+            "ai.sliceops",
+            "second",
+            &["a", "b", "e", "s"],
+            &["c"],
+            vec![("begin_mask", A::I(1)), ("end_mask", A::I(3))],
+        )
+        .node(
+            "AsStrided",
+            "ai.sliceops",
+            "third",
+            &["c"],
+            &["y"],
+            vec![("size", A::Is(vec![2, 2])), ("stride", A::Is(vec![6, 1])), ("offset", A::I(1))],
+        )
+        .output("y")
+        .bytes()
+}
+
+fn slicing_nodes(model: &TypedModel) -> usize {
+    model
+        .nodes()
+        .iter()
+        .filter(|n| n.op_is::<sliceops::graph::ViewOp>() || n.op_is::<sliceops::graph::DynSliceOp>())
+        .count()
+}
+
+#[test]
+fn a_3_op_chain_is_one_node_and_one_copy() {
+    // x[1:4][:, ::-1] then as_strided(size [2,2], stride [6,1], offset 1)
+    let model = Model::load_bytes(&chain_model(false)).unwrap();
+    assert_eq!(slicing_nodes(&model.decluttered().unwrap()), 1);
+    assert_eq!(slicing_nodes(&model.optimized().unwrap()), 1);
+    let out = model.run(vec![arange_f32(&[4, 6])]).unwrap();
+    assert_eq!(values_f32(&out[0].1), (vec![2, 2], vec![10., 9., 16., 15.]));
+}
+
+#[test]
+fn a_3_op_chain_over_a_constant_folds_away() {
+    let model = Model::load_bytes(&chain_model(true)).unwrap();
+    assert_eq!(slicing_nodes(&model.decluttered().unwrap()), 0);
+    let out = model.run(vec![]).unwrap();
+    assert_eq!(values_f32(&out[0].1), (vec![2, 2], vec![10., 9., 16., 15.]));
+}
+
+#[test]
+fn a_full_range_slice_vanishes() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .init_i64("st", &[0, 0])
+        .init_i64("en", &[i64::MAX, 3])
+        .node("Slice", "", "s", &["x", "st", "en"], &["y"], vec![])
+        .node("Relu", "", "r", &["y"], &["z"], vec![])
+        .output("z")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(slicing_nodes(&model.decluttered().unwrap()), 0);
+}
+
+#[test]
+fn shape_then_slice_over_concrete_dims_folds() {
+    // y = Reshape(x, Concat(Shape(x)[0:1], [-1]))
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(3), D::N(4)])
+        .node("Shape", "", "shape", &["x"], &["sh"], vec![])
+        .init_i64("st", &[0])
+        .init_i64("en", &[1])
+        .node("Slice", "", "first_dim", &["sh", "st", "en"], &["d0"], vec![])
+        .init_i64("minus1", &[-1])
+        .node("Concat", "", "cat", &["d0", "minus1"], &["target"], vec![("axis", A::I(0))])
+        .node("Reshape", "", "reshape", &["x", "target"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let facts = model.infer().unwrap();
+    assert_eq!(facts.iter().find(|f| f.name == "y").unwrap().shape, vec![TDim::from(2), TDim::from(12)]);
+    assert_eq!(slicing_nodes(&model.decluttered().unwrap()), 0);
+    assert_eq!(values_f32(&model.run(vec![arange_f32(&[2, 3, 4])]).unwrap()[0].1).0, vec![2, 12]);
+}
+
+#[test]
+fn every_dtype_slices() {
+    for (dt, dt_pb) in [
+        (DatumType::F16, DataType::Float16),
+        (DatumType::F64, DataType::Double),
+        (DatumType::Bool, DataType::Bool),
+        (DatumType::I8, DataType::Int8),
+        (DatumType::U8, DataType::Uint8),
+        (DatumType::I16, DataType::Int16),
+        (DatumType::U16, DataType::Uint16),
+        (DatumType::I32, DataType::Int32),
+        (DatumType::U32, DataType::Uint32),
+        (DatumType::I64, DataType::Int64),
+        (DatumType::U64, DataType::Uint64),
+    ] {
+        let bytes = Builder::new(13)
+            .input("x", dt_pb, &[D::N(3), D::N(4)])
+            .init_i64("b", &[1, 0])
+            .init_i64("e", &[0, 0])
+            .init_i64("s", &[1, -2])
+            .node(
+                "StridedSlice",
+                "ai.sliceops",
+                "ss",
+                &["x", "b", "e", "s"],
+                &["y"],
+                vec![("begin_mask", A::I(2)), ("end_mask", A::I(3))],
+            )
+            .output("y")
+            .bytes();
+        let input = arange_f32(&[3, 4]).cast_to_dt(dt).unwrap().into_owned();
+        let out = run(&bytes, vec![input]);
+        assert_eq!(out.datum_type(), dt);
+        let back = out.cast_to::<f32>().unwrap();
+        // The expected values go through the same dtype (bool keeps only "non-zero").
+        let want = tract_ndarray::arr1(&[7f32, 5., 11., 9.]).into_tensor();
+        let want = want.cast_to_dt(dt).unwrap().cast_to::<f32>().unwrap().into_owned();
+        assert_eq!(values_f32(&back), (vec![2, 2], values_f32(&want).1), "{dt:?}");
+    }
+}
+
+fn load_err(bytes: &[u8]) -> String {
+    format!("{:#}", Model::load_bytes(bytes).and_then(|m| m.typed().map(|_| ())).unwrap_err())
+}
+
+#[test]
+fn errors_name_the_node_and_op() {
+    let bytes = strided_model("b", "e", "s", [0, 0, 0b101, 0, 0])
+        .init_i64("b", &[0, 0, 0])
+        .init_i64("e", &[1, 1, 1])
+        .init_i64("s", &[1, 1, 1])
+        .output("y")
+        .bytes();
+    let err = load_err(&bytes);
+    assert!(err.contains("node 'ss' (StridedSlice): ellipsis_mask 5 sets more than one ellipsis"), "{err}");
+
+    let bytes = strided_model("b", "e", "s", [0, 0, 0, 0, 0])
+        .init_i64("b", &[0, 0])
+        .init_i64("e", &[1, 1])
+        .init_i64("s", &[1, 0])
+        .output("y")
+        .bytes();
+    let err = load_err(&bytes);
+    assert!(err.contains("node 'ss' (StridedSlice): spec entry 1 is 0: a step must be non-zero"), "{err}");
+
+    let bytes = strided_model("b", "e", "s", [-1, 0, 0, 0, 0]).output("y").bytes();
+    let err = format!("{:#}", Model::load_bytes(&bytes).unwrap_err());
+    assert!(err.contains("node 'ss' (StridedSlice): begin_mask is -1: masks must be >= 0"), "{err}");
+}
+
+#[test]
+fn runtime_errors_name_the_node_and_do_not_panic() {
+    let model = Model::load_bytes(&onnx_slice_runtime_model()).unwrap();
+    let err =
+        format!("{:#}", model.run(vec![arange_f32(&[4, 6]), ints(&[0, 0]), ints(&[1, 1]), ints(&[1, 0])]).unwrap_err());
+    assert!(err.contains("node 'slice' (Slice): axis 1 is 0: a step must be non-zero"), "{err}");
+    // Parameter lengths only known at run time.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4), D::N(6)])
+        .input("starts", DataType::Int64, &[D::S("K")])
+        .input("ends", DataType::Int64, &[D::S("L")])
+        .node("Slice", "", "slice", &["x", "starts", "ends"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let err = format!("{:#}", model.run(vec![arange_f32(&[4, 6]), ints(&[0]), ints(&[1, 1])]).unwrap_err());
+    assert!(
+        err.contains("node 'slice' (Slice): starts, ends, axes and steps have different lengths: 1, 2, 1, 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_declared_shapes_are_hints() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(3), D::N(4)])
+        .init_i64("st", &[1])
+        .init_i64("en", &[3])
+        .node("Slice", "", "s", &["x", "st", "en"], &["y"], vec![])
+        .value_info("y", DataType::Float, &[D::N(99), D::S("K")])
+        .output_typed("y", DataType::Float, &[D::N(99), D::N(4)])
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let warnings = model.shape_warnings().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(
+        warnings[0],
+        "value 'y' is declared with shape [99,K] but inference gives [2,4]; using the inferred shape"
+    );
+    assert_eq!(values_f32(&model.run(vec![arange_f32(&[3, 4])]).unwrap()[0].1).0, vec![2, 4]);
+}
+
+#[test]
+fn descending_range_has_its_exact_length() {
+    // Range(start, -1, -1) with start from a Shape, as MXNet's reverse writes it; stock tract's rule
+    // divides by the step cast to unsigned and rejects the graph.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(5)])
+        .node("Shape", "", "shape", &["x"], &["sh"], vec![])
+        .init_i64("one", &[1])
+        .node("Sub", "", "sub", &["sh", "one"], &["last"], vec![])
+        .node("Squeeze", "", "sq", &["last"], &["start"], vec![])
+        .init("minus1", DataType::Int64, &[], (-1i64).to_le_bytes().to_vec())
+        .node("Range", "", "range", &["start", "minus1", "minus1"], &["idx"], vec![])
+        .node("Gather", "", "gather", &["x", "idx"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    assert_eq!(values_f32(&run(&bytes, vec![arange_f32(&[5])])), (vec![5], vec![4., 3., 2., 1., 0.]));
+}
+
+#[test]
+fn pad_over_a_shape_vector() {
+    // Pad(Shape(x), [0, 8 - rank], 1): MXNet's way to bring a shape to rank 8.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(3)])
+        .node("Shape", "", "shape", &["x"], &["sh"], vec![])
+        .init_i64("pads", &[0, 2])
+        .init_i64("one", &[1])
+        .node("Pad", "", "pad", &["sh", "pads", "one"], &["sh4"], vec![])
+        .node("Reshape", "", "reshape", &["x", "sh4"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let out = run(&bytes, vec![arange_f32(&[2, 3])]);
+    assert_eq!(out.shape(), &[2, 3, 1, 1]);
+}
