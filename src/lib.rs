@@ -20,6 +20,7 @@ pub mod graph;
 pub mod kernel;
 mod model;
 pub mod npy;
+pub mod onnx;
 pub mod semantics;
 pub mod view;
 

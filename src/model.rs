@@ -52,6 +52,11 @@ impl Model {
         Self::load_proto(decode_proto(bytes)?, None)
     }
 
+    /// Loads a model from its bytes, looking up external data in `dir`.
+    pub fn load_bytes_in(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Model> {
+        Self::load_proto(decode_proto(bytes)?, dir.and_then(|d| d.to_str()))
+    }
+
     fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
         let parsed = graph::onnx().parse(&proto, dir)?;
         if !parsed.unresolved_inputs.is_empty() {
@@ -144,6 +149,26 @@ impl Model {
                 dtype: fact.datum_type,
                 shape: fact.shape.iter().cloned().collect(),
             });
+        }
+        Ok(facts)
+    }
+
+    /// What analysis knows of every named value (graph inputs, node outputs), even where some node
+    /// stops the analysis short (an op of an unknown domain): type, shape and value when known.
+    pub fn value_facts(&self) -> anyhow::Result<std::collections::HashMap<String, InferenceFact>> {
+        let mut model = self.inference.clone();
+        // Not obstinate: what cannot be inferred stays unknown instead of failing.
+        let _ = model.analyse(false);
+        let mut facts = std::collections::HashMap::new();
+        for node in model.nodes() {
+            for (slot, output) in node.outputs.iter().enumerate() {
+                if let Some(label) = model.outlet_label(OutletId::new(node.id, slot)) {
+                    facts.insert(label.to_string(), output.fact.clone());
+                }
+            }
+            facts
+                .entry(node.name.clone())
+                .or_insert_with(|| node.outputs.first().map(|o| o.fact.clone()).unwrap_or_default());
         }
         Ok(facts)
     }

@@ -192,3 +192,24 @@ pub fn write_npy(path: &Path, tensor: &Tensor) -> anyhow::Result<()> {
     };
     result.with_context(|| format!("cannot write {}", path.display()))
 }
+
+/// numpy's name for a datum type (`float32`, `int64`, `bool`...); shapes and values held as dims are
+/// `int64`, as ONNX stores them.
+pub fn numpy_name(dt: DatumType) -> String {
+    match dt {
+        DatumType::Bool => "bool".into(),
+        DatumType::I8 => "int8".into(),
+        DatumType::U8 => "uint8".into(),
+        DatumType::I16 => "int16".into(),
+        DatumType::U16 => "uint16".into(),
+        DatumType::I32 => "int32".into(),
+        DatumType::U32 => "uint32".into(),
+        DatumType::I64 | DatumType::TDim => "int64".into(),
+        DatumType::U64 => "uint64".into(),
+        DatumType::F16 => "float16".into(),
+        DatumType::F32 => "float32".into(),
+        DatumType::F64 => "float64".into(),
+        DatumType::String => "str".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}

@@ -1,0 +1,70 @@
+//! `--input NAME=FILE.npy`: reading input tensors and checking them against the model's inputs.
+
+use anyhow::{bail, Context};
+use sliceops::npy::{numpy_name, read_npy};
+use sliceops::Model;
+use std::path::Path;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// Splits `NAME=VALUE` at its last `=` (names may contain `=`; paths rarely do).
+pub fn split_pair<'a>(arg: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a str)> {
+    arg.rsplit_once('=').with_context(|| format!("{what} '{arg}' is not NAME=VALUE"))
+}
+
+/// How a model input is declared, for messages: `x (float32 [N,3])`.
+fn describe_input(model: &Model, ix: usize, name: &str) -> String {
+    let fact = model.inference_model().input_fact(ix).ok();
+    let dt = fact.and_then(|f| f.datum_type.concretize()).map(numpy_name).unwrap_or_else(|| "?".into());
+    let shape = fact
+        .and_then(|f| f.shape.concretize())
+        .map(|s| s.iter().map(sliceops::dims::format_dim).collect::<Vec<_>>().join(","));
+    format!("{name} ({dt} [{}])", shape.unwrap_or_else(|| "?".into()))
+}
+
+/// Loads the `--input` tensors in the model's input order, checking names, dtypes and shapes.
+pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>> {
+    let names = model.input_names();
+    let mut given: Vec<Option<Tensor>> = vec![None; names.len()];
+    for arg in args {
+        let (name, file) = split_pair(arg, "--input")?;
+        let ix = names
+            .iter()
+            .position(|n| n == name)
+            .with_context(|| format!("the model has no input named '{name}' (its inputs: {})", names.join(", ")))?;
+        let tensor = read_npy(Path::new(file)).with_context(|| format!("input '{name}'"))?;
+        check_input(model, ix, name, &tensor)?;
+        given[ix] = Some(tensor);
+    }
+    let missing: Vec<String> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| given[*i].is_none())
+        .map(|(i, n)| describe_input(model, i, n))
+        .collect();
+    if !missing.is_empty() {
+        bail!("the model needs inputs: {}; pass each as --input NAME=FILE.npy", missing.join(", "));
+    }
+    Ok(given.into_iter().flatten().collect())
+}
+
+fn check_input(model: &Model, ix: usize, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
+    let fact = model.inference_model().input_fact(ix)?;
+    if let Some(dt) = fact.datum_type.concretize() {
+        if dt != tensor.datum_type() {
+            bail!("input '{name}' is {} but the model expects {}", numpy_name(tensor.datum_type()), numpy_name(dt));
+        }
+    }
+    if let Some(shape) = fact.shape.concretize() {
+        let fits = shape.len() == tensor.rank()
+            && shape.iter().zip(tensor.shape()).all(|(d, &n)| d.as_i64().is_none_or(|v| v as usize == n));
+        if !fits {
+            bail!(
+                "input '{name}' has shape {:?} but the model expects [{}]",
+                tensor.shape(),
+                shape.iter().map(sliceops::dims::format_dim).collect::<Vec<_>>().join(",")
+            );
+        }
+    }
+    Ok(())
+}

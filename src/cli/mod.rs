@@ -1,0 +1,135 @@
+//! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench` (DESIGN.md §5).
+
+mod infer;
+mod inputs;
+mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exact, fast tensor slicing for ONNX graphs: run, infer, fold and lower models.
+#[derive(Debug, Parser)]
+#[command(name = "sliceops", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Output format of `infer` and `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people.
+    Table,
+    /// JSON for programs.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a model on .npy inputs and write every graph output as DIR/<name>.npy.
+    Run {
+        /// The .onnx model.
+        model: PathBuf,
+        /// A graph input, as NAME=FILE.npy (repeat for each input).
+        #[arg(long = "input", value_name = "NAME=FILE.npy")]
+        inputs: Vec<String>,
+        /// Where to write the outputs (created if missing).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        output_dir: PathBuf,
+    },
+    /// Infer the type and shape of every value, before running anything.
+    Infer {
+        /// The .onnx model.
+        model: PathBuf,
+        /// Set an input's shape, as NAME=D0,D1,... (integers or symbols such as N).
+        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        input_shapes: Vec<String>,
+        /// An assumption about symbols used to simplify shapes, such as N>=2 (repeatable).
+        #[arg(long = "assume", value_name = "EXPR")]
+        assumptions: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Write the model back with constants folded, dead nodes removed and every shape annotated.
+    Fold {
+        /// The .onnx model.
+        model: PathBuf,
+        /// Where to write the folded model.
+        #[arg(short = 'o', value_name = "OUT.onnx")]
+        output: PathBuf,
+    },
+    /// Rewrite StridedSlice, AsStrided and Paddle-form Slice into standard ONNX.
+    Lower {
+        /// The .onnx model.
+        model: PathBuf,
+        /// Where to write the lowered model.
+        #[arg(short = 'o', value_name = "OUT.onnx")]
+        output: PathBuf,
+    },
+    /// Time the optimized plan on .npy inputs (median and minimum after a warm-up).
+    Bench {
+        /// The .onnx model.
+        model: PathBuf,
+        /// A graph input, as NAME=FILE.npy (repeat for each input).
+        #[arg(long = "input", value_name = "NAME=FILE.npy")]
+        inputs: Vec<String>,
+        /// Number of timed runs.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+}
+
+/// Runs the command line; returns the process exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout with status 0, usage errors to stderr with 2.
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let result = match cli.command {
+        Command::Run { model, inputs, output_dir } => run::run(&model, &inputs, &output_dir),
+        Command::Infer { model, input_shapes, assumptions, format } => {
+            infer::infer(&model, &input_shapes, &assumptions, format)
+        }
+        Command::Fold { model, output } => write_back(&model, &output, sliceops::onnx::fold),
+        Command::Lower { model, output } => write_back(&model, &output, sliceops::onnx::lower),
+        Command::Bench { model, inputs, runs, format } => run::bench(&model, &inputs, runs, format),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {}", describe(&e));
+            1
+        }
+    }
+}
+
+/// One line for an error: the message that names the node if there is one (it says what and where),
+/// else the whole chain of contexts.
+fn describe(e: &anyhow::Error) -> String {
+    let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    let line = match chain.iter().find(|m| m.starts_with("node '")) {
+        Some(m) => m.clone(),
+        None => chain.join(": "),
+    };
+    line.lines().next().unwrap_or_default().to_string()
+}
+
+fn write_back(
+    model: &std::path::Path,
+    output: &std::path::Path,
+    transform: fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
+    let out = transform(&bytes, model.parent())?;
+    std::fs::write(output, out).with_context(|| format!("cannot write {}", output.display()))?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! `sliceops run` and `sliceops bench`.
+
+use super::inputs::load_inputs;
+use super::Format;
+use anyhow::Context;
+use sliceops::npy::{numpy_name, write_npy};
+use sliceops::Model;
+use std::path::Path;
+use std::time::Instant;
+use tract_onnx::prelude::*;
+
+/// A value name as a file name: `%` is written `%25` and `/` is written `%2F`; nothing else changes.
+pub fn escape_file_name(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
+}
+
+fn load(model: &Path) -> anyhow::Result<Model> {
+    let m = Model::load_path(model)?;
+    if let Ok(warnings) = m.shape_warnings() {
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    Ok(m)
+}
+
+/// Runs the model and writes its outputs.
+pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> anyhow::Result<()> {
+    let m = load(model)?;
+    let inputs = load_inputs(&m, inputs)?;
+    let outputs = m.run(inputs)?;
+    std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
+    let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
+    for (name, tensor) in &outputs {
+        write_npy(&output_dir.join(format!("{}.npy", escape_file_name(name))), tensor)?;
+        rows.push([name.clone(), numpy_name(tensor.datum_type()), format!("{:?}", tensor.shape())]);
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+/// Prints rows as left-aligned columns.
+pub fn print_table<const N: usize>(rows: &[[String; N]]) {
+    let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in rows {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+}
+
+/// Times the optimized plan: one warm-up run, then `runs` timed runs; inputs are prepared beforehand.
+pub fn bench(model: &Path, inputs: &[String], runs: u32, format: Format) -> anyhow::Result<()> {
+    let m = load(model)?;
+    let inputs: TVec<TValue> = load_inputs(&m, inputs)?.into_iter().map(TValue::from).collect();
+    let plan = m.plan()?;
+    plan.run(inputs.clone())?;
+    let mut times = Vec::with_capacity(runs as usize);
+    for _ in 0..runs {
+        let batch = inputs.clone();
+        let start = Instant::now();
+        let out = plan.run(batch)?;
+        times.push(start.elapsed().as_secs_f64());
+        drop(out);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = if times.len() % 2 == 1 {
+        times[times.len() / 2]
+    } else {
+        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
+    };
+    let min = times[0];
+    match format {
+        Format::Json => println!("{}", serde_json::json!({"runs": runs, "median_s": median, "min_s": min})),
+        Format::Table => print_table(&[
+            ["runs".to_string(), "median".to_string(), "min".to_string()],
+            [runs.to_string(), format!("{:.3} ms", median * 1e3), format!("{:.3} ms", min * 1e3)],
+        ]),
+    }
+    Ok(())
+}

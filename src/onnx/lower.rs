@@ -1,0 +1,629 @@
+//! `lower`: our ops rewritten into standard ONNX (opset 13, or the model's if newer), so that any
+//! runtime gives the same outputs.
+//!
+//! - StridedSlice → Slice (+ Squeeze for shrunk entries, + Unsqueeze for new axes). Where the input's
+//!   dims are known, bounds are written already resolved (exact under any runtime's clamping, and never
+//!   the `INT64_MAX` end with a negative step that onnxruntime mishandles). Where they are symbolic,
+//!   bounds are translated as they are, except the one case where Python and ONNX clamping can differ
+//!   (a negative step starting below `-dim`), which is refused.
+//! - Paddle-form Slice (`ai.sliceops`) → ONNX Slice: same clamping rule, parameters as initializers or
+//!   the node's own inputs cast to int64.
+//! - AsStrided, ATen `as_strided` → `Reshape(x, [-1])` then a Slice when the view is one contiguous run,
+//!   else a Gather over a constant index table (what torch.onnx itself writes).
+//! - Runtime parameters: a StridedSlice without masks whose strides are constant and positive becomes a
+//!   Slice of the same tensors (the two rules agree there); anything else is refused, naming the node.
+//!
+//! When the model's opset is below 13, the opset import is raised and the standard nodes whose form
+//! changed by 13 (Slice 1-9 attributes, Squeeze/Unsqueeze attributes) are rewritten too; a model with
+//! other nodes whose meaning may have changed is refused rather than silently altered.
+
+use super::proto::{self, attribute_proto::AttributeType, NodeProto};
+use super::tensor_to_proto;
+use crate::graph::DOMAIN;
+use crate::semantics::{resolve_range, AsStrided, Clamp, SpecEntry, StridedSlice};
+use crate::view::View;
+use crate::Model;
+use anyhow::{bail, Context};
+use prost::Message;
+use std::collections::HashMap;
+use std::path::Path;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// The opset lowered models use at least.
+pub const TARGET_OPSET: i64 = 13;
+/// The largest index table an AsStrided may lower to.
+const MAX_TABLE: usize = 1 << 26;
+
+/// Standard ops whose meaning is the same from opset 1 to 13 for every attribute they carry (13 only
+/// added types): a model using only these (and Slice, Squeeze, Unsqueeze) can be raised to opset 13.
+const STABLE_TO_13: &[&str] = &[
+    "Abs",
+    "Add",
+    "And",
+    "ArgMax",
+    "ArgMin",
+    "Cast",
+    "Ceil",
+    "Concat",
+    "Constant",
+    "ConstantOfShape",
+    "Div",
+    "Equal",
+    "Exp",
+    "Expand",
+    "Flatten",
+    "Floor",
+    "Gather",
+    "Greater",
+    "Identity",
+    "Less",
+    "Log",
+    "MatMul",
+    "Max",
+    "Min",
+    "Mul",
+    "Neg",
+    "Not",
+    "Or",
+    "Pad",
+    "Pow",
+    "Range",
+    "Reciprocal",
+    "Relu",
+    "Reshape",
+    "Shape",
+    "Sigmoid",
+    "Sign",
+    "Size",
+    "Sqrt",
+    "Sub",
+    "Sum",
+    "Tanh",
+    "Tile",
+    "Transpose",
+    "Where",
+];
+
+/// Lowers a model (its bytes); `dir` is where its external data lives.
+pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
+    let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
+    let loaded = Model::load_bytes_in(bytes, dir)?;
+    let facts = loaded.value_facts()?;
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| o.domain.as_deref().unwrap_or("").is_empty() || o.domain.as_deref() == Some("ai.onnx"))
+        .and_then(|o| o.version)
+        .unwrap_or(TARGET_OPSET);
+    let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
+    let mut consts: HashMap<String, Vec<i64>> = HashMap::new();
+    for t in &graph.initializer {
+        if let (Some(name), Some(v)) = (&t.name, proto_ints(t)) {
+            consts.insert(name.clone(), v);
+        }
+    }
+    for n in graph.node.iter().filter(|n| n.op_type.as_deref() == Some("Constant")) {
+        if let (Some(out), Some(v)) =
+            (n.output.first(), attr(n, "value").and_then(|a| a.t.as_ref()).and_then(proto_ints))
+        {
+            consts.insert(out.clone(), v);
+        }
+    }
+    let mut lw = Lowering { facts: &facts, consts, inits: vec![], counter: 0 };
+    let mut nodes = vec![];
+    for node in std::mem::take(&mut graph.node) {
+        if is_ours(&node) {
+            nodes.extend(lw.lower_node(&node)?);
+        } else if opset < TARGET_OPSET {
+            nodes.extend(lw.raise_opset(node, opset)?);
+        } else {
+            nodes.push(node);
+        }
+    }
+    graph.node = nodes;
+    graph.initializer.extend(lw.inits);
+    // Opset imports: the default domain at 13 at least; ours (and ATen's) only if still used.
+    let used_domains: std::collections::HashSet<String> =
+        graph.node.iter().map(|n| n.domain.clone().unwrap_or_default()).collect();
+    model.opset_import.retain(|o| {
+        let d = o.domain.clone().unwrap_or_default();
+        (d != DOMAIN && d != "org.pytorch.aten") || used_domains.contains(&d)
+    });
+    match model
+        .opset_import
+        .iter_mut()
+        .find(|o| o.domain.as_deref().unwrap_or("").is_empty() || o.domain.as_deref() == Some("ai.onnx"))
+    {
+        Some(o) => o.version = Some(opset.max(TARGET_OPSET)),
+        None => model
+            .opset_import
+            .push(proto::OperatorSetIdProto { domain: Some(String::new()), version: Some(TARGET_OPSET) }),
+    }
+    Ok(model.encode_to_vec())
+}
+
+fn is_ours(node: &NodeProto) -> bool {
+    let op = node.op_type.as_deref().unwrap_or("");
+    let domain = node.domain.as_deref().unwrap_or("");
+    op == "StridedSlice"
+        || op == "AsStrided"
+        || (op == "Slice" && domain == DOMAIN)
+        || (op == "ATen" && aten_operator(node) == Some("as_strided"))
+}
+
+fn aten_operator(node: &NodeProto) -> Option<&str> {
+    node.attribute
+        .iter()
+        .find(|a| a.name.as_deref() == Some("operator"))
+        .and_then(|a| std::str::from_utf8(a.s.as_deref()?).ok())
+}
+
+fn attr<'a>(node: &'a NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
+    node.attribute.iter().find(|a| a.name.as_deref() == Some(name))
+}
+
+fn attr_int(node: &NodeProto, name: &str) -> Option<i64> {
+    attr(node, name).and_then(|a| a.i)
+}
+
+fn attr_ints(node: &NodeProto, name: &str) -> Option<Vec<i64>> {
+    attr(node, name).map(|a| if a.ints.is_empty() { a.i.into_iter().collect() } else { a.ints.clone() })
+}
+
+fn int_attr(name: &str, value: i64) -> proto::AttributeProto {
+    proto::AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(value),
+        ..Default::default()
+    }
+}
+
+struct Lowering<'a> {
+    facts: &'a HashMap<String, InferenceFact>,
+    /// Integer initializers and Constant outputs of the model, by name (tract merges identical
+    /// constants, so analysis facts do not name them all).
+    consts: HashMap<String, Vec<i64>>,
+    inits: Vec<proto::TensorProto>,
+    counter: usize,
+}
+
+/// One axis of a Slice being built: `(axis, start, end, step)`.
+type SliceAxis = (i64, i64, i64, i64);
+
+impl Lowering<'_> {
+    fn label(node: &NodeProto) -> String {
+        let name =
+            node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default();
+        format!("node '{name}' ({})", node.op_type.as_deref().unwrap_or(""))
+    }
+
+    fn fresh(&mut self, node: &NodeProto, what: &str) -> String {
+        self.counter += 1;
+        let base =
+            node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default();
+        format!("{base}__lower_{what}_{}", self.counter)
+    }
+
+    fn init_i64(&mut self, node: &NodeProto, what: &str, values: &[i64]) -> anyhow::Result<String> {
+        let name = self.fresh(node, what);
+        self.inits.push(tensor_to_proto(&name, &tract_ndarray::arr1(values).into_tensor())?);
+        Ok(name)
+    }
+
+    fn new_node(
+        &mut self,
+        like: &NodeProto,
+        op: &str,
+        inputs: Vec<String>,
+        output: Option<String>,
+        attrs: Vec<proto::AttributeProto>,
+    ) -> (NodeProto, String) {
+        let out = output.unwrap_or_else(|| self.fresh(like, op));
+        let name = self.fresh(like, &format!("{op}_node"));
+        let node = NodeProto {
+            name: Some(name),
+            op_type: Some(op.into()),
+            domain: Some(String::new()),
+            input: inputs,
+            output: vec![out.clone()],
+            attribute: attrs,
+            doc_string: like.doc_string.clone(),
+            ..Default::default()
+        };
+        (node, out)
+    }
+
+    /// A known constant input of the node (initializer, Constant, or a value analysis computed).
+    fn const_ints(&self, name: &str) -> Option<Vec<i64>> {
+        if let Some(v) = self.consts.get(name) {
+            return Some(v.clone());
+        }
+        let t = self.facts.get(name)?.value.concretize()?;
+        let t = t.cast_to::<i64>().ok()?;
+        Some(t.try_as_plain_ram().ok()?.as_slice::<i64>().ok()?.to_vec())
+    }
+
+    fn shape_of(&self, name: &str) -> Option<Vec<TDim>> {
+        self.facts.get(name)?.shape.concretize().map(|s| s.to_vec())
+    }
+
+    fn lower_node(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
+        let label = Self::label(node);
+        match node.op_type.as_deref().unwrap_or("") {
+            "StridedSlice" => self.strided_slice(node).map_err(|e| anyhow::anyhow!("{label}: {e:#}")),
+            "Slice" => self.paddle_slice(node),
+            "AsStrided" => {
+                let size = attr_ints(node, "size").with_context(|| format!("{label}: attribute size is missing"))?;
+                let stride =
+                    attr_ints(node, "stride").with_context(|| format!("{label}: attribute stride is missing"))?;
+                let offset = attr_ints(node, "offset").and_then(|v| v.first().copied()).unwrap_or(0);
+                self.as_strided(node, AsStrided { size, stride, offset })
+            }
+            _ => {
+                let get = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).and_then(|n| self.const_ints(n));
+                let (Some(size), Some(stride)) = (get(1), get(2)) else {
+                    bail!("{label}: size and stride must be constants to lower as_strided");
+                };
+                let offset = match node.input.get(3).filter(|s| !s.is_empty()) {
+                    None => 0,
+                    Some(_) => *get(3)
+                        .with_context(|| format!("{label}: storage_offset must be a constant"))?
+                        .first()
+                        .unwrap_or(&0),
+                };
+                self.as_strided(node, AsStrided { size, stride, offset })
+            }
+        }
+    }
+
+    fn strided_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
+        let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
+        let data = input(0).context("the data input is missing")?;
+        let masks: Vec<i64> = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
+            .iter()
+            .map(|m| attr_int(node, m).unwrap_or(0))
+            .collect();
+        let (begin, end) = (input(1).context("begin is missing")?, input(2).context("end is missing")?);
+        let strides = input(3);
+        let (cb, ce) = (self.const_ints(&begin), self.const_ints(&end));
+        let cs = match &strides {
+            Some(s) => self.const_ints(s),
+            None => cb.as_ref().map(|b| vec![1; b.len()]),
+        };
+        let (Some(b), Some(e), Some(s)) = (cb, ce, cs.clone()) else {
+            return self.runtime_strided_slice(node, &data, &begin, &end, strides, cs, &masks);
+        };
+        let spec = StridedSlice {
+            begin: b,
+            end: e,
+            strides: Some(s),
+            begin_mask: masks[0],
+            end_mask: masks[1],
+            ellipsis_mask: masks[2],
+            new_axis_mask: masks[3],
+            shrink_axis_mask: masks[4],
+        }
+        .spec()?;
+        let shape = self.shape_of(&data).context("the input's rank must be known to lower")?;
+        let rank = shape.len();
+        let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
+        if real > rank {
+            bail!("the spec indexes {real} dims but the input has rank {rank}");
+        }
+        let mut spec = spec;
+        if !spec.contains(&SpecEntry::Ellipsis) {
+            spec.push(SpecEntry::Ellipsis);
+        }
+        let (mut axes, mut squeeze, mut unsqueeze) = (vec![], vec![], vec![]);
+        let (mut axis, mut out_pos) = (0usize, 0i64);
+        for entry in spec {
+            match entry {
+                SpecEntry::Ellipsis => {
+                    axis += rank - real;
+                    out_pos += (rank - real) as i64;
+                }
+                SpecEntry::NewAxis => {
+                    unsqueeze.push(out_pos);
+                    out_pos += 1;
+                }
+                SpecEntry::Index(i) => {
+                    axes.push(index_axis(axis, i, &shape[axis])?);
+                    squeeze.push(axis as i64);
+                    axis += 1;
+                }
+                SpecEntry::Range(b, e, k) => {
+                    if let Some(a) = range_axis(axis, b, e, k, &shape[axis])? {
+                        axes.push(a);
+                    }
+                    axis += 1;
+                    out_pos += 1;
+                }
+            }
+        }
+        self.emit_slice_chain(node, &data, axes, squeeze, unsqueeze)
+    }
+
+    /// Slice (on the listed axes), then Squeeze, then Unsqueeze; the last node writes the node's output.
+    fn emit_slice_chain(
+        &mut self,
+        node: &NodeProto,
+        data: &str,
+        axes: Vec<SliceAxis>,
+        squeeze: Vec<i64>,
+        unsqueeze: Vec<i64>,
+    ) -> anyhow::Result<Vec<NodeProto>> {
+        let output = node.output.first().cloned().context("the node has no output")?;
+        let steps = [!axes.is_empty(), !squeeze.is_empty(), !unsqueeze.is_empty()];
+        let last = steps.iter().rposition(|s| *s);
+        let mut nodes = vec![];
+        let mut wire = data.to_string();
+        let out_for = |ix: usize| if Some(ix) == last { Some(output.clone()) } else { None };
+        if !axes.is_empty() {
+            let starts = self.init_i64(node, "starts", &axes.iter().map(|a| a.1).collect::<Vec<_>>())?;
+            let ends = self.init_i64(node, "ends", &axes.iter().map(|a| a.2).collect::<Vec<_>>())?;
+            let ax = self.init_i64(node, "axes", &axes.iter().map(|a| a.0).collect::<Vec<_>>())?;
+            let st = self.init_i64(node, "steps", &axes.iter().map(|a| a.3).collect::<Vec<_>>())?;
+            let (n, w) = self.new_node(node, "Slice", vec![wire, starts, ends, ax, st], out_for(0), vec![]);
+            nodes.push(n);
+            wire = w;
+        }
+        for (ix, (op, list)) in [(1, ("Squeeze", squeeze)), (2, ("Unsqueeze", unsqueeze))] {
+            if !list.is_empty() {
+                let axes = self.init_i64(node, "axes", &list)?;
+                let (n, w) = self.new_node(node, op, vec![wire, axes], out_for(ix), vec![]);
+                nodes.push(n);
+                wire = w;
+            }
+        }
+        if last.is_none() {
+            let (n, _) = self.new_node(node, "Identity", vec![wire], Some(output), vec![]);
+            nodes.push(n);
+        }
+        Ok(nodes)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn runtime_strided_slice(
+        &mut self,
+        node: &NodeProto,
+        data: &str,
+        begin: &str,
+        end: &str,
+        strides: Option<String>,
+        const_strides: Option<Vec<i64>>,
+        masks: &[i64],
+    ) -> anyhow::Result<Vec<NodeProto>> {
+        let positive = const_strides.as_ref().is_some_and(|s| s.iter().all(|&v| v > 0));
+        if masks.iter().any(|&m| m != 0) || !positive {
+            bail!(
+                "runtime begin/end can only be lowered exactly without masks and with constant positive strides \
+                 (Python and ONNX clamping differ otherwise)"
+            );
+        }
+        let n = const_strides.as_ref().map_or(0, Vec::len);
+        let ax = self.init_i64(node, "axes", &(0..n as i64).collect::<Vec<_>>())?;
+        let steps = match strides {
+            Some(_) => self.init_i64(node, "steps", const_strides.as_deref().unwrap_or(&[]))?,
+            None => self.init_i64(node, "steps", &vec![1; n])?,
+        };
+        let mut nodes = vec![];
+        let mut cast = |lw: &mut Self, name: &str| {
+            let (n, w) = lw.new_node(node, "Cast", vec![name.to_string()], None, vec![int_attr("to", 7)]);
+            nodes.push(n);
+            w
+        };
+        let (b, e) = (cast(self, begin), cast(self, end));
+        let output = node.output.first().cloned();
+        let (n, _) = self.new_node(node, "Slice", vec![data.to_string(), b, e, ax, steps], output, vec![]);
+        nodes.push(n);
+        Ok(nodes)
+    }
+
+    fn paddle_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
+        let label = Self::label(node);
+        let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
+        let data = input(0).with_context(|| format!("{label}: the data input is missing"))?;
+        let axes = attr_ints(node, "axes").with_context(|| format!("{label}: attribute axes is missing"))?;
+        let mut nodes = vec![];
+        let mut args = vec![data];
+        for (slot, role) in [(1, "starts"), (2, "ends")] {
+            let name = match (input(slot), attr_ints(node, role)) {
+                (Some(t), _) => {
+                    let (n, w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
+                    nodes.push(n);
+                    w
+                }
+                (None, Some(v)) => self.init_i64(node, role, &v)?,
+                (None, None) => bail!("{label}: {role} is missing"),
+            };
+            args.push(name);
+        }
+        args.push(self.init_i64(node, "axes", &axes)?);
+        let steps = match (input(3), attr_ints(node, "strides")) {
+            (Some(t), _) => {
+                let (n, w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
+                nodes.push(n);
+                w
+            }
+            (None, Some(v)) => self.init_i64(node, "steps", &v)?,
+            (None, None) => self.init_i64(node, "steps", &vec![1; axes.len()])?,
+        };
+        args.push(steps);
+        let (n, _) = self.new_node(node, "Slice", args, node.output.first().cloned(), vec![]);
+        nodes.push(n);
+        Ok(nodes)
+    }
+
+    fn as_strided(&mut self, node: &NodeProto, op: AsStrided) -> anyhow::Result<Vec<NodeProto>> {
+        let label = Self::label(node);
+        op.check().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        let data = node
+            .input
+            .first()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .with_context(|| format!("{label}: the data input is missing"))?;
+        if let Some(shape) = self.shape_of(&data) {
+            let dims: Option<Vec<i64>> = shape.iter().map(|d| d.as_i64()).collect();
+            if let Some(dims) = dims {
+                op.resolve(&dims).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+            }
+        }
+        let view = View::<i64> {
+            offset: op.offset,
+            axes: op.size.iter().zip(&op.stride).map(|(&len, &stride)| crate::view::ViewAxis { len, stride }).collect(),
+        }
+        .normalized();
+        let numel = view.numel().context("output size overflows")?;
+        let output = node.output.first().cloned();
+        let mut nodes = vec![];
+        let flat_shape = self.init_i64(node, "flat", &[-1])?;
+        let (n, flat) = self.new_node(node, "Reshape", vec![data, flat_shape], None, vec![]);
+        nodes.push(n);
+        let size = self.init_i64(node, "size", &op.size)?;
+        if view.is_contiguous() {
+            let end = view.offset.checked_add(numel as i64).context("view extent overflows")?;
+            let (s, e, a) = (
+                self.init_i64(node, "starts", &[view.offset])?,
+                self.init_i64(node, "ends", &[end])?,
+                self.init_i64(node, "axes", &[0])?,
+            );
+            let (n, run) = self.new_node(node, "Slice", vec![flat, s, e, a], None, vec![]);
+            nodes.push(n);
+            let (n, _) = self.new_node(node, "Reshape", vec![run, size], output, vec![]);
+            nodes.push(n);
+            return Ok(nodes);
+        }
+        if numel as usize > MAX_TABLE {
+            bail!("{label}: as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
+        }
+        // The table: offset + Σ j_k * stride_k for every output index, shaped like the output.
+        let mut table = Vec::with_capacity(numel as usize);
+        let mut index = vec![0i64; op.size.len()];
+        for _ in 0..numel {
+            let flat_ix = index.iter().zip(&op.stride).fold(op.offset, |acc, (j, s)| acc + j * s);
+            table.push(flat_ix);
+            for k in (0..index.len()).rev() {
+                index[k] += 1;
+                if index[k] < op.size[k] {
+                    break;
+                }
+                index[k] = 0;
+            }
+        }
+        let shape: Vec<usize> = op.size.iter().map(|&s| s as usize).collect();
+        let name = self.fresh(node, "indices");
+        let t = tract_ndarray::ArrayD::from_shape_vec(shape, table)?.into_tensor();
+        self.inits.push(tensor_to_proto(&name, &t)?);
+        let (n, _) = self.new_node(node, "Gather", vec![flat, name], output, vec![int_attr("axis", 0)]);
+        nodes.push(n);
+        Ok(nodes)
+    }
+
+    /// A standard node of a model below opset 13, in its opset-13 form.
+    fn raise_opset(&mut self, mut node: NodeProto, opset: i64) -> anyhow::Result<Vec<NodeProto>> {
+        let label = Self::label(&node);
+        let domain = node.domain.clone().unwrap_or_default();
+        if !(domain.is_empty() || domain == "ai.onnx") {
+            return Ok(vec![node]);
+        }
+        let op = node.op_type.clone().unwrap_or_default();
+        match op.as_str() {
+            "Slice" if opset < 10 => {
+                let take = |n: &mut NodeProto, name: &str| {
+                    let v = attr_ints(n, name);
+                    n.attribute.retain(|a| a.name.as_deref() != Some(name));
+                    v
+                };
+                let starts = take(&mut node, "starts").with_context(|| format!("{label}: attribute starts is missing"))?;
+                let ends = take(&mut node, "ends").with_context(|| format!("{label}: attribute ends is missing"))?;
+                let axes = take(&mut node, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
+                let (s, e, a) = (self.init_i64(&node, "starts", &starts)?, self.init_i64(&node, "ends", &ends)?, self.init_i64(&node, "axes", &axes)?);
+                node.input.extend([s, e, a]);
+                Ok(vec![node])
+            }
+            "Squeeze" | "Unsqueeze" => {
+                if let Some(axes) = attr_ints(&node, "axes") {
+                    node.attribute.retain(|a| a.name.as_deref() != Some("axes"));
+                    let a = self.init_i64(&node, "axes", &axes)?;
+                    node.input.push(a);
+                }
+                Ok(vec![node])
+            }
+            "Slice" => Ok(vec![node]),
+            other if STABLE_TO_13.contains(&other) => Ok(vec![node]),
+            other => bail!("{label}: the model's opset {opset} is below 13 and {other} may mean something else at opset 13; lowering would change it"),
+        }
+    }
+}
+
+/// The values of an int32 or int64 tensor.
+fn proto_ints(t: &proto::TensorProto) -> Option<Vec<i64>> {
+    use proto::tensor_proto::DataType;
+    let raw = t.raw_data.as_deref().unwrap_or(&[]);
+    match DataType::try_from(t.data_type?).ok()? {
+        DataType::Int64 if !raw.is_empty() => {
+            Some(raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+        }
+        DataType::Int64 => Some(t.int64_data.clone()),
+        DataType::Int32 if !raw.is_empty() => {
+            Some(raw.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64).collect())
+        }
+        DataType::Int32 => Some(t.int32_data.iter().map(|&v| v as i64).collect()),
+        _ => None,
+    }
+}
+
+/// The Slice axis for an integer index: `[i, i+1)`, exact for any dim.
+fn index_axis(axis: usize, i: i64, dim: &TDim) -> anyhow::Result<SliceAxis> {
+    let a = axis as i64;
+    Ok(match dim.as_i64() {
+        Some(d) => {
+            if i < -d || i >= d {
+                bail!("shrink index {i} is out of range for axis {axis} of size {d}");
+            }
+            let i = if i < 0 { i + d } else { i };
+            (a, i, i + 1, 1)
+        }
+        None if i == -1 => (a, -1, i64::MAX, 1),
+        None => (a, i, i + 1, 1),
+    })
+}
+
+/// The Slice axis for `b:e:k` (None if it is the whole axis in order), exact under ONNX clamping.
+fn range_axis(axis: usize, b: Option<i64>, e: Option<i64>, k: i64, dim: &TDim) -> anyhow::Result<Option<SliceAxis>> {
+    let a = axis as i64;
+    if let Some(d) = dim.as_i64() {
+        let r = resolve_range(&d, b, e, k, Clamp::Python)?;
+        let (start, len) = (r.start, r.len);
+        if len == d && k == 1 {
+            return Ok(None);
+        }
+        if len == 0 {
+            return Ok(Some((a, 0, 0, 1)));
+        }
+        // The end just past the last element taken; written so that no clamping rule can move it.
+        let last = i128::from(start) + i128::from(len - 1) * i128::from(k);
+        let end = if k > 0 {
+            (last + 1).min(i128::from(d)) as i64
+        } else if last == 0 {
+            -(d + 1)
+        } else {
+            (last - 1) as i64
+        };
+        return Ok(Some((a, start, end, k)));
+    }
+    // Symbolic dim: the bounds as they are. They mean the same under both rules except for a negative
+    // step starting below -dim, which Python makes empty and ONNX starts at 0.
+    if k < 0 && b.is_some_and(|b| b < -1) {
+        bail!("cannot lower {b:?}:{e:?}:{k} on symbolic axis {axis} exactly: a negative step from below -dim is empty in numpy but not in ONNX");
+    }
+    let start = b.unwrap_or(if k > 0 { 0 } else { i64::MAX });
+    let end = e.unwrap_or(if k > 0 { i64::MAX } else { i64::MIN });
+    if start == 0 && end == i64::MAX && k == 1 {
+        return Ok(None);
+    }
+    Ok(Some((a, start, end, k)))
+}

@@ -1,0 +1,37 @@
+//! ONNX write-back: our own complete IR schema (`proto/onnx.proto`, compiled by prost), and the two
+//! model-to-model transforms built on it: [`fold`] and [`lower`].
+//!
+//! Models are decoded into these types, edited, and encoded again, so every field the transform does
+//! not touch (metadata, doc strings, opset imports, functions, training info, unknown domains' nodes)
+//! is written back as it was read.
+
+mod fold;
+mod lower;
+mod tensor;
+
+/// The ONNX IR types, generated from `proto/onnx.proto`.
+#[allow(missing_docs, clippy::all)]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
+}
+
+pub use fold::fold;
+pub use lower::lower;
+pub use tensor::{tensor_to_proto, type_proto};
+
+use std::collections::HashSet;
+
+/// Every value name a graph reads, including those its subgraphs read from the enclosing scopes.
+pub fn names_read(graph: &proto::GraphProto) -> HashSet<String> {
+    let mut used: HashSet<String> = HashSet::new();
+    for node in &graph.node {
+        used.extend(node.input.iter().filter(|s| !s.is_empty()).cloned());
+        for attr in &node.attribute {
+            for g in attr.g.iter().chain(attr.graphs.iter()) {
+                used.extend(names_read(g));
+            }
+        }
+    }
+    used.extend(graph.output.iter().filter_map(|o| o.name.clone()));
+    used
+}

@@ -1,0 +1,71 @@
+//! tract tensors and facts as ONNX `TensorProto` / `TypeProto`.
+
+use super::proto::{self, tensor_proto::DataType, tensor_shape_proto::dimension, type_proto};
+use crate::dims::format_dim;
+use anyhow::bail;
+use tract_onnx::prelude::*;
+
+/// The ONNX element type of a datum type (dims are written as int64).
+pub fn onnx_data_type(dt: DatumType) -> anyhow::Result<DataType> {
+    Ok(match dt {
+        DatumType::Bool => DataType::Bool,
+        DatumType::I8 => DataType::Int8,
+        DatumType::U8 => DataType::Uint8,
+        DatumType::I16 => DataType::Int16,
+        DatumType::U16 => DataType::Uint16,
+        DatumType::I32 => DataType::Int32,
+        DatumType::U32 => DataType::Uint32,
+        DatumType::I64 | DatumType::TDim => DataType::Int64,
+        DatumType::U64 => DataType::Uint64,
+        DatumType::F16 => DataType::Float16,
+        DatumType::F32 => DataType::Float,
+        DatumType::F64 => DataType::Double,
+        DatumType::String => DataType::String,
+        other => bail!("no ONNX type for {other:?}"),
+    })
+}
+
+/// A tensor as an initializer named `name` (raw little-endian data; strings as `string_data`; dims
+/// as int64, which fails if one is symbolic).
+pub fn tensor_to_proto(name: &str, tensor: &Tensor) -> anyhow::Result<proto::TensorProto> {
+    let tensor =
+        if tensor.datum_type() == DatumType::TDim { tensor.cast_to::<i64>()?.into_owned() } else { tensor.clone() };
+    let mut p = proto::TensorProto {
+        name: Some(name.to_string()),
+        data_type: Some(onnx_data_type(tensor.datum_type())? as i32),
+        dims: tensor.shape().iter().map(|&d| d as i64).collect(),
+        ..Default::default()
+    };
+    if tensor.datum_type() == DatumType::String {
+        let plain = tensor.try_as_plain_ram()?;
+        p.string_data = plain.as_slice::<String>()?.iter().map(|s| s.as_bytes().to_vec()).collect();
+    } else {
+        // tract stores plain data in the machine's order; ONNX raw data is little-endian.
+        if cfg!(target_endian = "big") {
+            bail!("writing tensors on a big-endian machine is not supported");
+        }
+        p.raw_data = Some(tensor.try_as_plain_ram()?.as_bytes().to_vec());
+    }
+    Ok(p)
+}
+
+/// A tensor type with this element type and shape (symbolic dims as `dim_param` expressions).
+pub fn type_proto(dt: DatumType, shape: &[TDim]) -> anyhow::Result<proto::TypeProto> {
+    let dim = shape
+        .iter()
+        .map(|d| proto::tensor_shape_proto::Dimension {
+            value: Some(match d.as_i64() {
+                Some(v) => dimension::Value::DimValue(v),
+                None => dimension::Value::DimParam(format_dim(d)),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    Ok(proto::TypeProto {
+        value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+            elem_type: Some(onnx_data_type(dt)? as i32),
+            shape: Some(proto::TensorShapeProto { dim }),
+        })),
+        ..Default::default()
+    })
+}
