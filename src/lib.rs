@@ -21,6 +21,7 @@ pub mod kernel;
 mod model;
 pub mod npy;
 pub mod onnx;
+pub mod report;
 pub mod semantics;
 pub mod view;
 

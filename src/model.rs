@@ -58,11 +58,60 @@ impl Model {
     }
 
     fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+        if let Some(g) = &proto.graph {
+            check_structure(g)?;
+        }
         let parsed = graph::onnx().parse(&proto, dir)?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
         }
         Ok(Model { proto, inference: parsed.model })
+    }
+
+    /// Checks inputs against the model's declared inputs: count, dtype, rank, known dims, and symbols
+    /// bound consistently across inputs (a dim `K` must be the same everywhere it appears).
+    pub fn check_inputs(&self, inputs: &[Tensor]) -> anyhow::Result<()> {
+        let names = self.input_names();
+        if inputs.len() != names.len() {
+            bail!("the model takes {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len());
+        }
+        let mut bound: std::collections::HashMap<String, (i64, String)> = std::collections::HashMap::new();
+        for (ix, (name, tensor)) in names.iter().zip(inputs).enumerate() {
+            let fact = self.inference.input_fact(ix)?;
+            let numpy = crate::npy::numpy_name;
+            if let Some(dt) = fact.datum_type.concretize() {
+                if dt != tensor.datum_type() {
+                    bail!("input '{name}' is {} but the model expects {}", numpy(tensor.datum_type()), numpy(dt));
+                }
+            }
+            let Some(shape) = fact.shape.concretize() else { continue };
+            let declared = || shape.iter().map(crate::dims::format_dim).collect::<Vec<_>>().join(",");
+            if shape.len() != tensor.rank() {
+                bail!("input '{name}' has shape {:?} but the model expects [{}]", tensor.shape(), declared());
+            }
+            for (d, &n) in shape.iter().zip(tensor.shape()) {
+                match d {
+                    TDim::Val(v) if *v != n as i64 => {
+                        bail!("input '{name}' has shape {:?} but the model expects [{}]", tensor.shape(), declared())
+                    }
+                    TDim::Sym(sym) => {
+                        let key = sym.to_string();
+                        match bound.get(&key) {
+                            Some((v, from)) if *v != n as i64 => bail!(
+                                "input '{name}' has shape {:?}: its dim {key} is {n} but input '{from}' made it {v}",
+                                tensor.shape()
+                            ),
+                            Some(_) => {}
+                            None => {
+                                bound.insert(key, (n as i64, name.clone()));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The decoded ONNX model.
@@ -138,17 +187,26 @@ impl Model {
         names.extend(graph.output.iter().map(|o| o.name.as_str()));
         let mut seen = std::collections::HashSet::new();
         let mut facts = vec![];
+        let mut analysed: Option<std::collections::HashMap<String, InferenceFact>> = None;
         for name in names {
             if !seen.insert(name) {
                 continue;
             }
-            let outlet = *by_label.get(name).with_context(|| format!("no inferred fact for value '{name}'"))?;
-            let fact = typed.outlet_fact(outlet)?;
-            facts.push(ValueFact {
-                name: name.to_string(),
-                dtype: fact.datum_type,
-                shape: fact.shape.iter().cloned().collect(),
-            });
+            if let Some(outlet) = by_label.get(name) {
+                let fact = typed.outlet_fact(*outlet)?;
+                let shape = fact.shape.iter().cloned().collect();
+                facts.push(ValueFact { name: name.to_string(), dtype: fact.datum_type, shape });
+                continue;
+            }
+            // Typing folds some values into constants without their names (a Shape of a Shape);
+            // analysis still knows them.
+            if analysed.is_none() {
+                analysed = Some(self.value_facts()?);
+            }
+            let fact = analysed.as_ref().and_then(|a| a.get(name));
+            let known = fact.and_then(|f| Some((f.datum_type.concretize()?, f.shape.concretize()?)));
+            let (dtype, shape) = known.with_context(|| format!("no inferred fact for value '{name}'"))?;
+            facts.push(ValueFact { name: name.to_string(), dtype, shape: shape.to_vec() });
         }
         Ok(facts)
     }
@@ -157,8 +215,18 @@ impl Model {
     /// stops the analysis short (an op of an unknown domain): type, shape and value when known.
     pub fn value_facts(&self) -> anyhow::Result<std::collections::HashMap<String, InferenceFact>> {
         let mut model = self.inference.clone();
-        // Not obstinate: what cannot be inferred stays unknown instead of failing.
-        let _ = model.analyse(false);
+        // Not obstinate: what cannot be inferred stays unknown. A rule that fails (an invalid node) is an
+        // error, except at an op tract does not know (an unknown domain's node): analysis stops there and
+        // what it found so far is kept.
+        if let Err(e) = model.analyse(false) {
+            let culprit = e.chain().find_map(|c| crate::report::tract_node(&c.to_string()));
+            let unknown_op = culprit
+                .and_then(|(name, _)| model.nodes().iter().find(|n| n.name == name))
+                .is_some_and(|n| n.op.name().starts_with("Unimplemented"));
+            if !unknown_op {
+                return Err(e);
+            }
+        }
         let mut facts = std::collections::HashMap::new();
         for node in model.nodes() {
             for (slot, output) in node.outputs.iter().enumerate() {
@@ -192,10 +260,7 @@ impl Model {
 
     /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
     pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
-        let names = self.input_names();
-        if inputs.len() != names.len() {
-            bail!("the model takes {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len());
-        }
+        self.check_inputs(&inputs)?;
         let plan = self.plan()?;
         let outputs = plan.run(inputs.into_iter().map(TValue::from).collect())?;
         Ok(self.output_names().into_iter().zip(outputs.into_iter().map(|t| t.into_tensor())).collect())
@@ -240,4 +305,64 @@ impl Model {
         }
         Ok(warnings)
     }
+}
+
+/// Structural checks of a graph before tract sees it: every node input is defined (by a graph input, an
+/// initializer, or a node), and the nodes have no cycle. Errors name a node.
+fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
+    use std::collections::{HashMap, HashSet};
+    let label = |n: &pb::NodeProto| {
+        let name = if n.name.is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name.clone() };
+        format!("node '{name}' ({})", n.op_type)
+    };
+    let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
+    defined.extend(graph.initializer.iter().map(|t| t.name.as_str()));
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (ix, node) in graph.node.iter().enumerate() {
+        for o in node.output.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), ix);
+        }
+    }
+    for node in &graph.node {
+        for input in node.input.iter().filter(|i| !i.is_empty()) {
+            if !defined.contains(input.as_str()) && !producer.contains_key(input.as_str()) {
+                bail!("{}: input '{input}' is not defined by any graph input, initializer or node", label(node));
+            }
+        }
+    }
+    for output in &graph.output {
+        if !defined.contains(output.name.as_str()) && !producer.contains_key(output.name.as_str()) {
+            bail!("graph output '{}' is not defined by any graph input, initializer or node", output.name);
+        }
+    }
+    // Kahn's algorithm: whatever cannot be ordered is on or behind a cycle.
+    let mut pending: Vec<usize> = graph
+        .node
+        .iter()
+        .map(|n| n.input.iter().filter(|i| !i.is_empty() && producer.contains_key(i.as_str())).count())
+        .collect();
+    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (ix, node) in graph.node.iter().enumerate() {
+        for input in node.input.iter().filter(|i| !i.is_empty()) {
+            if let Some(&p) = producer.get(input.as_str()) {
+                readers.entry(p).or_default().push(ix);
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..graph.node.len()).filter(|&i| pending[i] == 0).collect();
+    let mut ordered = 0;
+    while let Some(ix) = ready.pop() {
+        ordered += 1;
+        for &r in readers.get(&ix).map(Vec::as_slice).unwrap_or(&[]) {
+            pending[r] -= 1;
+            if pending[r] == 0 {
+                ready.push(r);
+            }
+        }
+    }
+    if ordered < graph.node.len() {
+        let stuck = (0..graph.node.len()).find(|&i| pending[i] > 0).expect("some node is not ordered");
+        bail!("{}: the graph has a cycle through this node", label(&graph.node[stuck]));
+    }
+    Ok(())
 }

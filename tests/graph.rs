@@ -410,7 +410,12 @@ fn errors_name_the_node_and_op() {
     let err = load_err(&bytes);
     assert!(err.contains("node 'ss' (StridedSlice): spec entry 1 is 0: a step must be non-zero"), "{err}");
 
-    let bytes = strided_model("b", "e", "s", [-1, 0, 0, 0, 0]).output("y").bytes();
+    let bytes = strided_model("b", "e", "s", [-1, 0, 0, 0, 0])
+        .init_i64("b", &[0])
+        .init_i64("e", &[1])
+        .init_i64("s", &[1])
+        .output("y")
+        .bytes();
     let err = format!("{:#}", Model::load_bytes(&bytes).unwrap_err());
     assert!(err.contains("node 'ss' (StridedSlice): begin_mask is -1: masks must be >= 0"), "{err}");
 }

@@ -7,15 +7,6 @@ use sliceops::dims::format_dim;
 use sliceops::npy::numpy_name;
 use sliceops::Model;
 use std::path::Path;
-use tract_onnx::prelude::*;
-
-/// A dim in the JSON report: an integer, or an expression string.
-fn dim_json(d: &TDim) -> serde_json::Value {
-    match d.as_i64() {
-        Some(v) => serde_json::json!(v),
-        None => serde_json::json!(format_dim(d)),
-    }
-}
 
 /// Prints the inferred dtype and shape of every value.
 pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], format: Format) -> anyhow::Result<()> {
@@ -33,19 +24,7 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
     }
     let facts = m.infer()?;
     match format {
-        Format::Json => {
-            let values: Vec<serde_json::Value> = facts
-                .iter()
-                .map(|f| {
-                    serde_json::json!({
-                        "name": f.name,
-                        "dtype": numpy_name(f.dtype),
-                        "shape": f.shape.iter().map(dim_json).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "values": values }))?);
-        }
+        Format::Json => println!("{}", serde_json::to_string_pretty(&sliceops::report::facts_json(&facts))?),
         Format::Table => {
             let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
             for f in &facts {

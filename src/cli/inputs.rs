@@ -32,9 +32,7 @@ pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>
             .iter()
             .position(|n| n == name)
             .with_context(|| format!("the model has no input named '{name}' (its inputs: {})", names.join(", ")))?;
-        let tensor = read_npy(Path::new(file)).with_context(|| format!("input '{name}'"))?;
-        check_input(model, ix, name, &tensor)?;
-        given[ix] = Some(tensor);
+        given[ix] = Some(read_npy(Path::new(file)).with_context(|| format!("input '{name}'"))?);
     }
     let missing: Vec<String> = names
         .iter()
@@ -45,26 +43,7 @@ pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>
     if !missing.is_empty() {
         bail!("the model needs inputs: {}; pass each as --input NAME=FILE.npy", missing.join(", "));
     }
-    Ok(given.into_iter().flatten().collect())
-}
-
-fn check_input(model: &Model, ix: usize, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
-    let fact = model.inference_model().input_fact(ix)?;
-    if let Some(dt) = fact.datum_type.concretize() {
-        if dt != tensor.datum_type() {
-            bail!("input '{name}' is {} but the model expects {}", numpy_name(tensor.datum_type()), numpy_name(dt));
-        }
-    }
-    if let Some(shape) = fact.shape.concretize() {
-        let fits = shape.len() == tensor.rank()
-            && shape.iter().zip(tensor.shape()).all(|(d, &n)| d.as_i64().is_none_or(|v| v as usize == n));
-        if !fits {
-            bail!(
-                "input '{name}' has shape {:?} but the model expects [{}]",
-                tensor.shape(),
-                shape.iter().map(sliceops::dims::format_dim).collect::<Vec<_>>().join(",")
-            );
-        }
-    }
-    Ok(())
+    let inputs: Vec<Tensor> = given.into_iter().flatten().collect();
+    model.check_inputs(&inputs)?;
+    Ok(inputs)
 }

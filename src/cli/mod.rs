@@ -105,21 +105,10 @@ pub fn main() -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {}", describe(&e));
+            eprintln!("error: {}", sliceops::report::describe_error(&e));
             1
         }
     }
-}
-
-/// One line for an error: the message that names the node if there is one (it says what and where),
-/// else the whole chain of contexts.
-fn describe(e: &anyhow::Error) -> String {
-    let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-    let line = match chain.iter().find(|m| m.starts_with("node '")) {
-        Some(m) => m.clone(),
-        None => chain.join(": "),
-    };
-    line.lines().next().unwrap_or_default().to_string()
 }
 
 fn write_back(

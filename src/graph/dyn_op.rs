@@ -8,6 +8,7 @@
 use super::spec::{NodeKind, NodeSpec};
 use super::step::run_chain;
 use super::view_op::ViewOp;
+use crate::semantics::Slice;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
@@ -98,12 +99,13 @@ impl TypedOp for DynSliceOp {
 }
 
 /// The output dims of a node whose parameters are not all known, from what is known: the input rank,
-/// and per inlet its constant value or its length. `mint` makes a fresh symbol for output axis `k`.
+/// and per inlet its constant value, its length and its shape. `mint` makes a fresh symbol for output axis `k`.
 pub fn runtime_dims(
     spec: &NodeSpec,
     input_rank: usize,
     konst: &[Option<Arc<Tensor>>],
     lens: &[Option<usize>],
+    shapes: &[Option<Vec<TDim>>],
     mint: &mut dyn FnMut(usize) -> Symbol,
 ) -> TractResult<Vec<OutDim>> {
     let label = &spec.label;
@@ -114,6 +116,15 @@ pub fn runtime_dims(
         }
     };
     let len_of = |role: &str| spec.slot(role).and_then(|i| lens.get(i).copied().flatten());
+    for (role, slot) in spec.kind.roles().iter().zip(&spec.slots) {
+        if let Some(shape) = slot.and_then(|i| shapes.get(i).cloned().flatten()) {
+            let scalar_ok = *role == "storage_offset";
+            if shape.len() > 1 || (shape.is_empty() && !scalar_ok) {
+                let dims: Vec<String> = shape.iter().map(crate::dims::format_dim).collect();
+                return Err(label.err(format!("{role} must be a 1-D tensor, got shape [{}]", dims.join(", "))));
+            }
+        }
+    }
     let mut dims = vec![];
     match &spec.kind {
         NodeKind::Strided { masks } => {
@@ -155,15 +166,27 @@ pub fn runtime_dims(
                     Some(_) => known("axes")?,
                 },
             };
-            let rank = input_rank as i64;
+            // Known axes are checked now (range, repeats), with the same rules as when the node runs.
+            let axes = match axes {
+                Some(axes) => {
+                    let n = axes.len();
+                    let check = Slice { starts: vec![0; n], ends: vec![0; n], axes: Some(axes), steps: None };
+                    Some(check.normalized_axes(input_rank).map_err(|e| label.err(e))?)
+                }
+                None => None,
+            };
             for k in 0..input_rank {
-                let sliced =
-                    axes.as_ref().is_none_or(|axes| axes.iter().any(|&a| a == k as i64 || a + rank == k as i64));
+                let sliced = axes.as_ref().is_none_or(|axes| axes.contains(&k));
                 dims.push(if sliced { OutDim::Fresh(mint(k)) } else { OutDim::Input(k) });
             }
         }
         NodeKind::Aten => match known("size")? {
-            Some(size) => dims.extend(size.into_iter().map(|s| OutDim::Fixed(s.into()))),
+            Some(size) => {
+                if let Some((i, &v)) = size.iter().enumerate().find(|(_, v)| **v < 0) {
+                    return Err(label.err(format!("size {v} is negative at index {i}")));
+                }
+                dims.extend(size.into_iter().map(|s| OutDim::Fixed(s.into())))
+            }
             None => {
                 let n = len_of("size")
                     .ok_or_else(|| label.err("the length of size must be known to infer the output rank"))?;

@@ -104,7 +104,8 @@ impl InferenceRulesOp for SliceInference {
         let prefix = symbol_prefix(&node.name);
         let symbols = target.symbols.clone();
         let mut mint = |axis: usize| symbols.new_with_prefix(&format!("{prefix}_{axis}"));
-        let dims = runtime_dims(&self.spec, facts[0].rank(), &konst, &lens, &mut mint)?;
+        let shapes: Vec<Option<Vec<TDim>>> = facts.iter().map(|f| Some(f.shape.to_tvec().to_vec())).collect();
+        let dims = runtime_dims(&self.spec, facts[0].rank(), &konst, &lens, &shapes, &mut mint)?;
         target.wire_node(&node.name, DynSliceOp { spec: self.spec.clone(), dims }, &inputs)
     }
 

@@ -15,7 +15,7 @@ pub use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
 pub use inference::SliceInference;
 pub use shape_pad::ShapePad;
-pub use spec::{NodeKind, NodeSpec};
+pub use spec::{dims_of, NodeKind, NodeSpec};
 pub use step::{chain_output_shape, chain_views, run_chain, Chain, Label, Resolved, SliceStep};
 pub use view_op::ViewOp;
 

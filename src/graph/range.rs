@@ -57,7 +57,7 @@ impl Expansion for ExactRange {
         s.equals(&outputs[0].rank, 1)?;
         s.given_3(&inputs[0].value, &inputs[1].value, &inputs[2].value, move |s, start, limit, delta| {
             let scalar = |t: &Tensor| -> TractResult<TDim> {
-                Ok(t.cast_to::<TDim>()?.try_as_plain_ram()?.to_scalar::<TDim>()?.clone())
+                super::spec::dims_of(t)?.into_iter().next().context("Range inputs are scalars")
             };
             let Ok(delta) = scalar(&delta)?.to_i64() else { return Ok(()) };
             if !delta_is_integer(&inputs_dt(&start, &limit)) {
@@ -70,6 +70,39 @@ impl Expansion for ExactRange {
     }
 
     fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+        // With known integer bounds, check the length (overflow, memory) before tract computes it with
+        // unchecked arithmetic. Bounds are known as constants, or as uniform dims when tract evaluates
+        // the op eagerly during analysis.
+        let mut known = vec![];
+        for o in inputs {
+            let fact = model.outlet_fact(*o)?;
+            let integer = fact.datum_type.is_integer() || fact.datum_type.is_tdim();
+            let value = match (&fact.konst, &fact.uniform_tdim) {
+                (Some(k), _) if k.datum_type().is_tdim() && k.len() == 1 => {
+                    k.try_as_plain_ram()?.as_slice::<TDim>()?[0].as_i64()
+                }
+                // Read as i64 directly: tract's cast of a large i64 to a dim does not keep the value.
+                (Some(k), _) if integer && k.len() == 1 => {
+                    Some(k.cast_to::<i64>()?.try_as_plain_ram()?.as_slice::<i64>()?[0])
+                }
+                (None, Some(u)) if integer => u.as_i64(),
+                _ => None,
+            };
+            known.push(value);
+        }
+        if let [Some(s), Some(l), Some(delta)] = known[..] {
+            let err = |e: String| anyhow::anyhow!("node '{}' (Range): {e}", self.node);
+            if delta == 0 {
+                return Err(err("delta is 0".into()));
+            }
+            let span = if delta > 0 { i128::from(l) - i128::from(s) } else { i128::from(s) - i128::from(l) };
+            let step = i128::from(delta.unsigned_abs());
+            let len = (span.max(0) + step - 1) / step;
+            let dt = model.outlet_fact(inputs[0])?.datum_type;
+            let size = if dt.is_tdim() { 8 } else { dt.size_of() };
+            crate::kernel::check_allocation(u64::try_from(len).unwrap_or(u64::MAX), size)
+                .map_err(|e| err(format!("range from {s} to {l} by {delta}: {e}")))?;
+        }
         tract_onnx::tract_hir::ops::array::Range.wire(prefix, model, inputs)
     }
 }

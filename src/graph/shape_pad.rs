@@ -56,16 +56,16 @@ impl ShapePad {
         let pads: Vec<i64> = pads.cast_to::<i64>()?.try_as_plain_ram()?.as_slice::<i64>()?.to_vec();
         let [before, after] = pads[..] else { return Err(err(format!("pads must hold 2 values, got {}", pads.len()))) };
         let value = match constant {
-            Some(c) if c.len() == 1 => c.cast_to::<TDim>()?.try_as_plain_ram()?.as_slice::<TDim>()?[0].clone(),
+            Some(c) if c.len() == 1 => super::spec::dims_of(c)?.remove(0),
             Some(c) => return Err(err(format!("the constant value must hold one value, got {}", c.len()))),
             None => TDim::Val(0),
         };
-        let dims: Vec<TDim> = data.cast_to::<TDim>()?.try_as_plain_ram()?.as_slice::<TDim>()?.to_vec();
+        let dims: Vec<TDim> = super::spec::dims_of(data)?;
         let len = dims.len() as i64;
         let (lo, hi) = (before.min(0).unsigned_abs() as usize, after.min(0).unsigned_abs() as usize);
-        if before.checked_add(after).and_then(|p| p.checked_add(len)).is_none_or(|l| l < 0)
-            || before.max(after) > 1 << 20
-        {
+        // Negative pads crop; together they may remove at most the whole vector, and growth is bounded
+        // (a shape vector has at most a handful of dims).
+        if lo.checked_add(hi).is_none_or(|crop| crop > dims.len()) || before.max(after) > 1 << 20 {
             return Err(err(format!("pads [{before}, {after}] do not fit a vector of {len}")));
         }
         let mut out = vec![value.clone(); before.max(0) as usize];

@@ -22,8 +22,20 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
     let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
     let loaded = Model::load_bytes_in(bytes, dir)?;
     let facts = loaded.value_facts()?;
+    // Names the main graph's values are known by outside its nodes: training info binds and reads
+    // initializers; they must outlive folding.
+    let mut outside: HashSet<String> = HashSet::new();
+    for t in &model.training_info {
+        for b in t.initialization_binding.iter().chain(&t.update_binding) {
+            outside.extend(b.key.clone());
+            outside.extend(b.value.clone());
+        }
+        for g in t.initialization.iter().chain(&t.algorithm) {
+            outside.extend(names_read(g));
+        }
+    }
     let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
-    fold_graph(graph, &facts)?;
+    fold_graph(graph, &facts, &outside)?;
     Ok(model.encode_to_vec())
 }
 
@@ -42,7 +54,17 @@ fn known_type(fact: &InferenceFact) -> Option<proto::TypeProto> {
     type_proto(dt, &shape).ok()
 }
 
-fn fold_graph(graph: &mut proto::GraphProto, facts: &HashMap<String, InferenceFact>) -> anyhow::Result<()> {
+fn fold_graph(
+    graph: &mut proto::GraphProto,
+    facts: &HashMap<String, InferenceFact>,
+    outside: &HashSet<String>,
+) -> anyhow::Result<()> {
+    // Quantization annotations name values and their parameter tensors: all stay.
+    let mut outside = outside.clone();
+    for a in &graph.quantization_annotation {
+        outside.extend(a.tensor_name.clone());
+        outside.extend(a.quant_parameter_tensor_names.iter().filter_map(|e| e.value.clone()));
+    }
     // 1. Nodes whose outputs are all known constants become initializers.
     let mut new_inits = vec![];
     let mut kept = vec![];
@@ -62,6 +84,11 @@ fn fold_graph(graph: &mut proto::GraphProto, facts: &HashMap<String, InferenceFa
     graph.initializer.extend(new_inits);
 
     // 2. Remove what nothing reads, until nothing changes.
+    let names_read = |g: &proto::GraphProto| -> HashSet<String> {
+        let mut read = names_read(g);
+        read.extend(outside.iter().cloned());
+        read
+    };
     loop {
         let read = names_read(graph);
         let before = graph.node.len();

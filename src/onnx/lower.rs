@@ -496,6 +496,8 @@ impl Lowering<'_> {
             nodes.push(n);
             return Ok(nodes);
         }
+        // Every index of the table lies within the view's extent, which must fit i64.
+        view.index_range().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
         if numel as usize > MAX_TABLE {
             bail!("{label}: as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
         }
@@ -503,8 +505,9 @@ impl Lowering<'_> {
         let mut table = Vec::with_capacity(numel as usize);
         let mut index = vec![0i64; op.size.len()];
         for _ in 0..numel {
-            let flat_ix = index.iter().zip(&op.stride).fold(op.offset, |acc, (j, s)| acc + j * s);
-            table.push(flat_ix);
+            let flat_ix =
+                index.iter().zip(&op.stride).try_fold(op.offset, |acc, (j, s)| acc.checked_add(j.checked_mul(*s)?));
+            table.push(flat_ix.with_context(|| format!("{label}: an index of the view overflows i64"))?);
             for k in (0..index.len()).rev() {
                 index[k] += 1;
                 if index[k] < op.size[k] {

@@ -1,0 +1,188 @@
+//! The command line, as users call it: every subcommand on real fixtures, and its error paths.
+
+mod common;
+
+use common::fixtures::{assert_same, escape, fixtures, Fixture};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sliceops(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sliceops")).args(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixture(name: &str) -> Fixture {
+    fixtures().into_iter().find(|f| f.name == name).unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sliceops-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run_fixture(model: &Path, f: &Fixture, out: &Path) -> Output {
+    let mut args = vec!["run".to_string(), model.display().to_string()];
+    args.extend(f.input_args());
+    args.extend(["--output-dir".to_string(), out.display().to_string()]);
+    sliceops(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn assert_outputs(f: &Fixture, out: &Path) {
+    for (name, want) in f.outputs.iter().zip(f.expected()) {
+        let got = sliceops::npy::read_npy(&out.join(format!("{}.npy", escape(name)))).unwrap();
+        assert_same(&format!("{}: {name}", f.name), &got, &want);
+    }
+}
+
+#[test]
+fn run_writes_escaped_npy_files_and_prints_a_table() {
+    let f = fixture("ms_strided_slice_example_1");
+    let out = temp_dir("run");
+    let o = run_fixture(&f.model(), &f, &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "name                        dtype    shape\n1-Default/StridedSlice-op0  float32  [2, 1, 1]\n"
+    );
+    assert!(out.join("1-Default%2FStridedSlice-op0.npy").exists());
+    assert_outputs(&f, &out);
+}
+
+#[test]
+fn run_every_dtype_through_npy() {
+    for f in fixtures().into_iter().filter(|f| f.name.starts_with("ss_dtype_")) {
+        let out = temp_dir(&f.name);
+        let o = run_fixture(&f.model(), &f, &out);
+        assert!(o.status.success(), "{}: {}", f.name, stderr(&o));
+        assert_outputs(&f, &out);
+    }
+}
+
+#[test]
+fn run_without_inputs_says_which_are_needed() {
+    let o = sliceops(&["run", &fixture("sym_batch_onnx_slice").model().display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "error: the model needs inputs: x (float32 [N,3]); pass each as --input NAME=FILE.npy\n");
+}
+
+#[test]
+fn run_rejects_an_unknown_input_name_and_a_wrong_dtype() {
+    let f = fixture("ss_dtype_int8");
+    let model = f.model().display().to_string();
+    let o = sliceops(&["run", &model, "--input", "nope=x.npy"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "error: the model has no input named 'nope' (its inputs: x)\n");
+    let other = fixture("ss_dtype_float32");
+    let wrong = other.dir().join("inputs/x.npy").display().to_string();
+    let o = sliceops(&["run", &model, "--input", &format!("x={wrong}")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "error: input 'x' is float32 but the model expects int8\n");
+}
+
+#[test]
+fn infer_json_has_exact_symbolic_dims() {
+    let model = fixture("sym_batch_onnx_slice").model().display().to_string();
+    let o = sliceops(&["infer", &model, "--assume", "N>=2", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"values": [
+            {"name": "x", "dtype": "float32", "shape": ["N", 3]},
+            {"name": "inner", "dtype": "float32", "shape": ["N-2", 3]},
+            {"name": "even", "dtype": "float32", "shape": ["(N+1)/2", 3]},
+        ]})
+    );
+}
+
+#[test]
+fn infer_with_an_input_shape_gives_concrete_dims() {
+    let model = fixture("sym_batch_onnx_slice").model().display().to_string();
+    let o = sliceops(&["infer", &model, "--input-shape", "x=7,3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "name   dtype    shape\nx      float32  [7, 3]\ninner  float32  [5, 3]\neven   float32  [4, 3]\n"
+    );
+}
+
+#[test]
+fn fold_and_lower_write_models_that_still_run() {
+    for name in
+        ["const_fold_strided_slice_initializer", "chain_slice_strided_slice_as_strided", "paddle_slice_tensor_starts"]
+    {
+        let f = fixture(name);
+        for command in ["fold", "lower"] {
+            let dir = temp_dir(&format!("{command}-{name}"));
+            let written = dir.join("out.onnx");
+            let o = sliceops(&[command, &f.model().display().to_string(), "-o", &written.display().to_string()]);
+            assert!(o.status.success(), "{command} {name}: {}", stderr(&o));
+            let o = run_fixture(&written, &f, &dir);
+            assert!(o.status.success(), "{command} {name} then run: {}", stderr(&o));
+            assert_outputs(&f, &dir);
+        }
+    }
+}
+
+#[test]
+fn lower_refuses_what_standard_onnx_cannot_express() {
+    let f = fixture("ss_runtime_bounds");
+    let out = temp_dir("refuse").join("out.onnx");
+    let o = sliceops(&["lower", &f.model().display().to_string(), "-o", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error: node 'strided_slice' (StridedSlice): runtime begin/end"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+#[test]
+fn bench_prints_json_timings() {
+    let f = fixture("ms_doc_5x6x7");
+    let mut args = vec!["bench".to_string(), f.model().display().to_string(), "--runs".into(), "3".into()];
+    args.extend(f.input_args());
+    args.extend(["--format".to_string(), "json".to_string()]);
+    let o = sliceops(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(json["runs"], 3);
+    let (median, min) = (json["median_s"].as_f64().unwrap(), json["min_s"].as_f64().unwrap());
+    assert!(min > 0.0 && min <= median, "{json}");
+}
+
+#[test]
+fn every_command_has_help() {
+    for command in ["run", "infer", "fold", "lower", "bench"] {
+        let o = sliceops(&[command, "--help"]);
+        assert!(o.status.success());
+        assert!(stdout(&o).starts_with("Usage: sliceops") || stdout(&o).contains("Usage: sliceops"), "{command}");
+    }
+    let o = sliceops(&["--help"]);
+    assert!(stdout(&o).contains("infer"));
+}
+
+#[test]
+fn bad_usage_exits_2_and_errors_exit_1() {
+    assert_eq!(sliceops(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(sliceops(&["fold", "x.onnx"]).status.code(), Some(2));
+    let o = sliceops(&["run", "/nonexistent/model.onnx"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error: cannot read /nonexistent/model.onnx"), "{}", stderr(&o));
+}
+
+#[test]
+fn declared_shapes_that_contradict_inference_are_warnings() {
+    // The dynamo exporter declares its own symbols for outputs the input makes concrete.
+    let f = fixture("torch_slice_dynamo");
+    let out = temp_dir("warn");
+    let o = run_fixture(&f.model(), &f, &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_outputs(&f, &out);
+}
