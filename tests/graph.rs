@@ -495,3 +495,57 @@ fn pad_over_a_shape_vector() {
     let out = run(&bytes, vec![arange_f32(&[2, 3])]);
     assert_eq!(out.shape(), &[2, 3, 1, 1]);
 }
+
+fn decluttered_ops(fixture: &str) -> Vec<String> {
+    let path = format!("{}/models/{fixture}/model.onnx", env!("CARGO_MANIFEST_DIR"));
+    let model = Model::load_path(path).unwrap().decluttered().unwrap();
+    model.nodes().iter().map(|n| n.op.name().to_string()).collect()
+}
+
+#[test]
+fn exported_patterns_become_one_view_per_output() {
+    // torch: as_strided and unfold as Reshape(x, [-1]) + Gather over a constant affine table.
+    assert_eq!(decluttered_ops("torch_as_strided_dynamo"), ["Source", "SliceView", "SliceView"]);
+    assert_eq!(decluttered_ops("pytorch_style_as_strided_gather"), ["Source", "SliceView"]);
+    // tf2onnx: Slice with sentinel bounds + Squeeze/Unsqueeze.
+    assert_eq!(decluttered_ops("tf2onnx_style_int32_sentinels"), ["Source", "SliceView"]);
+    assert_eq!(decluttered_ops("tf2onnx_style_1e9_sentinels"), ["Source", "SliceView"]);
+    // torch slicing with a dynamic batch: Slice chains + Unsqueeze + Gather with a scalar index.
+    assert_eq!(decluttered_ops("torch_slice_torchscript_dynamic_batch"), ["Source", "SliceView", "SliceView"]);
+    // MXNet's reverse: Reshape, Transpose, Gather over a Range, Transpose, Reshape.
+    assert_eq!(decluttered_ops("mxnet_style_reverse"), ["Source", "SliceView"]);
+}
+
+#[test]
+fn a_gather_that_is_not_affine_stays_a_gather() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(6)])
+        .init_i64("idx", &[0, 1, 3])
+        .node("Gather", "", "g", &["x", "idx"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let ops: Vec<String> = model.decluttered().unwrap().nodes().iter().map(|n| n.op.name().to_string()).collect();
+    assert!(ops.iter().any(|o| o == "Gather"), "{ops:?}");
+    assert_eq!(values_f32(&model.run(vec![arange_f32(&[6])]).unwrap()[0].1), (vec![3], vec![0., 1., 3.]));
+}
+
+#[test]
+fn affine_gathers_with_negative_and_scalar_indices_are_views() {
+    // x[:, [-1, -3, -5]] (a reversed step of 2 from the end) and x[:, 2] as Gathers.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(5)])
+        .init_i64("idx", &[-1, -3, -5])
+        .node("Gather", "", "g", &["x", "idx"], &["y"], vec![("axis", A::I(1))])
+        .init("two", DataType::Int64, &[], 2i64.to_le_bytes().to_vec())
+        .node("Gather", "", "g2", &["x", "two"], &["z"], vec![("axis", A::I(1))])
+        .output("y")
+        .output("z")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let ops: Vec<String> = model.decluttered().unwrap().nodes().iter().map(|n| n.op.name().to_string()).collect();
+    assert_eq!(ops, ["Source", "SliceView", "SliceView"]);
+    let out = model.run(vec![arange_f32(&[2, 5])]).unwrap();
+    assert_eq!(values_f32(&out[0].1), (vec![2, 3], vec![4., 2., 0., 9., 7., 5.]));
+    assert_eq!(values_f32(&out[1].1), (vec![2], vec![2., 7.]));
+}

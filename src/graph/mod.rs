@@ -4,7 +4,9 @@
 
 mod builders;
 mod dyn_op;
+mod gather;
 mod inference;
+mod patterns;
 mod range;
 mod shape_pad;
 mod spec;
@@ -14,6 +16,7 @@ mod view_op;
 pub use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
 pub use inference::SliceInference;
+pub use patterns::{AffineGather, AxisChange};
 pub use shape_pad::ShapePad;
 pub use spec::{dims_of, NodeKind, NodeSpec};
 pub use step::{chain_output_shape, chain_views, run_chain, Chain, Label, Resolved, SliceStep};
@@ -34,5 +37,6 @@ pub fn onnx() -> Onnx {
     onnx.op_register.insert("Slice", builders::slice);
     onnx.op_register.insert("Pad", shape_pad::pad);
     onnx.op_register.insert("Range", range::range);
+    onnx.op_register.insert("Gather", gather::gather);
     onnx
 }

@@ -4,6 +4,7 @@
 //! shape: symbolically for facts ([`chain_output_shape`]), concretely to execute ([`chain_views`]),
 //! where consecutive steps compose into one view, so the chain costs one copy.
 
+use super::patterns::{AffineGather, AxisChange};
 use crate::error::{SliceError, SliceResult};
 use crate::semantics::{AsStrided, Slice, StridedSlice};
 use crate::view::{Dim, Selection, View};
@@ -19,6 +20,10 @@ pub enum SliceStep {
     Slice(Slice),
     /// Ascend / torch AsStrided.
     AsStrided(AsStrided),
+    /// One of tract's axis changes (Squeeze, Unsqueeze, Reshape, a moved axis).
+    Axis(AxisChange),
+    /// A Gather by a constant affine index table.
+    Gather(AffineGather),
 }
 
 /// What a step resolves to: an index-space selection (composes with anything) or a flat view.
@@ -47,6 +52,8 @@ impl SliceStep {
             SliceStep::Strided(s) => Resolved::Select(s.resolve(shape)?),
             SliceStep::Slice(s) => Resolved::Select(s.resolve(shape)?),
             SliceStep::AsStrided(s) => Resolved::Flat(s.resolve(shape)?),
+            SliceStep::Axis(a) => a.resolve(shape)?,
+            SliceStep::Gather(g) => g.resolve(shape)?,
         })
     }
 }

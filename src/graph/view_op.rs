@@ -4,6 +4,7 @@
 //! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
 //! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
 
+use super::patterns::{label_of, step_of};
 use super::step::{chain_output_shape, run_chain, Chain};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
@@ -63,12 +64,29 @@ impl TypedOp for ViewOp {
                 return TypedModelPatch::shunt_one_op(model, node);
             }
         }
-        // A view of a view: one op, one copy.
+        // A view of a view (ours, or one of tract's axis changes and slices): one op, one copy.
         let prec = model.node(node.inputs[0].node);
-        if let Some(before) = prec.op_as::<ViewOp>() {
-            let mut chain = before.chain.clone();
-            chain.extend(self.chain.iter().cloned());
-            return TypedModelPatch::replace_single_op(model, node, &prec.inputs, ViewOp { chain }).map(Some);
+        let before = match prec.op_as::<ViewOp>() {
+            Some(before) => Some(before.chain.clone()),
+            None => step_of(prec).map(|step| vec![(label_of(prec), step)]),
+        };
+        if let Some(mut chain) = before {
+            if prec.inputs.len() == 1 {
+                chain.extend(self.chain.iter().cloned());
+                return TypedModelPatch::replace_single_op(model, node, &prec.inputs, ViewOp { chain }).map(Some);
+            }
+        }
+        // An axis change or slice of tract's reading this view joins it.
+        if let Some(succ) = model.single_succ(node.id)? {
+            if let Some(step) = step_of(succ) {
+                let mut chain = self.chain.clone();
+                chain.push((label_of(succ), step));
+                let mut patch = TypedModelPatch::default();
+                let input = patch.tap_model(model, node.inputs[0])?;
+                let wire = patch.wire_node(&succ.name, ViewOp { chain }, &[input])?[0];
+                patch.shunt_outside(model, succ.id.into(), wire)?;
+                return Ok(Some(patch));
+            }
         }
         Ok(None)
     }

@@ -25,6 +25,8 @@ pub trait Dim: Clone + Debug + Display + PartialEq + Send + Sync + 'static {
     fn max_with(&self, other: &Self) -> Self;
     /// `ceil(self / k)` for `self >= 0` and `k >= 1`.
     fn div_ceil_by(&self, k: u64) -> Self;
+    /// The dim a tract `TDim` denotes here, if it can be one (a symbolic `TDim` is not an `i64`).
+    fn from_tdim(d: &TDim) -> Option<Self>;
 
     /// Whether the value is known to be `v`.
     fn is(&self, v: i64) -> bool {
@@ -35,6 +37,9 @@ pub trait Dim: Clone + Debug + Display + PartialEq + Send + Sync + 'static {
 impl Dim for i64 {
     fn from_i64(v: i64) -> Self {
         v
+    }
+    fn from_tdim(d: &TDim) -> Option<Self> {
+        d.as_i64()
     }
     fn as_i64(&self) -> Option<i64> {
         Some(*self)
@@ -65,6 +70,9 @@ impl Dim for i64 {
 impl Dim for TDim {
     fn from_i64(v: i64) -> Self {
         TDim::Val(v)
+    }
+    fn from_tdim(d: &TDim) -> Option<Self> {
+        Some(d.clone())
     }
     fn as_i64(&self) -> Option<i64> {
         TDim::as_i64(self)
