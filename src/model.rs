@@ -194,7 +194,8 @@ impl Model {
             }
             if let Some(outlet) = by_label.get(name) {
                 let fact = typed.outlet_fact(*outlet)?;
-                let shape = fact.shape.iter().cloned().collect();
+                // Simplified here, once, under the model's assumptions (construction only reduces).
+                let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
                 facts.push(ValueFact { name: name.to_string(), dtype: fact.datum_type, shape });
                 continue;
             }
@@ -206,7 +207,11 @@ impl Model {
             let fact = analysed.as_ref().and_then(|a| a.get(name));
             let known = fact.and_then(|f| Some((f.datum_type.concretize()?, f.shape.concretize()?)));
             let (dtype, shape) = known.with_context(|| format!("no inferred fact for value '{name}'"))?;
-            facts.push(ValueFact { name: name.to_string(), dtype, shape: shape.to_vec() });
+            facts.push(ValueFact {
+                name: name.to_string(),
+                dtype,
+                shape: shape.iter().map(|d| d.clone().simplify()).collect(),
+            });
         }
         Ok(facts)
     }

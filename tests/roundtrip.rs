@@ -8,8 +8,6 @@
 //! an unknown domain with attributes of every type (subgraphs included). After `fold`, everything fold
 //! has no business changing must be byte-identical; the slice gets its inferred value_info.
 
-mod common;
-
 use prost::Message;
 use sliceops::onnx::proto::{
     self, attribute_proto::AttributeType, tensor_proto::DataLocation, tensor_proto::DataType,
@@ -616,6 +614,50 @@ fn fold_keeps_initializers_that_annotations_and_training_info_name() {
         &model.graph.as_ref().unwrap().quantization_annotation,
     );
     r.same_msgs("training_info", &folded.training_info, &model.training_info);
+    let _ = std::fs::remove_dir_all(&dir);
+    r.finish();
+}
+
+#[test]
+fn fold_keeps_the_dim_denotations_of_declared_types() {
+    // Inference replaces declared dims (hints) with the inferred ones, but a dim's denotation says what
+    // the axis means, not how long it is: where the declared rank is the inferred rank, each axis keeps
+    // its denotation (and the type its own), in value_info and in graph outputs alike.
+    let dir = test_dir("denotations");
+    let declared = |last: Dim| {
+        tensor_type(
+            DataType::Float,
+            vec![dim(Dim::DimParam("N".into()), Some("DATA_BATCH")), dim(last, Some("DATA_FEATURE"))],
+            Some("TENSOR"),
+        )
+    };
+    let model = proto::ModelProto {
+        ir_version: Some(10),
+        opset_import: vec![opset("", 13), opset("ai.sliceops", 1)],
+        graph: Some(proto::GraphProto {
+            name: s("denotations"),
+            node: vec![runtime_slice_node(), node("Identity", "", "copy", &["sliced"], &["y"])],
+            initializer: vec![
+                i64_raw("ss_begin", &[0, 1]),
+                i64_typed("ss_end", &[0, 5]),
+                i64_raw("ss_strides", &[1, 2]),
+            ],
+            input: vec![value_info("x", declared(Dim::DimValue(6)), "", vec![])],
+            // Both declared shapes are wrong in their last dim (3, M); inference gives [N, 2].
+            value_info: vec![value_info("sliced", declared(Dim::DimValue(3)), "", vec![])],
+            output: vec![value_info("y", declared(Dim::DimParam("M".into())), "", vec![])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let folded = fold_in(&dir, &model);
+    let g = folded.graph.as_ref().unwrap();
+    let want = declared(Dim::DimValue(2));
+    let mut r = Report(vec![]);
+    let sliced = g.value_info.iter().find(|v| v.name.as_deref() == Some("sliced"));
+    r.same("value_info 'sliced' type", sliced.and_then(|v| v.r#type.clone()), Some(want.clone()));
+    let y = g.output.iter().find(|v| v.name.as_deref() == Some("y"));
+    r.same("graph output 'y' type", y.and_then(|v| v.r#type.clone()), Some(want));
     let _ = std::fs::remove_dir_all(&dir);
     r.finish();
 }

@@ -83,12 +83,38 @@ impl Label {
 /// A chain of steps, each with the node it came from.
 pub type Chain = Vec<(Label, SliceStep)>;
 
-/// The output shape of a chain over `shape`, simplified.
+/// The output shape of a chain over `shape`, as exact expressions.
+///
+/// Shapes are memoized per thread by step and input shape: tract's solver applies a node's rules
+/// several times with the same facts, and building symbolic expressions is the costly part of
+/// inference on large graphs. A result never depends on assumptions (it is exact for every value of the
+/// symbols; assumptions only simplify it when reported), so the memo is never stale. The key holds the
+/// symbols' scope: tract compares symbols by name index only, so two models' `N` would collide.
 pub fn chain_output_shape(chain: &Chain, shape: &[TDim]) -> TractResult<Vec<TDim>> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Memo = HashMap<(Option<usize>, SliceStep, Vec<TDim>), Vec<TDim>>;
+    thread_local! {
+        static MEMO: RefCell<Memo> = RefCell::new(HashMap::new());
+    }
+    const MEMO_LIMIT: usize = 1 << 16;
     let mut shape = shape.to_vec();
     for (label, step) in chain {
-        shape = step.resolve(&shape).map_err(|e| label.err(e))?.output_shape();
-        shape = shape.into_iter().map(TDim::simplify).collect();
+        let scope = shape.iter().find_map(TDim::find_scope).map(|s| s.id());
+        let key = (scope, step.clone(), shape);
+        if let Some(out) = MEMO.with(|m| m.borrow().get(&key).cloned()) {
+            shape = out;
+            continue;
+        }
+        let out: Vec<TDim> = step.resolve(&key.2).map_err(|e| label.err(e))?.output_shape();
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.len() >= MEMO_LIMIT {
+                m.clear();
+            }
+            m.insert(key, out.clone());
+        });
+        shape = out;
     }
     Ok(shape)
 }

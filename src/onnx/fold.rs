@@ -131,13 +131,25 @@ fn fold_graph(
     Ok(())
 }
 
-/// The inferred tensor type, keeping the declared type's other fields (denotations).
+/// The inferred tensor type, keeping the declared type's other fields: its denotation, and each dim's
+/// denotation where the ranks agree.
 fn merge_type(declared: Option<proto::TypeProto>, inferred: proto::TypeProto) -> proto::TypeProto {
-    match declared {
-        Some(mut d) if matches!(d.value, Some(type_proto::Value::TensorType(_)) | None) => {
-            d.value = inferred.value;
-            d
+    let Some(mut declared) = declared else { return inferred };
+    let Some(type_proto::Value::TensorType(mut new)) = inferred.value else { return declared };
+    match &declared.value {
+        Some(type_proto::Value::TensorType(old)) => {
+            if let (Some(old_shape), Some(new_shape)) = (&old.shape, &mut new.shape) {
+                if old_shape.dim.len() == new_shape.dim.len() {
+                    for (o, n) in old_shape.dim.iter().zip(&mut new_shape.dim) {
+                        n.denotation = o.denotation.clone();
+                    }
+                }
+            }
         }
-        _ => inferred,
+        None => {}
+        // Not a tensor type (a sequence...): what was declared stays.
+        Some(_) => return declared,
     }
+    declared.value = Some(type_proto::Value::TensorType(new));
+    declared
 }

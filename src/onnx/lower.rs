@@ -115,6 +115,8 @@ pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
     for node in std::mem::take(&mut graph.node) {
         if is_ours(&node) {
             nodes.extend(lw.lower_node(&node)?);
+        } else if let Some(resolved) = lw.resolve_standard_slice(&node, opset)? {
+            nodes.extend(resolved);
         } else if opset < TARGET_OPSET {
             nodes.extend(lw.raise_opset(node, opset)?);
         } else {
@@ -525,6 +527,43 @@ impl Lowering<'_> {
         Ok(nodes)
     }
 
+    /// A standard Slice with constant parameters over known dims, with its bounds written resolved (the
+    /// same elements under every runtime: some special-case INT64_MAX and get reversed ranges wrong).
+    fn resolve_standard_slice(&mut self, node: &NodeProto, opset: i64) -> anyhow::Result<Option<Vec<NodeProto>>> {
+        let domain = node.domain.as_deref().unwrap_or("");
+        if node.op_type.as_deref() != Some("Slice") || !(domain.is_empty() || domain == "ai.onnx") {
+            return Ok(None);
+        }
+        let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty());
+        let params = if opset < 10 {
+            let starts = attr_ints(node, "starts");
+            let ends = attr_ints(node, "ends");
+            (starts, ends, attr_ints(node, "axes"), None)
+        } else {
+            let get = |i: usize| input(i).and_then(|n| self.const_ints(n));
+            if (1..5).any(|i| input(i).is_some() && get(i).is_none()) {
+                return Ok(None);
+            }
+            (get(1), get(2), get(3), get(4))
+        };
+        let (Some(starts), Some(ends), axes, steps) = params else { return Ok(None) };
+        let Some(data) = input(0) else { return Ok(None) };
+        let Some(dims) = self.shape_of(data).and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
+        else {
+            return Ok(None);
+        };
+        let slice = crate::semantics::Slice { starts, ends, axes, steps };
+        let sel = slice.resolve(&dims).map_err(|e| anyhow::anyhow!("{}: {e}", Self::label(node)))?;
+        let mut axes = vec![];
+        for out in &sel.out {
+            if let crate::view::OutAxis::Range { axis, start, step, len } = out {
+                axes.extend(resolved_axis(*axis as i64, *start, *len, *step, dims[*axis]));
+            }
+        }
+        let data = data.clone();
+        self.emit_slice_chain(node, &data, axes, vec![], vec![]).map(Some)
+    }
+
     /// A standard node of a model below opset 13, in its opset-13 form.
     fn raise_opset(&mut self, mut node: NodeProto, opset: i64) -> anyhow::Result<Vec<NodeProto>> {
         let label = Self::label(&node);
@@ -595,28 +634,33 @@ fn index_axis(axis: usize, i: i64, dim: &TDim) -> anyhow::Result<SliceAxis> {
     })
 }
 
+/// Slice bounds taking exactly `len` elements from `start` by `k` on an axis of `d` (None if that is
+/// the whole axis in order), written so that no clamping rule or special value can move them.
+fn resolved_axis(a: i64, start: i64, len: i64, k: i64, d: i64) -> Option<SliceAxis> {
+    if len == d && k == 1 {
+        return None;
+    }
+    if len == 0 {
+        return Some((a, 0, 0, 1));
+    }
+    // The end just past the last element taken.
+    let last = i128::from(start) + i128::from(len - 1) * i128::from(k);
+    let end = if k > 0 {
+        (last + 1).min(i128::from(d)) as i64
+    } else if last == 0 {
+        -(d + 1)
+    } else {
+        (last - 1) as i64
+    };
+    Some((a, start, end, k))
+}
+
 /// The Slice axis for `b:e:k` (None if it is the whole axis in order), exact under ONNX clamping.
 fn range_axis(axis: usize, b: Option<i64>, e: Option<i64>, k: i64, dim: &TDim) -> anyhow::Result<Option<SliceAxis>> {
     let a = axis as i64;
     if let Some(d) = dim.as_i64() {
         let r = resolve_range(&d, b, e, k, Clamp::Python)?;
-        let (start, len) = (r.start, r.len);
-        if len == d && k == 1 {
-            return Ok(None);
-        }
-        if len == 0 {
-            return Ok(Some((a, 0, 0, 1)));
-        }
-        // The end just past the last element taken; written so that no clamping rule can move it.
-        let last = i128::from(start) + i128::from(len - 1) * i128::from(k);
-        let end = if k > 0 {
-            (last + 1).min(i128::from(d)) as i64
-        } else if last == 0 {
-            -(d + 1)
-        } else {
-            (last - 1) as i64
-        };
-        return Ok(Some((a, start, end, k)));
+        return Ok(resolved_axis(a, r.start, r.len, k, d));
     }
     // Symbolic dim: the bounds as they are. They mean the same under both rules except for a negative
     // step starting below -dim, which Python makes empty and ONNX starts at 0.

@@ -106,6 +106,12 @@ impl Dim for TDim {
         match (self, other) {
             (TDim::Val(a), TDim::Val(b)) => TDim::Val(*a.max(b)),
             _ if self == other => self.clone(),
+            // max(0, max(0, a) + c) = max(0, a + c) when c <= 0: a slice of a slice stays one `max`
+            // deep instead of nesting (tract's simplifier is exponential in the nesting).
+            (TDim::Val(0), e) | (e, TDim::Val(0)) if peel_clamped(e).is_some() => {
+                let (a, c) = peel_clamped(e).expect("checked");
+                TDim::Max(vec![TDim::Val(0), a + c]).simplify()
+            }
             _ => TDim::Max(vec![self.clone(), other.clone()]).simplify(),
         }
     }
@@ -118,6 +124,22 @@ impl Dim for TDim {
             _ if k > 1 << 62 => self.min_with(&TDim::Val(1)),
             _ => self.clone().div_ceil(k).simplify(),
         }
+    }
+}
+
+/// `(a, c)` when `e` is `max(0, a) + c` with `c <= 0`.
+fn peel_clamped(e: &TDim) -> Option<(TDim, i64)> {
+    let TDim::Add(terms) = e else { return None };
+    let [x, y] = &terms[..] else { return None };
+    let (clamped, c) = match (x, y) {
+        (TDim::Val(c), m) | (m, TDim::Val(c)) if *c <= 0 => (m, *c),
+        _ => return None,
+    };
+    let TDim::Max(inner) = clamped else { return None };
+    let [p, q] = &inner[..] else { return None };
+    match (p, q) {
+        (TDim::Val(0), a) | (a, TDim::Val(0)) => Some((a.clone(), c)),
+        _ => None,
     }
 }
 
