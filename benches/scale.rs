@@ -1,6 +1,7 @@
 //! Shape work at scale: a generated graph of 10,000 slicing nodes over an input with a symbolic batch
-//! dim (chains of ten `x[1:-1]`), loaded, inferred and folded. `benches/ort_compare.py --scale` times
-//! `onnx.shape_inference.infer_shapes` on the same model.
+//! dim (chains of ten `x[1:-1]`), loaded, inferred and folded. With `SLICEOPS_SCALE_MODEL=PATH` the
+//! model is also written there, for `benches/shape_inference.py PATH`, which times
+//! `onnx.shape_inference.infer_shapes` on it.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use prost::Message;

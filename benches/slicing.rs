@@ -183,6 +183,8 @@ fn slice_view(shape: &[usize], s: &Slice) -> View<i64> {
 
 /// One case's group: throughput in output bytes, the plain-copy baseline first.
 fn group<'a>(c: &'a mut Criterion, name: &str, out_elems: usize) -> BenchmarkGroup<'a, WallTime> {
+    // As `sliceops run` and `bench` do: large outputs reuse heap memory instead of fresh mappings.
+    sliceops::kernel::tune_allocator();
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Bytes((out_elems * std::mem::size_of::<f32>()) as u64));
     g

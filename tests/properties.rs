@@ -7,7 +7,7 @@ use common::reference::{self, RefAxis};
 use common::{arange, to_strided_slice};
 use proptest::prelude::*;
 use sliceops::semantics::{resolve_range, AsStrided, Clamp, Slice, SpecEntry};
-use sliceops::view::View;
+use sliceops::view::{View, ViewAxis};
 use tract_onnx::prelude::*;
 
 fn shape_strategy() -> impl Strategy<Value = Vec<i64>> {
@@ -215,4 +215,45 @@ fn composed_chain_of_three_is_one_view() {
     let s3 = to_strided_slice(&parse("None, 0")).resolve(&[3i64, 2]).unwrap();
     let v3 = v2.select(&s3).unwrap();
     assert_eq!(common::run_view(&data, &shape, &v3), (vec![1, 2], vec![8, 7]));
+}
+
+/// Large outputs take the threaded paths (blocks of rows, and pieces of one long row); they must equal
+/// the element-by-element answer.
+#[test]
+fn large_outputs_split_across_threads_equal_the_reference() {
+    let n: usize = 3 << 20;
+    let data: Vec<u32> = (0..n as u32).collect();
+    let views = [
+        // One long row with stride 2, one long reversed row, one long contiguous row.
+        View { offset: 0, axes: vec![ViewAxis { len: (n / 2) as i64, stride: 2 }] },
+        View { offset: n as i64 - 1, axes: vec![ViewAxis { len: n as i64, stride: -1 }] },
+        View { offset: 7, axes: vec![ViewAxis { len: (n - 7) as i64, stride: 1 }] },
+        // Many rows: a channel-style slice of a [64, 3<<14] tensor.
+        View {
+            offset: 5,
+            axes: vec![ViewAxis { len: 64, stride: 3 << 14 }, ViewAxis { len: (3 << 14) - 9, stride: 1 }],
+        },
+        // Few rows of a strided inner axis.
+        View {
+            offset: 1,
+            axes: vec![ViewAxis { len: 3, stride: 1 << 20 }, ViewAxis { len: (1 << 19) - 1, stride: 2 }],
+        },
+    ];
+    for view in &views {
+        let numel = view.numel().unwrap() as usize;
+        let mut got = vec![0u32; numel];
+        sliceops::kernel::copy_view(&data, view, &mut got).unwrap();
+        let mut want = Vec::with_capacity(numel);
+        let (outer, inner) = match &view.axes[..] {
+            [a] => (ViewAxis { len: 1, stride: 0 }, a.clone()),
+            [a, b] => (a.clone(), b.clone()),
+            _ => unreachable!(),
+        };
+        for i in 0..outer.len {
+            for j in 0..inner.len {
+                want.push(data[(view.offset + i * outer.stride + j * inner.stride) as usize]);
+            }
+        }
+        assert!(got == want, "{view:?}");
+    }
 }

@@ -93,6 +93,8 @@ pub fn main() -> i32 {
             return e.exit_code();
         }
     };
+    // Outputs are allocated run after run: keep large buffers for reuse (see tune_allocator).
+    sliceops::kernel::tune_allocator();
     let result = match cli.command {
         Command::Run { model, inputs, output_dir } => run::run(&model, &inputs, &output_dir),
         Command::Infer { model, input_shapes, assumptions, format } => {

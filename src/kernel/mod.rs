@@ -1,7 +1,9 @@
 //! The kernel: executes a concrete [`View`](crate::view::View), on typed slices or tract tensors.
 
+mod alloc;
 mod copy;
 mod tensor;
 
+pub use alloc::tune_allocator;
 pub use copy::{clone_view, copy_view, copy_view_raw};
 pub use tensor::{check_allocation, execute};
