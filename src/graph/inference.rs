@@ -12,6 +12,7 @@ use super::step::{chain_output_shape, run_chain};
 use super::view_op::ViewOp;
 use std::collections::HashMap;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::optim::CONST_FOLD_MEM_BUDGET;
 use tract_onnx::tract_hir::internal::*;
 
 /// A slicing node in the inference model.
@@ -66,6 +67,26 @@ impl InferenceRulesOp for SliceInference {
             _ => {}
         }
         let spec = &self.spec;
+        // A view of a constant is a constant, whatever its size (tract's own eager evaluation stops at
+        // 4 MB inputs); only a view larger than its input (overlapping AsStrided windows) keeps tract's
+        // budget, as declutter does.
+        s.given_all(inputs.iter().map(|i| &i.value), move |s, values| {
+            let mut params: Vec<Option<&Tensor>> = vec![None];
+            params.extend(values[1..].iter().map(|v| Some(&**v)));
+            let step = spec.step(&params)?;
+            let chain = vec![(spec.label.clone(), step)];
+            let out_shape =
+                chain_output_shape(&chain, &values[0].shape().iter().map(|&d| d.into()).collect::<Vec<TDim>>())?;
+            let size = values[0].datum_type().size_of() as u64;
+            let out_bytes = out_shape.iter().try_fold(size, |acc, d| acc.checked_mul(u64::try_from(d.as_i64()?).ok()?));
+            let in_bytes = values[0].len() as u64 * size;
+            let within = out_bytes.is_some_and(|n| n <= in_bytes.max(CONST_FOLD_MEM_BUDGET));
+            if within {
+                let out = run_chain(&chain, values[0].clone().into_tvalue())?;
+                s.equals(&outputs[0].value, out.into_arc_tensor())?;
+            }
+            Ok(())
+        })?;
         s.given(&inputs[0].shape, move |s, shape| {
             if inputs.len() == 1 {
                 let step = spec.step(&[None])?;
