@@ -20,7 +20,8 @@ pub const DOMAIN: &str = "ai.sliceops";
 
 type Built = TractResult<(Box<dyn InferenceOp>, Vec<String>)>;
 
-fn label(node: &NodeProto) -> Label {
+/// A node's label for errors: its name, or its first output's when it has none.
+pub(crate) fn label(node: &NodeProto) -> Label {
     let name = if !node.name.is_empty() { node.name.clone() } else { node.output.first().cloned().unwrap_or_default() };
     Label { node: name, op: node.op_type.clone() }
 }

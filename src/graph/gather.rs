@@ -16,8 +16,7 @@ use tract_onnx::tract_hir::internal::*;
 /// The Gather builder.
 pub fn gather(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(0, |a| a.i);
-    let name = if node.name.is_empty() { node.output.first().cloned().unwrap_or_default() } else { node.name.clone() };
-    let label = Label { node: name, op: node.op_type.clone() };
+    let label = super::builders::label(node);
     Ok((expand(ViewGather { axis, label, inner: tract_onnx::tract_hir::ops::array::Gather::new(axis) }), vec![]))
 }
 

@@ -13,8 +13,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// The Range builder.
 pub fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    let name = if node.name.is_empty() { node.output.first().cloned().unwrap_or_default() } else { node.name.clone() };
-    Ok((expand(ExactRange { node: name }), vec![]))
+    Ok((expand(ExactRange { node: super::builders::label(node).node }), vec![]))
 }
 
 /// tract's Range with ONNX's length rule.

@@ -27,8 +27,7 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
     });
     let constant_mode = node.attribute.iter().all(|a| a.name != "mode" || a.s == b"constant");
     if over_shape && constant_mode && ctx.onnx_operator_set_version >= 11 {
-        let name =
-            if node.name.is_empty() { node.output.first().cloned().unwrap_or_default() } else { node.name.clone() };
+        let name = super::builders::label(node).node;
         let has_constant = node.input.get(2).is_some_and(|s| !s.is_empty());
         if node.input.len() > 3 {
             bail!("node '{name}' (Pad): the axes input is not supported on a shape vector");

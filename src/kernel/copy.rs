@@ -252,7 +252,7 @@ pub fn clone_view<T: Clone>(src: &[T], view: &View<i64>) -> SliceResult<Vec<T>> 
     for r in 0..plan.rows {
         let off = plan.row_offset(r);
         for j in 0..plan.row_len {
-            // In range by the plan's bounds check; `get` keeps this safe code honest anyway.
+            // In range by the plan's bounds check (and indexing checks it again).
             let i = off + j as i64 * plan.row_stride;
             out.push(src[i as usize].clone());
         }
