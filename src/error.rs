@@ -107,7 +107,7 @@ pub enum SliceError {
         /// What was being computed.
         what: &'static str,
     },
-    /// The output would not fit in memory.
+    /// The output would not fit in memory (or its shape cannot be represented).
     #[error("output of {numel} elements of {elem_size} bytes cannot be allocated")]
     TooLarge {
         /// Element count.

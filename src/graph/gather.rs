@@ -52,6 +52,12 @@ impl Expansion for ViewGather {
         if (0..rank).contains(&axis) {
             if let Some(table) = model.outlet_fact(inputs[1])?.konst.clone() {
                 let dim = data.shape[axis as usize].as_i64();
+                // A constant index out of range is an error here, not a panic when the model runs.
+                if let (Some(d), Ok(values)) = (dim, super::spec::dims_of(&table)) {
+                    if let Some(bad) = values.iter().filter_map(TDim::as_i64).find(|&i| i < -d || i >= d) {
+                        return Err(self.label.err(format!("index {bad} is out of range for axis {axis} of size {d}")));
+                    }
+                }
                 if let Some(g) = AffineGather::from_table(axis as usize, &table, dim) {
                     // Out-of-range indices stay tract's to report.
                     if g.resolve(data.shape.dims()).is_ok() {

@@ -90,14 +90,18 @@ impl InferenceRulesOp for SliceInference {
         s.given(&inputs[0].shape, move |s, shape| {
             if inputs.len() == 1 {
                 let step = spec.step(&[None])?;
-                let out = chain_output_shape(&vec![(spec.label.clone(), step)], &shape)?;
+                let chain = vec![(spec.label.clone(), step)];
+                let out = chain_output_shape(&chain, &shape)?;
+                super::view_op::check_representable(&chain, &out, DatumType::U8)?;
                 return s.equals(&outputs[0].shape, ShapeFactoid::from(out));
             }
             s.given_all(inputs[1..].iter().map(|i| &i.value), move |s, values| {
                 let mut params: Vec<Option<&Tensor>> = vec![None];
                 params.extend(values.iter().map(|v| Some(&**v)));
                 let step = spec.step(&params)?;
-                let out = chain_output_shape(&vec![(spec.label.clone(), step)], &shape)?;
+                let chain = vec![(spec.label.clone(), step)];
+                let out = chain_output_shape(&chain, &shape)?;
+                super::view_op::check_representable(&chain, &out, DatumType::U8)?;
                 s.equals(&outputs[0].shape, ShapeFactoid::from(out))
             })
         })

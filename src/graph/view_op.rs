@@ -44,6 +44,7 @@ impl TypedOp for ViewOp {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         ensure!(inputs.len() == 1, "a slicing view has one input, got {}", inputs.len());
         let shape = chain_output_shape(&self.chain, inputs[0].shape.dims())?;
+        check_representable(&self.chain, &shape, inputs[0].datum_type)?;
         Ok(tvec!(inputs[0].datum_type.fact(&*shape)))
     }
 
@@ -89,6 +90,20 @@ impl TypedOp for ViewOp {
             }
         }
         Ok(None)
+    }
+}
+
+/// Refuses a known empty output shape tract cannot hold (see [`crate::kernel::representable`]): tract
+/// builds a zero constant for every empty output, and panics on such a shape. A huge shape that is not
+/// empty only fails if something allocates it, which is checked there.
+pub fn check_representable(chain: &Chain, shape: &[TDim], dt: DatumType) -> TractResult<()> {
+    let dims: Option<Vec<usize>> = shape.iter().map(|d| d.as_i64().and_then(|v| usize::try_from(v).ok())).collect();
+    match dims {
+        Some(dims) if dims.contains(&0) && !crate::kernel::representable(&dims, dt.size_of()) => {
+            let label = chain.last().map(|(l, _)| l.to_string()).unwrap_or_default();
+            bail!("{label}: an output of shape {dims:?} cannot be represented")
+        }
+        _ => Ok(()),
     }
 }
 

@@ -6,4 +6,4 @@ mod tensor;
 
 pub use alloc::tune_allocator;
 pub use copy::{clone_view, copy_view, copy_view_raw};
-pub use tensor::{check_allocation, execute};
+pub use tensor::{check_allocation, execute, representable};

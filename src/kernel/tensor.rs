@@ -35,6 +35,16 @@ pub fn check_allocation(numel: u64, elem_size: usize) -> SliceResult<()> {
     Ok(())
 }
 
+/// Whether tract can hold a tensor of `shape` with `elem_size`-byte elements: tract multiplies the element
+/// size by the dims in order, and the dims' suffix products (its strides), without regard for a zero
+/// among them, so `[2^62, 0]` (empty, yet overflowing on the way) cannot be created and must be refused
+/// before tract panics on it.
+pub fn representable(shape: &[usize], elem_size: usize) -> bool {
+    let in_order = shape.iter().try_fold(elem_size.max(1), |acc, &d| acc.checked_mul(d));
+    let suffixes = shape.iter().rev().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    in_order.is_some_and(|b| b <= isize::MAX as usize) && suffixes.is_some_and(|b| b <= isize::MAX as usize)
+}
+
 /// The shape of `view` as `usize` dims.
 fn usize_shape(view: &View<i64>) -> SliceResult<Vec<usize>> {
     view.axes
@@ -51,6 +61,9 @@ pub fn execute(input: &Tensor, view: &View<i64>) -> SliceResult<Tensor> {
     let numel = view.numel().ok_or(SliceError::Overflow { what: "output element count" })?;
     let dt = input.datum_type();
     check_allocation(numel, dt.size_of())?;
+    if !representable(&shape, dt.size_of()) {
+        return Err(SliceError::TooLarge { numel: format!("{shape:?}"), elem_size: dt.size_of() });
+    }
     if !dt.is_copy() {
         return execute_cloned(input, view, &shape);
     }

@@ -500,6 +500,10 @@ impl Lowering<'_> {
         }
         // Every index of the table lies within the view's extent, which must fit i64.
         view.index_range().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        let shape: Vec<usize> = op.size.iter().map(|&s| s as usize).collect();
+        if !crate::kernel::representable(&shape, 8) {
+            bail!("{label}: an index table of shape {shape:?} cannot be represented");
+        }
         if numel as usize > MAX_TABLE {
             bail!("{label}: as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
         }
@@ -518,7 +522,6 @@ impl Lowering<'_> {
                 index[k] = 0;
             }
         }
-        let shape: Vec<usize> = op.size.iter().map(|&s| s as usize).collect();
         let name = self.fresh(node, "indices");
         let t = tract_ndarray::ArrayD::from_shape_vec(shape, table)?.into_tensor();
         self.inits.push(tensor_to_proto(&name, &t)?);
