@@ -61,7 +61,7 @@ impl Model {
         if let Some(g) = &proto.graph {
             check_structure(g)?;
         }
-        let parsed = graph::onnx().parse(&proto, dir)?;
+        let parsed = guard("parsing the model", || graph::onnx().parse(&proto, dir))?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
         }
@@ -163,7 +163,7 @@ impl Model {
 
     /// The typed model: every value's fact is exact (not yet decluttered).
     pub fn typed(&self) -> anyhow::Result<TypedModel> {
-        self.inference.clone().into_typed()
+        guard("typing the model", || self.inference.clone().into_typed())
     }
 
     /// The inferred facts of the graph inputs, every node output and the graph outputs, in graph order.
@@ -223,7 +223,7 @@ impl Model {
         // Not obstinate: what cannot be inferred stays unknown. A rule that fails (an invalid node) is an
         // error, except at an op tract does not know (an unknown domain's node): analysis stops there and
         // what it found so far is kept.
-        if let Err(e) = model.analyse(false) {
+        if let Err(e) = guard("analysing the model", || model.analyse(false).map(|_| ())) {
             let culprit = e.chain().find_map(|c| crate::report::tract_node(&c.to_string()));
             let unknown_op = culprit
                 .and_then(|(name, _)| model.nodes().iter().find(|n| n.name == name))
@@ -248,26 +248,27 @@ impl Model {
 
     /// The decluttered and optimized model.
     pub fn optimized(&self) -> anyhow::Result<TypedModel> {
-        self.inference.clone().into_optimized()
+        guard("optimizing the model", || self.inference.clone().into_optimized())
     }
 
     /// The decluttered model (folded, views composed), before codegen.
     pub fn decluttered(&self) -> anyhow::Result<TypedModel> {
         let mut typed = self.typed()?;
-        typed.declutter()?;
+        guard("decluttering the model", || typed.declutter())?;
         Ok(typed)
     }
 
     /// A runnable plan of the optimized model.
     pub fn plan(&self) -> anyhow::Result<Arc<TypedRunnableModel>> {
-        self.optimized()?.into_runnable()
+        let optimized = self.optimized()?;
+        guard("planning the model", || optimized.into_runnable())
     }
 
     /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
     pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
         self.check_inputs(&inputs)?;
         let plan = self.plan()?;
-        let outputs = plan.run(inputs.into_iter().map(TValue::from).collect())?;
+        let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
         Ok(self.output_names().into_iter().zip(outputs.into_iter().map(|t| t.into_tensor())).collect())
     }
 
@@ -370,4 +371,21 @@ fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
         bail!("{}: the graph has a cycle through this node", label(&graph.node[stuck]));
     }
     Ok(())
+}
+
+/// Runs tract's part of the work, turning a panic inside it into an error: tract's own ops can panic on
+/// hostile models (an Unsqueeze axis of 10^16, found by fuzzing), and a model from a stranger must never
+/// bring the process down. The panic message is kept in the error.
+fn guard<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            bail!("tract failed while {what}: {message}")
+        }
+    }
 }

@@ -56,3 +56,17 @@ fn a_constant_gather_index_out_of_range_is_an_error_naming_the_node() {
     let err = format!("{:#}", Model::load_bytes(&bytes).and_then(|m| m.typed().map(|_| ())).unwrap_err());
     assert!(err.contains("node 'g' (Gather): index 281474976710400 is out of range for axis 1 of size 4"), "{err}");
 }
+
+#[test]
+fn a_panic_inside_tract_is_an_error() {
+    // tract's Unsqueeze indexes past its shape for an axis of 10^16 (found by the model_bytes target).
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(3)])
+        .init_i64("axes", &[13229323905400832])
+        .node("Unsqueeze", "", "u", &["x", "axes"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let result = Model::load_bytes(&bytes).and_then(|m| m.infer());
+    let err = format!("{:#}", result.unwrap_err());
+    assert!(err.contains("tract failed while") || err.contains("node 'u'"), "{err}");
+}

@@ -95,6 +95,9 @@ pub fn main() -> i32 {
     };
     // Outputs are allocated run after run: keep large buffers for reuse (see tune_allocator).
     sliceops::kernel::tune_allocator();
+    // The library turns a panic inside tract into an error, reported as one `error:` line below; the
+    // default hook would also print it as a crash.
+    std::panic::set_hook(Box::new(|_| {}));
     let result = match cli.command {
         Command::Run { model, inputs, output_dir } => run::run(&model, &inputs, &output_dir),
         Command::Infer { model, input_shapes, assumptions, format } => {
