@@ -19,7 +19,7 @@ pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
 pub use shape_pad::ShapePad;
 pub use spec::{dims_of, NodeKind, NodeSpec};
-pub use step::{chain_output_shape, chain_views, run_chain, Chain, Label, Resolved, SliceStep};
+pub use step::{chain_output_shape, chain_views, compose_chain, run_chain, Chain, Label, Resolved, SliceStep};
 pub use view_op::ViewOp;
 
 use tract_onnx::Onnx;

@@ -122,10 +122,16 @@ pub fn chain_output_shape(chain: &Chain, shape: &[TDim]) -> TractResult<Vec<TDim
 /// The views that execute a chain over a tensor of `shape`, one after the other: a single view
 /// unless a flat step cannot be folded into the view before it.
 pub fn chain_views(chain: &Chain, shape: &[usize]) -> TractResult<Vec<View<i64>>> {
-    let mut shape: Vec<i64> = shape
+    let shape: Vec<i64> = shape
         .iter()
         .map(|&d| i64::try_from(d).map_err(|_| SliceError::Overflow { what: "dim" }))
         .collect::<SliceResult<_>>()?;
+    compose_chain(chain, &shape)
+}
+
+/// [`chain_views`] over any dims: concrete to execute, symbolic to decide things before running.
+pub fn compose_chain<D: Dim>(chain: &Chain, shape: &[D]) -> TractResult<Vec<View<D>>> {
+    let mut shape = shape.to_vec();
     let mut views = vec![];
     let mut current = View::identity(&shape)?;
     for (label, step) in chain {
@@ -154,7 +160,7 @@ pub fn run_chain(chain: &Chain, input: TValue) -> TractResult<TValue> {
     let mut value = input;
     for view in views {
         let shape: Vec<i64> = value.shape().iter().map(|&d| d as i64).collect();
-        if view.shape() == shape && view.is_identity_of(&shape) {
+        if view.is_identity_of(&shape) {
             continue;
         }
         value = crate::kernel::execute(&value, &view).map_err(err)?.into_tvalue();

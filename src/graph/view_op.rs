@@ -5,7 +5,7 @@
 //! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
 
 use super::patterns::{label_of, step_of};
-use super::step::{chain_output_shape, run_chain, Chain};
+use super::step::{chain_output_shape, compose_chain, run_chain, Chain};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::konst::Const;
@@ -110,25 +110,6 @@ pub fn check_representable(chain: &Chain, shape: &[TDim], dt: DatumType) -> Trac
 impl ViewOp {
     /// Whether the chain reads a tensor of `shape` unchanged (decided symbolically).
     pub fn is_identity_on(&self, shape: &[TDim]) -> bool {
-        let mut current = match crate::view::View::identity(shape) {
-            Ok(v) => v,
-            Err(_) => return false,
-        };
-        let mut cur_shape = shape.to_vec();
-        for (_, step) in &self.chain {
-            let Ok(resolved) = step.resolve(&cur_shape) else { return false };
-            cur_shape = resolved.output_shape();
-            current = match resolved {
-                super::step::Resolved::Select(sel) => match current.select(&sel) {
-                    Ok(v) => v,
-                    Err(_) => return false,
-                },
-                super::step::Resolved::Flat(flat) => match current.then(&flat) {
-                    Some(v) => v,
-                    None => return false,
-                },
-            };
-        }
-        current.is_identity_of(shape)
+        matches!(compose_chain(&self.chain, shape).as_deref(), Ok([view]) if view.is_identity_of(shape))
     }
 }
