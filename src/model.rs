@@ -272,10 +272,9 @@ impl Model {
         Ok(self.output_names().into_iter().zip(outputs.into_iter().map(|t| t.into_tensor())).collect())
     }
 
-    /// Declared shapes (value_info, graph outputs) that contradict inference: one message each. Declared
-    /// shapes are hints; inference wins.
-    pub fn shape_warnings(&self) -> anyhow::Result<Vec<String>> {
-        let facts = self.infer()?;
+    /// Declared shapes (value_info, graph outputs) that contradict the inferred `facts` (from
+    /// [`Model::infer`]): one message each. Declared shapes are hints; inference wins.
+    pub fn shape_warnings(&self, facts: &[ValueFact]) -> anyhow::Result<Vec<String>> {
         let graph = self.proto.graph.as_ref().context("the model has no graph")?;
         let mut warnings = vec![];
         for info in graph.value_info.iter().chain(graph.output.iter()) {

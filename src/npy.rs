@@ -193,6 +193,12 @@ pub fn write_npy(path: &Path, tensor: &Tensor) -> anyhow::Result<()> {
     result.with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// A value name as a file name: `%` is written `%25` and `/` is written `%2F` (exporters name values
+/// like `1-Default/StridedSlice-op0`); nothing else changes.
+pub fn escape_name(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
+}
+
 /// numpy's name for a datum type (`float32`, `int64`, `bool`...); shapes and values held as dims are
 /// `int64`, as ONNX stores them.
 pub fn numpy_name(dt: DatumType) -> String {

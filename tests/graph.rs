@@ -453,7 +453,7 @@ fn wrong_declared_shapes_are_hints() {
         .output_typed("y", DataType::Float, &[D::N(99), D::N(4)])
         .bytes();
     let model = Model::load_bytes(&bytes).unwrap();
-    let warnings = model.shape_warnings().unwrap();
+    let warnings = model.shape_warnings(&model.infer().unwrap()).unwrap();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert_eq!(
         warnings[0],

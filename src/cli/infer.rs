@@ -19,10 +19,10 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
     for a in assumptions {
         m.assume(a)?;
     }
-    for w in m.shape_warnings()? {
+    let facts = m.infer()?;
+    for w in m.shape_warnings(&facts)? {
         eprintln!("warning: {w}");
     }
-    let facts = m.infer()?;
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&sliceops::report::facts_json(&facts))?),
         Format::Table => {

@@ -3,20 +3,16 @@
 use super::inputs::load_inputs;
 use super::Format;
 use anyhow::Context;
-use sliceops::npy::{numpy_name, write_npy};
+use sliceops::npy::{escape_name, numpy_name, write_npy};
 use sliceops::Model;
 use std::path::Path;
 use std::time::Instant;
 use tract_onnx::prelude::*;
 
-/// A value name as a file name: `%` is written `%25` and `/` is written `%2F`; nothing else changes.
-pub fn escape_file_name(name: &str) -> String {
-    name.replace('%', "%25").replace('/', "%2F")
-}
-
 fn load(model: &Path) -> anyhow::Result<Model> {
     let m = Model::load_path(model)?;
-    if let Ok(warnings) = m.shape_warnings() {
+    // Warnings need the inferred facts; running needs its own optimized model, built after.
+    if let Ok(warnings) = m.infer().and_then(|facts| m.shape_warnings(&facts)) {
         for w in warnings {
             eprintln!("warning: {w}");
         }
@@ -32,7 +28,7 @@ pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> anyhow::Result
     std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
     let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
     for (name, tensor) in &outputs {
-        write_npy(&output_dir.join(format!("{}.npy", escape_file_name(name))), tensor)?;
+        write_npy(&output_dir.join(format!("{}.npy", escape_name(name))), tensor)?;
         rows.push([name.clone(), numpy_name(tensor.datum_type()), format!("{:?}", tensor.shape())]);
     }
     print_table(&rows);

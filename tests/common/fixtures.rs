@@ -41,10 +41,8 @@ pub fn fixtures() -> Vec<Fixture> {
         .collect()
 }
 
-/// A value name as a file name: `%` is `%25`, `/` is `%2F`.
-pub fn escape(name: &str) -> String {
-    name.replace('%', "%25").replace('/', "%2F")
-}
+/// A value name as a file name, as the CLI writes it.
+pub use sliceops::npy::escape_name as escape;
 
 impl Fixture {
     /// The fixture's folder.
