@@ -15,14 +15,17 @@
 //! Run with `cargo bench --bench slicing` (filter with `cargo bench --bench slicing -- channel`).
 
 use criterion::{criterion_group, criterion_main, measurement::WallTime, BenchmarkGroup, Criterion, Throughput};
-use prost::Message;
 use sliceops::semantics::{AsStrided, Slice, StridedSlice};
 use sliceops::view::View;
 use sliceops::{kernel, Model};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
-use tract_onnx::pb::{self, attribute_proto::AttributeType, tensor_proto::DataType, type_proto};
+
+#[path = "../tests/common/onnx_build.rs"]
+mod onnx_build;
+use onnx_build::{Builder, A, D};
+use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::prelude::*;
 
 /// The activation-like input of the big cases: [32, 128, 56, 56] f32, 51.4 MB.
@@ -38,109 +41,23 @@ const WINDOW_STRIDE: [i64; 2] = [64, 1];
 const TINY: [usize; 4] = [1, 3, 8, 8];
 
 // ---------------------------------------------------------------------------------------------------
-// ONNX models built in code (the subset of tests/common/onnx_build.rs the benches need).
+// ONNX models built in code, with the integration tests' builder.
 // ---------------------------------------------------------------------------------------------------
 
-/// A node attribute.
-enum A {
-    I(i64),
-    Is(Vec<i64>),
+/// A model of one f32 input `x` of `shape` (opset 13 and `ai.sliceops` 1); [`Plan::plan`] adds output `y`.
+fn model(shape: &[usize]) -> Builder {
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+    Builder::new(13).input("x", DataType::Float, &dims)
 }
 
-/// A single-input, single-output ONNX model under construction (input `x`, output `y`, f32).
-struct Builder {
-    graph: pb::GraphProto,
+/// The optimized plan of a bench model.
+trait Plan {
+    fn plan(self) -> Arc<TypedRunnableModel>;
 }
 
-impl Builder {
-    fn new(input_shape: &[usize]) -> Builder {
-        let dims = input_shape
-            .iter()
-            .map(|&d| pb::tensor_shape_proto::Dimension {
-                value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(d as i64)),
-                ..Default::default()
-            })
-            .collect();
-        let input = pb::ValueInfoProto {
-            name: "x".into(),
-            r#type: Some(pb::TypeProto {
-                value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                    elem_type: DataType::Float as i32,
-                    shape: Some(pb::TensorShapeProto { dim: dims }),
-                })),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let graph = pb::GraphProto {
-            name: "bench".into(),
-            input: vec![input],
-            output: vec![pb::ValueInfoProto { name: "y".into(), ..Default::default() }],
-            ..Default::default()
-        };
-        Builder { graph }
-    }
-
-    /// An int64 initializer of the given shape.
-    fn init_i64(mut self, name: &str, dims: &[i64], values: &[i64]) -> Self {
-        self.graph.initializer.push(pb::TensorProto {
-            name: name.into(),
-            data_type: DataType::Int64 as i32,
-            dims: dims.to_vec(),
-            raw_data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            ..Default::default()
-        });
-        self
-    }
-
-    /// A 1-D int64 initializer.
-    fn vec_i64(self, name: &str, values: &[i64]) -> Self {
-        self.init_i64(name, &[values.len() as i64], values)
-    }
-
-    fn node(mut self, op: &str, domain: &str, inputs: &[&str], output: &str, attrs: Vec<(&str, A)>) -> Self {
-        let attribute = attrs
-            .into_iter()
-            .map(|(name, a)| {
-                let mut p = pb::AttributeProto { name: name.into(), ..Default::default() };
-                match a {
-                    A::I(i) => {
-                        p.r#type = AttributeType::Int as i32;
-                        p.i = i;
-                    }
-                    A::Is(v) => {
-                        p.r#type = AttributeType::Ints as i32;
-                        p.ints = v;
-                    }
-                }
-                p
-            })
-            .collect();
-        let name = format!("{}_{}", op.to_lowercase(), self.graph.node.len());
-        self.graph.node.push(pb::NodeProto {
-            op_type: op.into(),
-            domain: domain.into(),
-            name,
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![output.into()],
-            attribute,
-            ..Default::default()
-        });
-        self
-    }
-
-    /// Loads the model (opset 13 and `ai.sliceops` 1) and returns its optimized plan.
+impl Plan for Builder {
     fn plan(self) -> Arc<TypedRunnableModel> {
-        let bytes = pb::ModelProto {
-            ir_version: 8,
-            opset_import: vec![
-                pb::OperatorSetIdProto { domain: String::new(), version: 13 },
-                pb::OperatorSetIdProto { domain: "ai.sliceops".into(), version: 1 },
-            ],
-            graph: Some(self.graph),
-            ..Default::default()
-        }
-        .encode_to_vec();
+        let bytes = self.output("y").bytes();
         Model::load_bytes(&bytes).expect("bench model loads").plan().expect("bench model plans")
     }
 }
@@ -149,12 +66,12 @@ impl Builder {
 fn slice_plan(shape: &[usize], s: &Slice) -> Arc<TypedRunnableModel> {
     let axes = s.axes.clone().unwrap_or_else(|| (0..s.starts.len() as i64).collect());
     let steps = s.steps.clone().unwrap_or_else(|| vec![1; s.starts.len()]);
-    Builder::new(shape)
-        .vec_i64("starts", &s.starts)
-        .vec_i64("ends", &s.ends)
-        .vec_i64("axes", &axes)
-        .vec_i64("steps", &steps)
-        .node("Slice", "", &["x", "starts", "ends", "axes", "steps"], "y", vec![])
+    model(shape)
+        .init_i64("starts", &s.starts)
+        .init_i64("ends", &s.ends)
+        .init_i64("axes", &axes)
+        .init_i64("steps", &steps)
+        .node("Slice", "", "slice_y", &["x", "starts", "ends", "axes", "steps"], &["y"], vec![])
         .plan()
 }
 
@@ -282,15 +199,16 @@ fn strided_slice(c: &mut Criterion) {
     };
     let view = ss.resolve(&shape_i64(&SS_SHAPE)).and_then(|s| s.to_view()).expect("strided slice resolves");
     assert_eq!(view.shape(), vec![31, 128, 1, 392]);
-    let plan = Builder::new(&SS_SHAPE)
-        .vec_i64("begin", &ss.begin)
-        .vec_i64("end", &ss.end)
-        .vec_i64("strides", ss.strides.as_ref().unwrap())
+    let plan = model(&SS_SHAPE)
+        .init_i64("begin", &ss.begin)
+        .init_i64("end", &ss.end)
+        .init_i64("strides", ss.strides.as_ref().unwrap())
         .node(
             "StridedSlice",
             "ai.sliceops",
+            "stridedslice_y",
             &["x", "begin", "end", "strides"],
-            "y",
+            &["y"],
             vec![
                 ("begin_mask", A::I(ss.begin_mask)),
                 ("end_mask", A::I(ss.end_mask)),
@@ -310,23 +228,24 @@ fn as_strided(c: &mut Criterion) {
     let x = ramp(&[SIGNAL_LEN]);
     let op = AsStrided { size: WINDOWS.to_vec(), stride: WINDOW_STRIDE.to_vec(), offset: 0 };
     let view = op.resolve(&[SIGNAL_LEN as i64]).expect("as_strided resolves");
-    let custom = Builder::new(&[SIGNAL_LEN])
+    let custom = model(&[SIGNAL_LEN])
         .node(
             "AsStrided",
             "ai.sliceops",
+            "asstrided_y",
             &["x"],
-            "y",
+            &["y"],
             vec![("size", A::Is(op.size.clone())), ("stride", A::Is(op.stride.clone())), ("offset", A::I(0))],
         )
         .plan();
     let table: Vec<i64> = (0..WINDOWS[0])
         .flat_map(|w| (0..WINDOWS[1]).map(move |j| w * WINDOW_STRIDE[0] + j * WINDOW_STRIDE[1]))
         .collect();
-    let gather = Builder::new(&[SIGNAL_LEN])
-        .vec_i64("flat_shape", &[-1])
-        .init_i64("index", &WINDOWS, &table)
-        .node("Reshape", "", &["x", "flat_shape"], "flat", vec![])
-        .node("Gather", "", &["flat", "index"], "y", vec![("axis", A::I(0))])
+    let gather = model(&[SIGNAL_LEN])
+        .init_i64("flat_shape", &[-1])
+        .init("index", DataType::Int64, &WINDOWS, table.iter().flat_map(|v| v.to_le_bytes()).collect())
+        .node("Reshape", "", "reshape_flat", &["x", "flat_shape"], &["flat"], vec![])
+        .node("Gather", "", "gather_y", &["flat", "index"], &["y"], vec![("axis", A::I(0))])
         .plan();
     drop(table);
     let tv = x.clone().into_tvalue();
@@ -348,26 +267,28 @@ fn chain(c: &mut Criterion) {
     let mid = [24i64, 96, 56, 56];
     let size = vec![24, 96, 28, 56];
     let stride = vec![mid[1] * mid[2] * mid[3], mid[2] * mid[3], 2 * mid[3], 1];
-    let chained = Builder::new(&NCHW)
-        .vec_i64("starts", &[4])
-        .vec_i64("ends", &[28])
-        .vec_i64("axes", &[0])
-        .node("Slice", "", &["x", "starts", "ends", "axes"], "a", vec![])
-        .vec_i64("begin", &[0, 16])
-        .vec_i64("end", &[0, 112])
-        .vec_i64("strides", &[1, 1])
+    let chained = model(&NCHW)
+        .init_i64("starts", &[4])
+        .init_i64("ends", &[28])
+        .init_i64("axes", &[0])
+        .node("Slice", "", "slice_a", &["x", "starts", "ends", "axes"], &["a"], vec![])
+        .init_i64("begin", &[0, 16])
+        .init_i64("end", &[0, 112])
+        .init_i64("strides", &[1, 1])
         .node(
             "StridedSlice",
             "ai.sliceops",
+            "stridedslice_b",
             &["a", "begin", "end", "strides"],
-            "b",
+            &["b"],
             vec![("begin_mask", A::I(1)), ("end_mask", A::I(1))],
         )
         .node(
             "AsStrided",
             "ai.sliceops",
+            "asstrided_y",
             &["b"],
-            "y",
+            &["y"],
             vec![("size", A::Is(size)), ("stride", A::Is(stride)), ("offset", A::I(0))],
         )
         .plan();
