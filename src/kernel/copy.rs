@@ -10,6 +10,7 @@
 //! every index the view reads is in `[0, src.len())`, and the destination holds exactly the view's
 //! element count, which the rows fill in order without overlap.
 
+use super::stream::{store_fence, stream_bytes, stream_min_bytes, STREAM_MIN_ROW_BYTES};
 use crate::error::{SliceError, SliceResult};
 use crate::view::View;
 use std::sync::OnceLock;
@@ -64,12 +65,10 @@ impl Plan {
         off
     }
 
-    /// Copies rows `first..first + count` to `dst` (which points at row `first`'s output).
-    ///
-    /// # Safety
-    /// `src` must point at a buffer the plan was checked against ([`Plan::new`]), `dst` at `count *
-    /// row_len` writable elements, and the two must not overlap.
-    unsafe fn run_rows<T: Copy>(&self, src: *const T, dst: *mut T, first: usize, count: usize) {
+    /// Calls `f(row, off)` for rows `first..first + count`, `row` counted from `first` and `off` the
+    /// row's first source index, with an odometer over the outer axes (no division per row).
+    #[inline(always)]
+    fn for_each_row(&self, first: usize, count: usize, mut f: impl FnMut(usize, i64)) {
         if count == 0 {
             return;
         }
@@ -81,11 +80,8 @@ impl Plan {
             r /= len as usize;
         }
         let mut off = self.row_offset(first);
-        let n = self.row_len;
         for row in 0..count {
-            // Safety: `off` is the flat index of an in-box multi-index of the checked view, so it and every
-            // `off + j * row_stride` (j < n) lie in the source; row `row` of the destination is in range.
-            unsafe { copy_row(src, off, self.row_stride, dst.add(row * n), n) };
+            f(row, off);
             for k in (0..depth).rev() {
                 let (len, stride) = self.outer[k];
                 index[k] += 1;
@@ -98,6 +94,36 @@ impl Plan {
             }
         }
     }
+
+    /// Copies rows `first..first + count` to `dst` (which points at row `first`'s output), contiguous
+    /// rows with streaming stores if `stream`.
+    ///
+    /// # Safety
+    /// `src` must point at a buffer the plan was checked against ([`Plan::new`]), `dst` at `count *
+    /// row_len` writable elements, and the two must not overlap.
+    unsafe fn run_rows<T: Copy>(&self, src: *const T, dst: *mut T, first: usize, count: usize, stream: bool) {
+        let (n, stride) = (self.row_len, self.row_stride);
+        // Safety (both closures): `off` is the flat index of an in-box multi-index of the checked view, so
+        // it and every `off + j * stride` (j < n) lie in the source; the rows fill the caller's `count *
+        // n` destination elements in order.
+        if stream && stride == 1 {
+            self.for_each_row(first, count, |row, off| unsafe { stream_row(src, off, dst.add(row * n), n) });
+            store_fence();
+        } else {
+            self.for_each_row(first, count, |row, off| unsafe { copy_row(src, off, stride, dst.add(row * n), n) });
+        }
+    }
+}
+
+/// Copies the contiguous row of `n` elements at flat index `off` with streaming stores.
+///
+/// # Safety
+/// As [`copy_row`] with a stride of 1.
+#[inline(always)]
+unsafe fn stream_row<T: Copy>(src: *const T, off: i64, dst: *mut T, n: usize) {
+    // Safety: the caller guarantees `n` readable source elements from `off` and `n` writable, distinct
+    // destination elements; `n * size_of::<T>()` bytes are within them.
+    unsafe { stream_bytes(dst.cast(), src.offset(off as isize).cast(), n * std::mem::size_of::<T>()) }
 }
 
 /// Copies one row of `n` elements starting at flat index `off` with stride `stride`.
@@ -150,9 +176,10 @@ pub fn copy_view<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: &mut [
             plan.numel()
         )));
     }
+    let stream = streams::<T>(&plan);
     // Safety: the plan was checked against `src`; `dst` is a distinct, exclusively borrowed buffer of
     // exactly `plan.numel()` elements.
-    unsafe { run_plan(&plan, src.as_ptr(), dst.as_mut_ptr()) };
+    unsafe { run_plan(&plan, src.as_ptr(), dst.as_mut_ptr(), stream) };
     Ok(())
 }
 
@@ -163,9 +190,19 @@ pub fn copy_view<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: &mut [
 /// one of them has been written.
 pub unsafe fn copy_view_raw<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: *mut T) -> SliceResult<()> {
     let plan = Plan::new(view, src.len())?;
+    let stream = streams::<T>(&plan);
     // Safety: the plan was checked against `src`; the caller vouches for `dst`.
-    unsafe { run_plan(&plan, src.as_ptr(), dst) };
+    unsafe { run_plan(&plan, src.as_ptr(), dst, stream) };
     Ok(())
+}
+
+/// Whether the plan's rows are written with streaming stores: they are long contiguous blocks, and the
+/// output is too large to be usefully cached (see [`super::stream`]).
+fn streams<T>(plan: &Plan) -> bool {
+    let size = std::mem::size_of::<T>();
+    plan.row_stride == 1
+        && plan.row_len.saturating_mul(size) >= STREAM_MIN_ROW_BYTES
+        && plan.numel().saturating_mul(size) >= stream_min_bytes()
 }
 
 /// A raw pointer that may cross to the worker threads: each thread touches a disjoint block of rows.
@@ -178,19 +215,19 @@ unsafe impl<T: Send> Sync for SendPtr<T> {}
 
 /// # Safety
 /// As [`Plan::run_rows`] for all rows.
-unsafe fn run_plan<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut T) {
+unsafe fn run_plan<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut T, stream: bool) {
     let bytes = plan.numel().saturating_mul(std::mem::size_of::<T>());
     let threads = if bytes < PARALLEL_MIN_BYTES { 1 } else { (bytes / BYTES_PER_THREAD).clamp(1, max_threads()) };
     if threads > plan.rows && plan.row_len >= threads {
         // Fewer rows than threads (one long contiguous or strided row): split the rows into pieces.
         // Safety: forwarded from the caller.
-        unsafe { run_pieces(plan, src, dst, threads) };
+        unsafe { run_pieces(plan, src, dst, threads, stream) };
         return;
     }
     let threads = threads.min(plan.rows.max(1));
     if threads <= 1 {
         // Safety: forwarded from the caller.
-        unsafe { plan.run_rows(src, dst, 0, plan.rows) };
+        unsafe { plan.run_rows(src, dst, 0, plan.rows, stream) };
         return;
     }
     let per = plan.rows.div_ceil(threads);
@@ -203,7 +240,7 @@ unsafe fn run_plan<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut 
                 let (src, dst) = (src, dst);
                 // Safety: rows `first..first+count` are this thread's alone; their output starts at
                 // element `first * row_len` of `dst`, within the caller's buffer.
-                unsafe { plan.run_rows(src.0 as *const T, dst.0.add(first * plan.row_len), first, count) };
+                unsafe { plan.run_rows(src.0 as *const T, dst.0.add(first * plan.row_len), first, count, stream) };
             });
         }
     });
@@ -213,7 +250,7 @@ unsafe fn run_plan<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut 
 ///
 /// # Safety
 /// As [`Plan::run_rows`] for all rows.
-unsafe fn run_pieces<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut T, threads: usize) {
+unsafe fn run_pieces<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut T, threads: usize, stream: bool) {
     let per_row = threads.div_ceil(plan.rows.max(1));
     let piece = plan.row_len.div_ceil(per_row);
     let units = plan.rows * per_row;
@@ -223,20 +260,27 @@ unsafe fn run_pieces<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mu
         for t in 0..threads {
             let units_of_thread = (t * per_thread)..((t + 1) * per_thread).min(units);
             scope.spawn(move || {
-                let (src, dst) = (src, dst);
-                for u in units_of_thread {
+                let (src, dst) = (src, dst); // moves the whole `SendPtr`s into the closure
+                let (src, dst) = (src.0 as *const T, dst.0);
+                // Each unit is a piece `first..first + n` of row `row`, output at `row * row_len + first`.
+                let pieces = units_of_thread.filter_map(|u| {
                     let (row, part) = (u / per_row, u % per_row);
                     let first = part * piece;
                     let n = piece.min(plan.row_len.saturating_sub(first));
-                    if n == 0 {
-                        continue;
-                    }
                     let off = plan.row_offset(row) + first as i64 * plan.row_stride;
-                    // Safety: elements `first..first + n` of row `row` are this unit's alone; their source
-                    // indices are in the checked view, their destination within the caller's buffer.
-                    unsafe {
-                        copy_row(src.0 as *const T, off, plan.row_stride, dst.0.add(row * plan.row_len + first), n)
-                    };
+                    (n > 0).then_some((off, row * plan.row_len + first, n))
+                });
+                // Safety (both branches): the pieces are this thread's alone; their source indices are in
+                // the checked view and their destination within the caller's buffer.
+                if stream && plan.row_stride == 1 {
+                    for (off, at, n) in pieces {
+                        unsafe { stream_row(src, off, dst.add(at), n) };
+                    }
+                    store_fence();
+                } else {
+                    for (off, at, n) in pieces {
+                        unsafe { copy_row(src, off, plan.row_stride, dst.add(at), n) };
+                    }
                 }
             });
         }
@@ -258,4 +302,75 @@ pub fn clone_view<T: Clone>(src: &[T], view: &View<i64>) -> SliceResult<Vec<T>> 
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::ViewAxis;
+
+    /// The view's elements, index by index.
+    fn reference<T: Copy>(src: &[T], view: &View<i64>) -> Vec<T> {
+        let mut out = vec![];
+        let mut index = vec![0i64; view.rank()];
+        let numel = view.numel().unwrap();
+        for _ in 0..numel {
+            let flat = view.offset + view.axes.iter().zip(&index).map(|(a, i)| a.stride * i).sum::<i64>();
+            out.push(src[flat as usize]);
+            for k in (0..index.len()).rev() {
+                index[k] += 1;
+                if index[k] < view.axes[k].len {
+                    break;
+                }
+                index[k] = 0;
+            }
+        }
+        out
+    }
+
+    /// Runs `view` with the given kind of stores.
+    fn run<T: Copy + Send + Sync + Default>(src: &[T], view: &View<i64>, stream: bool) -> Vec<T> {
+        let plan = Plan::new(view, src.len()).unwrap();
+        let mut dst = vec![T::default(); plan.numel()];
+        // Safety: the plan was checked against `src`; `dst` holds exactly its element count.
+        unsafe { run_plan(&plan, src.as_ptr(), dst.as_mut_ptr(), stream) };
+        dst
+    }
+
+    fn view(offset: i64, axes: &[(i64, i64)]) -> View<i64> {
+        View { offset, axes: axes.iter().map(|&(len, stride)| ViewAxis { len, stride }).collect() }
+    }
+
+    /// Streaming and ordinary stores write the same output, for every row kind (block, reversed,
+    /// stepped, broadcast; only blocks stream), and outputs split over threads and pieces of rows.
+    fn check_both<T: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug>(src: &[T]) {
+        let n = src.len() as i64;
+        let views = [
+            view(0, &[(n, 1)]),
+            view(3, &[(n - 7, 1)]),
+            view(n - 1, &[(n, -1)]),
+            view(1, &[(n / 2 - 1, 2)]),
+            view(5, &[(7, n / 8), (n / 16, 1)]),
+            view(n - 2, &[(3, -(n / 4)), (n / 16, -2)]),
+            view(9, &[(n / 64, 13), (5, 0), (3, 1)]),
+            view(0, &[(2, 0), (n / 3, 3)]),
+            view(0, &[(0, 1)]),
+            view(4, &[]),
+        ];
+        for v in &views {
+            let want = reference(src, v);
+            assert_eq!(run(src, v, false), want, "{v:?}");
+            assert_eq!(run(src, v, true), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn streaming_matches_ordinary_stores() {
+        check_both(&(0..5_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>());
+        check_both(&(0..5_000u16).collect::<Vec<_>>());
+        check_both(&(0..3_000u32).collect::<Vec<_>>());
+        check_both(&(0..3_000u64).collect::<Vec<_>>());
+        // Large enough for several threads and for rows split into pieces (1 MB of output and more).
+        check_both(&(0..(1u32 << 19) + 77).collect::<Vec<_>>());
+    }
 }

@@ -2,6 +2,7 @@
 
 mod alloc;
 mod copy;
+mod stream;
 mod tensor;
 
 pub use alloc::tune_allocator;
