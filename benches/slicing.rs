@@ -62,6 +62,17 @@ impl Plan for Builder {
     }
 }
 
+/// The same model run by tract-onnx alone, without sliceops' ops and patterns: the "before". `None` (with
+/// the reason printed) if stock tract cannot load, optimize or run it.
+fn stock_tract_plan(b: Builder) -> Option<Arc<TypedRunnableModel>> {
+    let bytes = b.output("y").bytes();
+    let plan = tract_onnx::onnx()
+        .model_for_read(&mut bytes.as_slice())
+        .and_then(|m| m.into_optimized())
+        .and_then(|m| m.into_runnable());
+    plan.map_err(|e| eprintln!("stock tract cannot run this model: {e:#}")).ok()
+}
+
 /// `Slice(x, starts, ends, axes, steps) -> y` (standard ONNX, opset 13).
 fn slice_plan(shape: &[usize], s: &Slice) -> Arc<TypedRunnableModel> {
     let axes = s.axes.clone().unwrap_or_else(|| (0..s.starts.len() as i64).collect());
@@ -105,6 +116,14 @@ fn group<'a>(c: &'a mut Criterion, name: &str, out_elems: usize) -> BenchmarkGro
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Bytes((out_elems * std::mem::size_of::<f32>()) as u64));
     g
+}
+
+/// One pass reading all of `input` (a wrapping sum, one thread): the floor for cases that must read
+/// every cache line of their input however little they write.
+fn bench_read_input(g: &mut BenchmarkGroup<WallTime>, input: &Tensor) {
+    let words: Vec<u64> =
+        as_f32(input).chunks_exact(2).map(|p| u64::from(p[0].to_bits()) | u64::from(p[1].to_bits()) << 32).collect();
+    g.bench_function("read_input", |b| b.iter(|| black_box(&words).iter().fold(0u64, |acc, &w| acc.wrapping_add(w))));
 }
 
 /// `copy_from_slice` of `out_elems` f32 between two preallocated buffers (both touched beforehand).
@@ -218,7 +237,38 @@ fn strided_slice(c: &mut Criterion) {
             ],
         )
         .plan();
-    big_case(c, "strided_slice x[1:,...,None,::-2,3]", &x, &view, Some(&plan));
+    // tf2onnx's export of the same: one Slice over the real axes, Squeeze the shrunk axis, Unsqueeze the
+    // new one. sliceops runs it as one view; stock tract runs the three ops.
+    let tf2onnx = || {
+        model(&SS_SHAPE)
+            .init_i64("starts", &[1, -1, 3])
+            .init_i64("ends", &[i64::MAX, i64::MIN, 4])
+            .init_i64("axes", &[0, 2, 3])
+            .init_i64("steps", &[1, -2, 1])
+            .init_i64("squeeze_axes", &[3])
+            .init_i64("unsqueeze_axes", &[2])
+            .node("Slice", "", "slice", &["x", "starts", "ends", "axes", "steps"], &["s"], vec![])
+            .node("Squeeze", "", "squeeze", &["s", "squeeze_axes"], &["q"], vec![])
+            .node("Unsqueeze", "", "unsqueeze", &["q", "unsqueeze_axes"], &["y"], vec![])
+    };
+    let tf2onnx_plan = tf2onnx().plan();
+    let stock = stock_tract_plan(tf2onnx());
+    let name = "strided_slice x[1:,...,None,::-2,3]";
+    let tv = x.clone().into_tvalue();
+    let expected = kernel::execute(&x, &view).unwrap();
+    for p in [Some(&plan), Some(&tf2onnx_plan), stock.as_ref()].into_iter().flatten() {
+        check_same(p, &tv, &expected, name);
+    }
+    let mut g = group(c, name, expected.len());
+    bench_plain_copy(&mut g, expected.len());
+    bench_read_input(&mut g, &x);
+    bench_kernel(&mut g, &x, &view);
+    bench_plan(&mut g, "model_plan", &plan, &tv);
+    bench_plan(&mut g, "model_plan_tf2onnx", &tf2onnx_plan, &tv);
+    if let Some(stock) = &stock {
+        bench_plan(&mut g, "stock_tract_tf2onnx", stock, &tv);
+    }
+    g.finish();
 }
 
 /// Sliding windows: size [16384, 512], stride [64, 1] over a 4M-element signal. The model runs both our
@@ -241,15 +291,21 @@ fn as_strided(c: &mut Criterion) {
     let table: Vec<i64> = (0..WINDOWS[0])
         .flat_map(|w| (0..WINDOWS[1]).map(move |j| w * WINDOW_STRIDE[0] + j * WINDOW_STRIDE[1]))
         .collect();
-    let gather = model(&[SIGNAL_LEN])
-        .init_i64("flat_shape", &[-1])
-        .init("index", DataType::Int64, &WINDOWS, table.iter().flat_map(|v| v.to_le_bytes()).collect())
-        .node("Reshape", "", "reshape_flat", &["x", "flat_shape"], &["flat"], vec![])
-        .node("Gather", "", "gather_y", &["flat", "index"], &["y"], vec![("axis", A::I(0))])
-        .plan();
+    let gather = || {
+        model(&[SIGNAL_LEN])
+            .init_i64("flat_shape", &[-1])
+            .init("index", DataType::Int64, &WINDOWS, table.iter().flat_map(|v| v.to_le_bytes()).collect())
+            .node("Reshape", "", "reshape_flat", &["x", "flat_shape"], &["flat"], vec![])
+            .node("Gather", "", "gather_y", &["flat", "index"], &["y"], vec![("axis", A::I(0))])
+    };
+    let stock = stock_tract_plan(gather());
+    let gather = gather().plan();
     drop(table);
     let tv = x.clone().into_tvalue();
     check_same(&gather, &tv, &kernel::execute(&x, &view).unwrap(), "as_strided (gather)");
+    if let Some(stock) = &stock {
+        check_same(stock, &tv, &kernel::execute(&x, &view).unwrap(), "as_strided (gather, stock tract)");
+    }
     let out_elems = view.numel().unwrap() as usize;
     let mut g = group(c, "as_strided windows[16384,512]/[64,1]", out_elems);
     bench_plain_copy(&mut g, out_elems);
@@ -257,6 +313,9 @@ fn as_strided(c: &mut Criterion) {
     check_same(&custom, &tv, &kernel::execute(&x, &view).unwrap(), "as_strided (custom op)");
     bench_plan(&mut g, "model_plan", &custom, &tv);
     bench_plan(&mut g, "model_plan_reshape_gather", &gather, &tv);
+    if let Some(stock) = &stock {
+        bench_plan(&mut g, "stock_tract_reshape_gather", stock, &tv);
+    }
     g.finish();
 }
 
