@@ -61,7 +61,8 @@ impl Model {
         if let Some(g) = &proto.graph {
             check_structure(g)?;
         }
-        let parsed = guard("parsing the model", || graph::onnx().parse(&proto, dir))?;
+        let named = unique_node_names(&proto);
+        let parsed = guard("parsing the model", || graph::onnx().parse(named.as_ref().unwrap_or(&proto), dir))?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
         }
@@ -314,6 +315,35 @@ impl Model {
 
 /// Structural checks of a graph before tract sees it: every node input is defined (by a graph input, an
 /// initializer, or a node), and the nodes have no cycle. Errors name a node.
+/// The model with its nodes renamed where two share a name (`name`, then `name.1`, `name.2`, ..), or
+/// `None` if every name is already unique. tract names a node after its name, else its first output, and
+/// refuses duplicates ("Duplicate node name"), which ONNX allows: names are for diagnostics. Unique names
+/// also let translation skip tract's scan of every node for a duplicate, quadratic over a large graph.
+fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
+    use std::collections::HashSet;
+    let effective =
+        |n: &pb::NodeProto| if n.name.is_empty() { n.output.first().cloned() } else { Some(n.name.clone()) };
+    let nodes = &proto.graph.as_ref()?.node;
+    let mut seen = HashSet::new();
+    if nodes.iter().filter_map(effective).all(|name| seen.insert(name)) {
+        return None;
+    }
+    let mut renamed = proto.clone();
+    let graph = renamed.graph.as_mut()?;
+    let mut taken: HashSet<String> = graph.node.iter().filter_map(effective).collect();
+    let mut seen = HashSet::new();
+    for node in &mut graph.node {
+        let Some(name) = effective(node) else { continue };
+        if !seen.insert(name.clone()) {
+            let fresh = (1u64..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n))?;
+            taken.insert(fresh.clone());
+            seen.insert(fresh.clone());
+            node.name = fresh;
+        }
+    }
+    Some(renamed)
+}
+
 fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     use std::collections::{HashMap, HashSet};
     let label = |n: &pb::NodeProto| {

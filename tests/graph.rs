@@ -549,3 +549,27 @@ fn affine_gathers_with_negative_and_scalar_indices_are_views() {
     assert_eq!(values_f32(&out[0].1), (vec![2, 3], vec![4., 2., 0., 9., 7., 5.]));
     assert_eq!(values_f32(&out[1].1), (vec![2], vec![2., 7.]));
 }
+
+#[test]
+fn duplicate_node_names_are_renamed_not_refused() {
+    // ONNX allows nodes to share a name; stock tract refuses them ("Duplicate node name"). The second `s`
+    // must not become `s.1`, which a third node already holds.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(6)])
+        .init_i64("one", &[1])
+        .init_i64("minus_one", &[-1])
+        .init_i64("big", &[i64::MAX])
+        .node("Slice", "", "s", &["x", "one", "minus_one"], &["a"], vec![])
+        .node("Slice", "", "s", &["a", "one", "big"], &["b"], vec![])
+        .node("Relu", "", "s.1", &["b"], &["c"], vec![])
+        .node("Relu", "", "s", &["c"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let facts = model.infer().unwrap();
+    let shapes: Vec<(&str, Vec<TDim>)> = facts.iter().map(|f| (f.name.as_str(), f.shape.clone())).collect();
+    let want = [("x", 6), ("a", 4), ("b", 3), ("c", 3), ("y", 3)].map(|(n, d)| (n, vec![TDim::Val(d)]));
+    assert_eq!(shapes, want);
+    let x = tract_ndarray::arr1(&[-3f32, -2., -1., 0., 1., 2.]).into_tensor();
+    assert_eq!(values_f32(&model.run(vec![x]).unwrap()[0].1), (vec![3], vec![0., 0., 1.]));
+}

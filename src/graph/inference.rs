@@ -121,7 +121,7 @@ impl InferenceRulesOp for SliceInference {
             let params: Vec<Option<&Tensor>> = facts.iter().map(|f| f.konst.as_deref()).collect();
             let step = self.spec.step(&params)?;
             let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
-            return target.wire_node(&node.name, op, &inputs[..1]);
+            return wire(target, &node.name, op, &inputs[..1]);
         }
         let konst: Vec<Option<Arc<Tensor>>> = facts.iter().map(|f| f.konst.clone()).collect();
         let lens: Vec<Option<usize>> =
@@ -131,10 +131,32 @@ impl InferenceRulesOp for SliceInference {
         let mut mint = |axis: usize| symbols.new_with_prefix(&format!("{prefix}_{axis}"));
         let shapes: Vec<Option<Vec<TDim>>> = facts.iter().map(|f| Some(f.shape.to_tvec().to_vec())).collect();
         let dims = runtime_dims(&self.spec, facts[0].rank(), &konst, &lens, &shapes, &mut mint)?;
-        target.wire_node(&node.name, DynSliceOp { spec: self.spec.clone(), dims }, &inputs)
+        wire(target, &node.name, DynSliceOp { spec: self.spec.clone(), dims }, &inputs)
     }
 
     as_op!();
+}
+
+/// Adds `op` to `target` as tract's `wire_node` does, minus its scan of every node for a duplicate name,
+/// which makes translating a graph quadratic (half the time of `sliceops infer` on 10,000 slices). Source
+/// node names are unique: [`crate::Model`] renames duplicates before tract sees them. (A clash with a name
+/// tract makes up for a helper node of another op, `x.low` for a Clip named `x`, is not looked for; tract
+/// uses names for diagnostics and lookups by name only.) Constant inputs go through `wire_node`, which
+/// evaluates small constants.
+fn wire(target: &mut TypedModel, name: &str, op: impl TypedOp, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+    let facts: TVec<TypedFact> = inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+    if facts.iter().any(|f| f.konst.is_some()) {
+        return target.wire_node(name, op, inputs);
+    }
+    let output_facts = op
+        .output_facts(&facts.iter().collect::<TVec<_>>())
+        .with_context(|| format!("in output_facts invocation for {name}: {}", op.name()))?;
+    let outputs = output_facts.len();
+    let id = target.add_node(name, op, output_facts)?;
+    for (ix, input) in inputs.iter().enumerate() {
+        target.add_edge(*input, InletId::new(id, ix))?;
+    }
+    Ok((0..outputs).map(|slot| OutletId::new(id, slot)).collect())
 }
 
 /// A symbol name made from a node name: letters, digits and `_` only, starting with a letter.
