@@ -270,7 +270,12 @@ impl Model {
         self.check_inputs(&inputs)?;
         let plan = self.plan()?;
         let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
-        Ok(self.output_names().into_iter().zip(outputs.into_iter().map(|t| t.into_tensor())).collect())
+        let names = self.output_names();
+        names
+            .into_iter()
+            .zip(outputs)
+            .map(|(name, t)| Ok((name.clone(), onnx_tensor(&name, t.into_tensor())?)))
+            .collect()
     }
 
     /// Declared shapes (value_info, graph outputs) that contradict the inferred `facts` (from
@@ -315,6 +320,20 @@ impl Model {
 
 /// Structural checks of a graph before tract sees it: every node input is defined (by a graph input, an
 /// initializer, or a node), and the nodes have no cycle. Errors name a node.
+/// An output as ONNX types it: tract computes shapes (a `Shape` node and what follows it) as dims, which
+/// ONNX declares int64; their values are converted exactly.
+fn onnx_tensor(name: &str, t: Tensor) -> anyhow::Result<Tensor> {
+    if !t.datum_type().is_tdim() {
+        return Ok(t);
+    }
+    let dims = t.try_as_plain_ram()?.as_slice::<TDim>()?;
+    let values: Vec<i64> = dims
+        .iter()
+        .map(|d| d.to_i64().with_context(|| format!("output '{name}' holds the symbolic value {d}")))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(tract_ndarray::ArrayD::from_shape_vec(t.shape(), values)?.into_tensor())
+}
+
 /// The model with its nodes renamed where two share a name (`name`, then `name.1`, `name.2`, ..), or
 /// `None` if every name is already unique. tract names a node after its name, else its first output, and
 /// refuses duplicates ("Duplicate node name"), which ONNX allows: names are for diagnostics. Unique names

@@ -573,3 +573,16 @@ fn duplicate_node_names_are_renamed_not_refused() {
     let x = tract_ndarray::arr1(&[-3f32, -2., -1., 0., 1., 2.]).into_tensor();
     assert_eq!(values_f32(&model.run(vec![x]).unwrap()[0].1), (vec![3], vec![0., 0., 1.]));
 }
+
+#[test]
+fn a_shape_output_is_int64_as_onnx_declares_it() {
+    // tract computes Shape as dims; the caller (and `sliceops run`, which writes .npy) gets int64.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(3)])
+        .node("Shape", "", "shape", &["x"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let out = Model::load_bytes(&bytes).unwrap().run(vec![arange_f32(&[2, 3])]).unwrap().remove(0).1;
+    assert_eq!(out.datum_type(), DatumType::I64);
+    assert_eq!(out.try_as_plain_ram().unwrap().as_slice::<i64>().unwrap(), &[2, 3]);
+}
