@@ -245,9 +245,8 @@ def ss_fixture(name, description, expression, x, begin, end, strides=None, masks
                input_name="x", output_name="y", runtime=False, env=None, lowerable=True):
     """One StridedSlice node over one input; begin/end/strides as initializers or inputs.
 
-    `lowerable=False` marks runtime parameters that standard ONNX cannot express exactly (masks,
-    shrunk entries or negative strides: Python and ONNX clamping differ there); `sliceops lower`
-    refuses those with an error naming the node."""
+    `lowerable=False` marks a model that `sliceops lower` must refuse with an error naming the node
+    (none today: runtime parameters with masks and negative strides are lowered with computed bounds)."""
     masks = masks or {}
     params = {"begin": begin, "end": end}
     if strides is not None:
@@ -712,7 +711,7 @@ def ss_runtime_bounds():
         "begin/end/strides as runtime int64 graph inputs (begin [1, -1, 5], end [4, 0, 0], "
         "strides [2, 1, -2]) with a shrunk entry (shrink_axis_mask=0b010) at index -1.",
         "x[1:4:2, -1, 5:0:-2]", arange((4, 6, 5)), i64(1, -1, 5), i64(4, 0, 0), i64(2, 1, -2),
-        masks=dict(shrink_axis_mask=0b010), runtime=True, lowerable=False)
+        masks=dict(shrink_axis_mask=0b010), runtime=True)
 
 
 @fixture
@@ -723,7 +722,7 @@ def ss_runtime_negative_start_below_neg_dim():
         "end_mask=0b01): a negative stride whose begin is below -dim gives an EMPTY axis in "
         "numpy (ONNX Slice would give one element): output (0, 3).",
         "x[-10::-1, 5:0:-2]", arange((6, 7)), i32(-10, 5), i32(0, 0), i32(-1, -2),
-        masks=dict(end_mask=0b01), runtime=True, lowerable=False)
+        masks=dict(end_mask=0b01), runtime=True)
 
 
 # one fixture per data type, same slice

@@ -11,7 +11,8 @@
 //! - AsStrided, ATen `as_strided` → `Reshape(x, [-1])` then a Slice when the view is one contiguous run,
 //!   else a Gather over a constant index table (what torch.onnx itself writes).
 //! - Runtime parameters: a StridedSlice without masks whose strides are constant and positive becomes a
-//!   Slice of the same tensors (the two rules agree there); anything else is refused, naming the node.
+//!   Slice of the same tensors (the two rules agree there); otherwise its bounds are computed in the
+//!   graph with standard ops, exact under ONNX clamping (`lower/runtime.rs`).
 //!
 //! When the model's opset is below 13, the opset import is raised and the standard nodes whose form
 //! changed by 13 (Slice 1-9 attributes, Squeeze/Unsqueeze attributes) are rewritten too; a model with
@@ -29,6 +30,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
+
+mod runtime;
 
 /// The opset lowered models use at least.
 pub const TARGET_OPSET: i64 = 13;
@@ -283,10 +286,8 @@ impl Lowering<'_> {
     fn strided_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).context("the data input is missing")?;
-        let masks: Vec<i64> = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
-            .iter()
-            .map(|m| attr_int(node, m).unwrap_or(0))
-            .collect();
+        let masks: [i64; 5] = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
+            .map(|m| attr_int(node, m).unwrap_or(0));
         let (begin, end) = (input(1).context("begin is missing")?, input(2).context("end is missing")?);
         let strides = input(3);
         let (cb, ce) = (self.const_ints(&begin), self.const_ints(&end));
@@ -295,7 +296,7 @@ impl Lowering<'_> {
             None => cb.as_ref().map(|b| vec![1; b.len()]),
         };
         let (Some(b), Some(e), Some(s)) = (cb, ce, cs.clone()) else {
-            return self.runtime_strided_slice(node, &data, &begin, &end, strides, cs, &masks);
+            return self.runtime_strided_slice(node, &data, [&begin, &end], strides.as_deref(), cs, masks);
         };
         let spec = StridedSlice {
             begin: b,
@@ -344,30 +345,42 @@ impl Lowering<'_> {
                 }
             }
         }
-        self.emit_slice_chain(node, &data, axes, squeeze, unsqueeze)
+        let slice = self.slice_inits(node, &axes)?;
+        self.emit_slice_chain(node, &data, vec![], slice, squeeze, unsqueeze)
     }
 
-    /// Slice (on the listed axes), then Squeeze, then Unsqueeze; the last node writes the node's output.
+    /// Initializers holding the starts, ends, axes and steps of a Slice over `axes` (none if empty).
+    fn slice_inits(&mut self, node: &NodeProto, axes: &[SliceAxis]) -> anyhow::Result<Option<[String; 4]>> {
+        if axes.is_empty() {
+            return Ok(None);
+        }
+        let column = |k: fn(&SliceAxis) -> i64| axes.iter().map(k).collect::<Vec<_>>();
+        Ok(Some([
+            self.init_i64(node, "starts", &column(|a| a.1))?,
+            self.init_i64(node, "ends", &column(|a| a.2))?,
+            self.init_i64(node, "axes", &column(|a| a.0))?,
+            self.init_i64(node, "steps", &column(|a| a.3))?,
+        ]))
+    }
+
+    /// After `nodes` (which compute its inputs), a Slice of `data` by `slice` (the names of its starts,
+    /// ends, axes and steps), then Squeeze, then Unsqueeze; the last node writes the node's output.
     fn emit_slice_chain(
         &mut self,
         node: &NodeProto,
         data: &str,
-        axes: Vec<SliceAxis>,
+        mut nodes: Vec<NodeProto>,
+        slice: Option<[String; 4]>,
         squeeze: Vec<i64>,
         unsqueeze: Vec<i64>,
     ) -> anyhow::Result<Vec<NodeProto>> {
         let output = node.output.first().cloned().context("the node has no output")?;
-        let steps = [!axes.is_empty(), !squeeze.is_empty(), !unsqueeze.is_empty()];
+        let steps = [slice.is_some(), !squeeze.is_empty(), !unsqueeze.is_empty()];
         let last = steps.iter().rposition(|s| *s);
-        let mut nodes = vec![];
         let mut wire = data.to_string();
         let out_for = |ix: usize| if Some(ix) == last { Some(output.clone()) } else { None };
-        if !axes.is_empty() {
-            let starts = self.init_i64(node, "starts", &axes.iter().map(|a| a.1).collect::<Vec<_>>())?;
-            let ends = self.init_i64(node, "ends", &axes.iter().map(|a| a.2).collect::<Vec<_>>())?;
-            let ax = self.init_i64(node, "axes", &axes.iter().map(|a| a.0).collect::<Vec<_>>())?;
-            let st = self.init_i64(node, "steps", &axes.iter().map(|a| a.3).collect::<Vec<_>>())?;
-            let (n, w) = self.new_node(node, "Slice", vec![wire, starts, ends, ax, st], out_for(0), vec![]);
+        if let Some([starts, ends, axes, steps]) = slice {
+            let (n, w) = self.new_node(node, "Slice", vec![wire, starts, ends, axes, steps], out_for(0), vec![]);
             nodes.push(n);
             wire = w;
         }
@@ -383,43 +396,6 @@ impl Lowering<'_> {
             let (n, _) = self.new_node(node, "Identity", vec![wire], Some(output), vec![]);
             nodes.push(n);
         }
-        Ok(nodes)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn runtime_strided_slice(
-        &mut self,
-        node: &NodeProto,
-        data: &str,
-        begin: &str,
-        end: &str,
-        strides: Option<String>,
-        const_strides: Option<Vec<i64>>,
-        masks: &[i64],
-    ) -> anyhow::Result<Vec<NodeProto>> {
-        let positive = const_strides.as_ref().is_some_and(|s| s.iter().all(|&v| v > 0));
-        if masks.iter().any(|&m| m != 0) || !positive {
-            bail!(
-                "runtime begin/end can only be lowered exactly without masks and with constant positive strides \
-                 (Python and ONNX clamping differ otherwise)"
-            );
-        }
-        let n = const_strides.as_ref().map_or(0, Vec::len);
-        let ax = self.init_i64(node, "axes", &(0..n as i64).collect::<Vec<_>>())?;
-        let steps = match strides {
-            Some(_) => self.init_i64(node, "steps", const_strides.as_deref().unwrap_or(&[]))?,
-            None => self.init_i64(node, "steps", &vec![1; n])?,
-        };
-        let mut nodes = vec![];
-        let mut cast = |lw: &mut Self, name: &str| {
-            let (n, w) = lw.new_node(node, "Cast", vec![name.to_string()], None, vec![int_attr("to", 7)]);
-            nodes.push(n);
-            w
-        };
-        let (b, e) = (cast(self, begin), cast(self, end));
-        let output = node.output.first().cloned();
-        let (n, _) = self.new_node(node, "Slice", vec![data.to_string(), b, e, ax, steps], output, vec![]);
-        nodes.push(n);
         Ok(nodes)
     }
 
@@ -564,7 +540,8 @@ impl Lowering<'_> {
             }
         }
         let data = data.clone();
-        self.emit_slice_chain(node, &data, axes, vec![], vec![]).map(Some)
+        let slice = self.slice_inits(node, &axes)?;
+        self.emit_slice_chain(node, &data, vec![], slice, vec![], vec![]).map(Some)
     }
 
     /// A standard node of a model below opset 13, in its opset-13 form.

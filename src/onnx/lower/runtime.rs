@@ -1,0 +1,306 @@
+//! Lowering a StridedSlice whose begin, end or strides are only known at run time.
+//!
+//! The masks are attributes, so the shape of the index expression (which entries are ranges, indices,
+//! new axes, the ellipsis, and which input axis each one reads) is known when lowering; only the numbers
+//! are computed in the graph, with standard ops, as vectors over all range entries (and all index
+//! entries) at once:
+//!
+//! - range entry: `start = begin_mask ? (stride < 0 ? INT64_MAX : 0) : begin` and
+//!   `end = end_mask ? (stride < 0 ? INT64_MIN : INT64_MAX) : end`, step `stride`. ONNX clamps exactly as
+//!   Python does except for a negative stride whose begin is below `-dim`: Python selects nothing, ONNX
+//!   clamps the start to 0 and selects element 0. There the end becomes `INT64_MAX`, which ONNX clamps
+//!   to `dim - 1` for a negative step: nothing is selected either. Last, `end = min(end, dim)`, which
+//!   changes nothing under ONNX's rules but keeps `INT64_MAX` with a negative step, which onnxruntime
+//!   reads wrongly, out of the graph.
+//! - index entry: a Gather of the index on its axis (after the Slice of the ranges), which removes the
+//!   axis and refuses an index out of range at run time, as numpy does. A negative stride (an error in
+//!   sliceops) replaces the index with `dim`, out of range, so that it fails too. (Slice + Squeeze would
+//!   leave a dim only known at run time for the Squeeze, which tract cannot translate.)
+//! - new axes: Unsqueeze, as with constant parameters.
+//!
+//! Without masks and with constant positive strides the two clamping rules agree everywhere, and the
+//! node becomes one Slice of the same begin and end.
+
+use super::{int_attr, Lowering, NodeProto};
+use crate::semantics::{SpecEntry, StridedSlice};
+use anyhow::{bail, Context};
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::infer::Factoid;
+
+/// `Cast(to = INT64)`.
+const TO_INT64: i64 = 7;
+
+impl Lowering<'_> {
+    /// Lowers a StridedSlice some of whose begin, end or strides are not constants.
+    pub(super) fn runtime_strided_slice(
+        &mut self,
+        node: &NodeProto,
+        data: &str,
+        [begin, end]: [&str; 2],
+        strides: Option<&str>,
+        const_strides: Option<Vec<i64>>,
+        masks: [i64; 5],
+    ) -> anyhow::Result<Vec<NodeProto>> {
+        if masks == [0; 5] && const_strides.as_ref().is_some_and(|s| s.iter().all(|&v| v > 0)) {
+            return self.runtime_plain_slice(node, data, [begin, end], strides, const_strides.unwrap_or_default());
+        }
+        let len_of = |name: &str| self.shape_of(name).filter(|s| s.len() == 1).and_then(|s| s[0].as_i64());
+        let n = len_of(begin).context("the length of begin must be known to lower runtime parameters")?;
+        for (role, name) in [("end", Some(end)), ("strides", strides)] {
+            if let Some(len) = name.and_then(len_of).filter(|&len| len != n) {
+                bail!("begin has {n} entries but {role} has {len}");
+            }
+        }
+        let n = usize::try_from(n).context("begin has a negative length")?;
+        // The masks alone fix the expression's shape; placeholder numbers stand in for the runtime ones.
+        let spec = StridedSlice {
+            begin: vec![0; n],
+            end: vec![0; n],
+            strides: Some(vec![1; n]),
+            begin_mask: masks[0],
+            end_mask: masks[1],
+            ellipsis_mask: masks[2],
+            new_axis_mask: masks[3],
+            shrink_axis_mask: masks[4],
+        }
+        .spec()?;
+        let input_shape = self.shape_of(data).context("the input's rank must be known to lower")?;
+        let rank = input_shape.len();
+        let known_dims: Option<Vec<i64>> = input_shape.iter().map(|d| d.as_i64()).collect();
+        let plan = EntryPlan::new(&spec, masks, rank)?;
+
+        let mut g = Emit { lw: self, node, nodes: vec![] };
+        let begin = g.int64(begin);
+        let end = g.int64(end);
+        let strides = match strides {
+            Some(s) => g.int64(s),
+            None => g.ints("strides", &vec![1; n])?,
+        };
+        // The input's dims: a constant when they are known. tract computes a Shape as dims, and casts
+        // the numbers they meet to dims through i32 (`INT64_MAX` becomes -1), so with symbolic dims the
+        // lowered model is exact on onnxruntime but not when tract runs it.
+        let shape = match known_dims {
+            Some(dims) => g.ints("shape", &dims)?,
+            None => g.op("Shape", vec![data.into()], &[]),
+        };
+        let (mut starts, mut ends, mut steps, mut axes) = (vec![], vec![], vec![], vec![]);
+        if !plan.ranges.is_empty() {
+            let (pos, ax): (Vec<i64>, Vec<i64>) = plan.ranges.iter().map(|r| (r.pos, r.axis)).unzip();
+            let b = g.gather(&begin, "range_pos", &pos)?;
+            let e = g.gather(&end, "range_pos", &pos)?;
+            let s = g.gather(&strides, "range_pos", &pos)?;
+            let dim = g.gather(&shape, "range_axes", &ax)?;
+            let zero = g.ints("zero", &[0])?;
+            let min = g.ints("int64_min", &[i64::MIN])?;
+            let max = g.ints("int64_max", &[i64::MAX])?;
+            let negative = g.op("Less", vec![s.clone(), zero.clone()], &[]);
+            let masked_start = g.op("Where", vec![negative.clone(), max.clone(), zero], &[]);
+            let masked_end = g.op("Where", vec![negative.clone(), min, max.clone()], &[]);
+            let begin_masked: Vec<bool> = plan.ranges.iter().map(|r| r.begin_masked).collect();
+            let end_masked: Vec<bool> = plan.ranges.iter().map(|r| r.end_masked).collect();
+            let start = g.select(&begin_masked, masked_start, b.clone())?;
+            let end = g.select(&end_masked, masked_end, e)?;
+            // Where Python selects nothing and ONNX one element: negative stride, begin < -dim, begin given.
+            let neg_dim = g.op("Neg", vec![dim.clone()], &[]);
+            let below = g.op("Less", vec![b, neg_dim], &[]);
+            let mut differs = g.op("And", vec![negative, below], &[]);
+            if begin_masked.iter().any(|&m| m) {
+                let given: Vec<bool> = begin_masked.iter().map(|m| !m).collect();
+                let given = g.bools("begin_given", &given)?;
+                differs = g.op("And", vec![differs, given], &[]);
+            }
+            let end = g.op("Where", vec![differs, max, end], &[]);
+            // An end of at least dim means dim-1 for a negative step and dim for a positive one, both in
+            // ONNX and Python; onnxruntime 1.31 wrongly reads `INT64_MAX` with a negative step as "to the
+            // start" (measured), so no end above dim is left in the graph.
+            ends.push(g.op("Min", vec![end, dim.clone()], &[]));
+            starts.push(start);
+            steps.push(s);
+            axes.extend(ax);
+        }
+        let mut wire = data.to_string();
+        if !axes.is_empty() {
+            let starts = g.concat(starts);
+            let ends = g.concat(ends);
+            let steps = g.concat(steps);
+            let axes = g.ints("axes", &axes)?;
+            wire = g.op("Slice", vec![wire, starts, ends, axes, steps], &[]);
+        }
+        // Index entries, last axis first so that the axes before keep their numbers: Gather removes the
+        // axis and refuses an index outside [-dim, dim), as numpy does. A negative stride (an error in
+        // sliceops) turns the index into `dim`, out of range.
+        for entry in plan.indices.iter().rev() {
+            let b = g.scalar_at(&begin, "index_pos", entry.pos)?;
+            let s = g.scalar_at(&strides, "index_pos", entry.pos)?;
+            let dim = g.scalar_at(&shape, "index_axis", entry.axis)?;
+            let zero = g.scalar("zero", 0)?;
+            let negative_stride = g.op("Less", vec![s, zero], &[]);
+            let index = g.op("Where", vec![negative_stride, dim, b], &[]);
+            wire = g.op("Gather", vec![wire, index], &[("axis", entry.axis)]);
+        }
+        let nodes = g.nodes;
+        self.emit_slice_chain(node, &wire, nodes, None, vec![], plan.unsqueeze)
+    }
+
+    /// No masks, constant positive strides: one Slice of the given begin and end (cast to int64).
+    fn runtime_plain_slice(
+        &mut self,
+        node: &NodeProto,
+        data: &str,
+        [begin, end]: [&str; 2],
+        strides: Option<&str>,
+        const_strides: Vec<i64>,
+    ) -> anyhow::Result<Vec<NodeProto>> {
+        let n = const_strides.len();
+        let axes = self.init_i64(node, "axes", &(0..n as i64).collect::<Vec<_>>())?;
+        let steps = match strides {
+            Some(_) => self.init_i64(node, "steps", &const_strides)?,
+            None => self.init_i64(node, "steps", &vec![1; n])?,
+        };
+        let mut nodes = vec![];
+        let mut cast = |lw: &mut Self, name: &str| {
+            let (n, w) = lw.new_node(node, "Cast", vec![name.to_string()], None, vec![int_attr("to", TO_INT64)]);
+            nodes.push(n);
+            w
+        };
+        let (b, e) = (cast(self, begin), cast(self, end));
+        let output = node.output.first().cloned();
+        let (n, _) = self.new_node(node, "Slice", vec![data.to_string(), b, e, axes, steps], output, vec![]);
+        nodes.push(n);
+        Ok(nodes)
+    }
+}
+
+/// Nodes and initializers computing a Slice's inputs, named after the node being lowered.
+struct Emit<'l, 'a> {
+    lw: &'l mut Lowering<'a>,
+    node: &'l NodeProto,
+    nodes: Vec<NodeProto>,
+}
+
+impl Emit<'_, '_> {
+    /// A standard node `op(inputs)` with integer attributes; returns its output.
+    fn op(&mut self, op: &str, inputs: Vec<String>, attrs: &[(&str, i64)]) -> String {
+        let attrs = attrs.iter().map(|&(name, value)| int_attr(name, value)).collect();
+        let (n, out) = self.lw.new_node(self.node, op, inputs, None, attrs);
+        self.nodes.push(n);
+        out
+    }
+
+    /// `value` as int64: itself if it is int64 already, else cast. (tract runs a Cast of int64 to int64
+    /// through i32, which turns `INT64_MIN` into 0.)
+    fn int64(&mut self, value: &str) -> String {
+        let dt = self.lw.facts.get(value).and_then(|f| f.datum_type.concretize());
+        if dt == Some(DatumType::I64) {
+            return value.into();
+        }
+        self.op("Cast", vec![value.into()], &[("to", TO_INT64)])
+    }
+
+    fn ints(&mut self, what: &str, values: &[i64]) -> anyhow::Result<String> {
+        self.lw.init_i64(self.node, what, values)
+    }
+
+    fn bools(&mut self, what: &str, values: &[bool]) -> anyhow::Result<String> {
+        let name = self.lw.fresh(self.node, what);
+        self.lw.inits.push(super::tensor_to_proto(&name, &tract_ndarray::arr1(values).into_tensor())?);
+        Ok(name)
+    }
+
+    /// The elements of the 1-D `from` at constant indices `idx`.
+    fn gather(&mut self, from: &str, what: &str, idx: &[i64]) -> anyhow::Result<String> {
+        let idx = self.ints(what, idx)?;
+        Ok(self.op("Gather", vec![from.into(), idx], &[]))
+    }
+
+    /// A scalar int64 initializer.
+    fn scalar(&mut self, what: &str, value: i64) -> anyhow::Result<String> {
+        let name = self.lw.fresh(self.node, what);
+        self.lw.inits.push(super::tensor_to_proto(&name, &tensor0(value))?);
+        Ok(name)
+    }
+
+    /// Element `at` of the 1-D `from`, as a scalar.
+    fn scalar_at(&mut self, from: &str, what: &str, at: i64) -> anyhow::Result<String> {
+        let at = self.scalar(what, at)?;
+        Ok(self.op("Gather", vec![from.into(), at], &[]))
+    }
+
+    /// `mask ? if_set : if_clear` element-wise for a constant `mask` (no node when it is uniform).
+    fn select(&mut self, mask: &[bool], if_set: String, if_clear: String) -> anyhow::Result<String> {
+        if mask.iter().all(|&m| m) {
+            return Ok(if_set);
+        }
+        if !mask.iter().any(|&m| m) {
+            return Ok(if_clear);
+        }
+        let mask = self.bools("mask", mask)?;
+        Ok(self.op("Where", vec![mask, if_set, if_clear], &[]))
+    }
+
+    /// The 1-D parts end to end (the part itself when there is one).
+    fn concat(&mut self, parts: Vec<String>) -> String {
+        match <[String; 1]>::try_from(parts) {
+            Ok([one]) => one,
+            Err(parts) => self.op("Concat", parts, &[("axis", 0)]),
+        }
+    }
+}
+
+/// One range or index entry of the expression: its position in begin/end/strides and its input axis.
+struct Entry {
+    pos: i64,
+    axis: i64,
+    begin_masked: bool,
+    end_masked: bool,
+}
+
+/// Where each entry of a StridedSlice expression goes, from its masks and the input's rank.
+struct EntryPlan {
+    ranges: Vec<Entry>,
+    indices: Vec<Entry>,
+    /// Output positions of new axes, for the Unsqueeze at the end.
+    unsqueeze: Vec<i64>,
+}
+
+impl EntryPlan {
+    fn new(spec: &[SpecEntry], masks: [i64; 5], rank: usize) -> anyhow::Result<EntryPlan> {
+        let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
+        if real > rank {
+            bail!("the spec indexes {real} dims but the input has rank {rank}");
+        }
+        let bit = |mask: i64, i: usize| i < 64 && (mask >> i) & 1 == 1;
+        let mut plan = EntryPlan { ranges: vec![], indices: vec![], unsqueeze: vec![] };
+        let (mut axis, mut out_pos) = (0usize, 0i64);
+        for (pos, entry) in spec.iter().enumerate() {
+            let entry_at = |axis: usize| Entry {
+                pos: pos as i64,
+                axis: axis as i64,
+                begin_masked: bit(masks[0], pos),
+                end_masked: bit(masks[1], pos),
+            };
+            match entry {
+                SpecEntry::Ellipsis => {
+                    axis += rank - real;
+                    out_pos += (rank - real) as i64;
+                }
+                SpecEntry::NewAxis => {
+                    plan.unsqueeze.push(out_pos);
+                    out_pos += 1;
+                }
+                SpecEntry::Index(_) => {
+                    plan.indices.push(entry_at(axis));
+                    axis += 1;
+                }
+                SpecEntry::Range(..) => {
+                    plan.ranges.push(entry_at(axis));
+                    axis += 1;
+                    out_pos += 1;
+                }
+            }
+        }
+        // Without an ellipsis, the axes after the entries are kept whole at the end: new axes' output
+        // positions are the same either way.
+        Ok(plan)
+    }
+}
