@@ -212,8 +212,13 @@ impl Lowering<'_> {
     }
 
     fn init_i64(&mut self, node: &NodeProto, what: &str, values: &[i64]) -> anyhow::Result<String> {
+        self.init(node, what, &tract_ndarray::arr1(values).into_tensor())
+    }
+
+    /// A new initializer holding `tensor`, named after `node` and `what`.
+    fn init(&mut self, node: &NodeProto, what: &str, tensor: &Tensor) -> anyhow::Result<String> {
         let name = self.fresh(node, what);
-        self.inits.push(tensor_to_proto(&name, &tract_ndarray::arr1(values).into_tensor())?);
+        self.inits.push(tensor_to_proto(&name, tensor)?);
         Ok(name)
     }
 

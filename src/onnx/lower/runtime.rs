@@ -2,8 +2,8 @@
 //!
 //! The masks are attributes, so the shape of the index expression (which entries are ranges, indices,
 //! new axes, the ellipsis, and which input axis each one reads) is known when lowering; only the numbers
-//! are computed in the graph, with standard ops, as vectors over all range entries (and all index
-//! entries) at once:
+//! are computed in the graph, with standard ops, as vectors over all range entries at once (one Slice)
+//! and per index entry (one Gather each):
 //!
 //! - range entry: `start = begin_mask ? (stride < 0 ? INT64_MAX : 0) : begin` and
 //!   `end = end_mask ? (stride < 0 ? INT64_MIN : INT64_MAX) : end`, step `stride`. ONNX clamps exactly as
@@ -42,7 +42,7 @@ impl Lowering<'_> {
         masks: [i64; 5],
     ) -> anyhow::Result<Vec<NodeProto>> {
         if masks == [0; 5] && const_strides.as_ref().is_some_and(|s| s.iter().all(|&v| v > 0)) {
-            return self.runtime_plain_slice(node, data, [begin, end], strides, const_strides.unwrap_or_default());
+            return self.runtime_plain_slice(node, data, [begin, end], const_strides.unwrap_or_default());
         }
         let len_of = |name: &str| self.shape_of(name).filter(|s| s.len() == 1).and_then(|s| s[0].as_i64());
         let n = len_of(begin).context("the length of begin must be known to lower runtime parameters")?;
@@ -83,7 +83,8 @@ impl Lowering<'_> {
             Some(dims) => g.ints("shape", &dims)?,
             None => g.op("Shape", vec![data.into()], &[]),
         };
-        let (mut starts, mut ends, mut steps, mut axes) = (vec![], vec![], vec![], vec![]);
+        let mut wire = data.to_string();
+        // Range entries: one Slice over all of them.
         if !plan.ranges.is_empty() {
             let (pos, ax): (Vec<i64>, Vec<i64>) = plan.ranges.iter().map(|r| (r.pos, r.axis)).unzip();
             let b = g.gather(&begin, "range_pos", &pos)?;
@@ -113,18 +114,9 @@ impl Lowering<'_> {
             // An end of at least dim means dim-1 for a negative step and dim for a positive one, both in
             // ONNX and Python; onnxruntime 1.31 wrongly reads `INT64_MAX` with a negative step as "to the
             // start" (measured), so no end above dim is left in the graph.
-            ends.push(g.op("Min", vec![end, dim.clone()], &[]));
-            starts.push(start);
-            steps.push(s);
-            axes.extend(ax);
-        }
-        let mut wire = data.to_string();
-        if !axes.is_empty() {
-            let starts = g.concat(starts);
-            let ends = g.concat(ends);
-            let steps = g.concat(steps);
-            let axes = g.ints("axes", &axes)?;
-            wire = g.op("Slice", vec![wire, starts, ends, axes, steps], &[]);
+            let end = g.op("Min", vec![end, dim], &[]);
+            let axes = g.ints("axes", &ax)?;
+            wire = g.op("Slice", vec![wire, start, end, axes, s], &[]);
         }
         // Index entries, last axis first so that the axes before keep their numbers: Gather removes the
         // axis and refuses an index outside [-dim, dim), as numpy does. A negative stride (an error in
@@ -142,36 +134,27 @@ impl Lowering<'_> {
         self.emit_slice_chain(node, &wire, nodes, None, vec![], plan.unsqueeze)
     }
 
-    /// No masks, constant positive strides: one Slice of the given begin and end (cast to int64).
+    /// No masks, constant positive strides: one Slice of the given begin and end (as int64).
     fn runtime_plain_slice(
         &mut self,
         node: &NodeProto,
         data: &str,
         [begin, end]: [&str; 2],
-        strides: Option<&str>,
         const_strides: Vec<i64>,
     ) -> anyhow::Result<Vec<NodeProto>> {
-        let n = const_strides.len();
-        let axes = self.init_i64(node, "axes", &(0..n as i64).collect::<Vec<_>>())?;
-        let steps = match strides {
-            Some(_) => self.init_i64(node, "steps", &const_strides)?,
-            None => self.init_i64(node, "steps", &vec![1; n])?,
-        };
-        let mut nodes = vec![];
-        let mut cast = |lw: &mut Self, name: &str| {
-            let (n, w) = lw.new_node(node, "Cast", vec![name.to_string()], None, vec![int_attr("to", TO_INT64)]);
-            nodes.push(n);
-            w
-        };
-        let (b, e) = (cast(self, begin), cast(self, end));
+        let mut g = Emit { lw: self, node, nodes: vec![] };
+        let axes = g.ints("axes", &(0..const_strides.len() as i64).collect::<Vec<_>>())?;
+        let steps = g.ints("steps", &const_strides)?;
+        let (begin, end) = (g.int64(begin), g.int64(end));
+        let mut nodes = g.nodes;
         let output = node.output.first().cloned();
-        let (n, _) = self.new_node(node, "Slice", vec![data.to_string(), b, e, axes, steps], output, vec![]);
+        let (n, _) = self.new_node(node, "Slice", vec![data.to_string(), begin, end, axes, steps], output, vec![]);
         nodes.push(n);
         Ok(nodes)
     }
 }
 
-/// Nodes and initializers computing a Slice's inputs, named after the node being lowered.
+/// Nodes and initializers being emitted for one lowered node, named after it.
 struct Emit<'l, 'a> {
     lw: &'l mut Lowering<'a>,
     node: &'l NodeProto,
@@ -202,9 +185,7 @@ impl Emit<'_, '_> {
     }
 
     fn bools(&mut self, what: &str, values: &[bool]) -> anyhow::Result<String> {
-        let name = self.lw.fresh(self.node, what);
-        self.lw.inits.push(super::tensor_to_proto(&name, &tract_ndarray::arr1(values).into_tensor())?);
-        Ok(name)
+        self.lw.init(self.node, what, &tract_ndarray::arr1(values).into_tensor())
     }
 
     /// The elements of the 1-D `from` at constant indices `idx`.
@@ -215,9 +196,7 @@ impl Emit<'_, '_> {
 
     /// A scalar int64 initializer.
     fn scalar(&mut self, what: &str, value: i64) -> anyhow::Result<String> {
-        let name = self.lw.fresh(self.node, what);
-        self.lw.inits.push(super::tensor_to_proto(&name, &tensor0(value))?);
-        Ok(name)
+        self.lw.init(self.node, what, &tensor0(value))
     }
 
     /// Element `at` of the 1-D `from`, as a scalar.
@@ -236,14 +215,6 @@ impl Emit<'_, '_> {
         }
         let mask = self.bools("mask", mask)?;
         Ok(self.op("Where", vec![mask, if_set, if_clear], &[]))
-    }
-
-    /// The 1-D parts end to end (the part itself when there is one).
-    fn concat(&mut self, parts: Vec<String>) -> String {
-        match <[String; 1]>::try_from(parts) {
-            Ok([one]) => one,
-            Err(parts) => self.op("Concat", parts, &[("axis", 0)]),
-        }
     }
 }
 
