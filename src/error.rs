@@ -122,3 +122,66 @@ pub enum SliceError {
 
 /// Result alias of the pure layers.
 pub type SliceResult<T> = Result<T, SliceError>;
+
+/// An error at one node of a graph: which node, which op, and what is wrong with it.
+///
+/// The graph layer raises it for every parameter, attribute or value it refuses. Its [`kind`]
+/// tells what is wrong with the model apart from what cannot be decided before running, which
+/// analysis works around (a fresh symbol) instead of stopping.
+///
+/// [`kind`]: NodeError::kind
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("node '{node}' ({op}): {message}")]
+pub struct NodeError {
+    /// The node's name (its first output's when it has none).
+    pub node: String,
+    /// Its ONNX op type.
+    pub op: String,
+    /// What is wrong.
+    pub message: String,
+    /// Whether the model is wrong, or the answer depends on values not known yet.
+    pub kind: NodeErrorKind,
+}
+
+/// What kind of [`NodeError`] it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeErrorKind {
+    /// The node is invalid: a bad attribute, parameter or value.
+    Invalid,
+    /// The node's output cannot be decided from what is known before running (a parameter that is a
+    /// runtime value or a symbolic expression a rule cannot use).
+    NotStatic,
+}
+
+/// tract panicked: caught, and kept as an error.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("tract failed while {what}: {message}")]
+pub struct Panicked {
+    /// What was being done.
+    pub what: String,
+    /// The panic's message.
+    pub message: String,
+}
+
+impl NodeError {
+    /// The error `node 'node' (op): message` for an invalid node, as an `anyhow::Error`.
+    pub fn invalid(node: impl Into<String>, op: impl Into<String>, message: impl std::fmt::Display) -> anyhow::Error {
+        NodeError { node: node.into(), op: op.into(), message: message.to_string(), kind: NodeErrorKind::Invalid }
+            .into()
+    }
+
+    /// The same for an output that cannot be decided before running.
+    pub fn not_static(
+        node: impl Into<String>,
+        op: impl Into<String>,
+        message: impl std::fmt::Display,
+    ) -> anyhow::Error {
+        NodeError { node: node.into(), op: op.into(), message: message.to_string(), kind: NodeErrorKind::NotStatic }
+            .into()
+    }
+
+    /// The first `NodeError` in an error's chain, if any.
+    pub fn find(e: &anyhow::Error) -> Option<&NodeError> {
+        e.chain().find_map(|c| c.downcast_ref::<NodeError>())
+    }
+}

@@ -14,6 +14,7 @@
 //! - [`semantics`]: one front end per dialect, each a pure function from parameters and shape to a view.
 //! - [`kernel`]: executes a view, by element size, block copies for contiguous runs, multi-threaded.
 
+pub mod analysis;
 pub mod dims;
 pub mod error;
 pub mod graph;
@@ -25,7 +26,7 @@ pub mod report;
 pub mod semantics;
 pub mod view;
 
-pub use error::{SliceError, SliceResult};
+pub use error::{NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
 pub use graph::onnx;
 pub use model::{decode_proto, Model, ValueFact};
 pub use tract_onnx;

@@ -1,11 +1,11 @@
 //! `--input NAME=FILE.npy`: reading input tensors and checking them against the model's inputs.
 
 use anyhow::{bail, Context};
+use sliceops::analysis::DeclaredDim;
 use sliceops::npy::{numpy_name, read_npy};
 use sliceops::Model;
 use std::path::Path;
 use tract_onnx::prelude::*;
-use tract_onnx::tract_hir::internal::*;
 
 /// Splits `NAME=VALUE` at its last `=` (names may contain `=`; paths rarely do).
 pub fn split_pair<'a>(arg: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a str)> {
@@ -14,11 +14,18 @@ pub fn split_pair<'a>(arg: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a 
 
 /// How a model input is declared, for messages: `x (float32 [N,3])`.
 fn describe_input(model: &Model, ix: usize, name: &str) -> String {
-    let fact = model.inference_model().input_fact(ix).ok();
-    let dt = fact.and_then(|f| f.datum_type.concretize()).map(numpy_name).unwrap_or_else(|| "?".into());
-    let shape = fact
-        .and_then(|f| f.shape.concretize())
-        .map(|s| s.iter().map(sliceops::dims::format_dim).collect::<Vec<_>>().join(","));
+    let decl = &model.declared_inputs()[ix];
+    let dt = sliceops::analysis::bind_datum_type(decl).map(numpy_name).unwrap_or_else(|_| "?".into());
+    let shape = decl.dims.as_ref().map(|dims| {
+        dims.iter()
+            .map(|d| match d {
+                DeclaredDim::Value(v) => v.to_string(),
+                DeclaredDim::Param(p) => p.clone(),
+                DeclaredDim::Unnamed(_) => "?".to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    });
     format!("{name} ({dt} [{}])", shape.unwrap_or_else(|| "?".into()))
 }
 

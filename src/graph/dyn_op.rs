@@ -129,7 +129,7 @@ pub fn runtime_dims(
     match &spec.kind {
         NodeKind::Strided { masks } => {
             let n = len_of("begin")
-                .ok_or_else(|| label.err("the length of begin must be known to infer the output rank"))?;
+                .ok_or_else(|| label.not_static("the length of begin must be known to infer the output rank"))?;
             let bit = |m: i64, i: usize| i < 64 && (m >> i) & 1 == 1;
             let (ellipsis, new, shrink) = (masks[2], masks[3], masks[4]);
             let real = (0..n).filter(|&i| !bit(ellipsis, i) && !bit(new, i)).count();
@@ -189,7 +189,7 @@ pub fn runtime_dims(
             }
             None => {
                 let n = len_of("size")
-                    .ok_or_else(|| label.err("the length of size must be known to infer the output rank"))?;
+                    .ok_or_else(|| label.not_static("the length of size must be known to infer the output rank"))?;
                 for k in 0..n {
                     dims.push(OutDim::Fresh(mint(k)));
                 }

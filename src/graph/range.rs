@@ -63,7 +63,7 @@ impl Expansion for ExactRange {
                 return Ok(());
             }
             let len = range_len(&scalar(&start)?, &scalar(&limit)?, delta)
-                .map_err(|e| anyhow::anyhow!("node '{}' (Range): {e}", self.node))?;
+                .map_err(|e| crate::error::NodeError::invalid(&self.node, "Range", e))?;
             s.equals(&outputs[0].shape[0], len)
         })
     }
@@ -90,7 +90,7 @@ impl Expansion for ExactRange {
             known.push(value);
         }
         if let [Some(s), Some(l), Some(delta)] = known[..] {
-            let err = |e: String| anyhow::anyhow!("node '{}' (Range): {e}", self.node);
+            let err = |e: String| crate::error::NodeError::invalid(&self.node, "Range", e);
             if delta == 0 {
                 return Err(err("delta is 0".into()));
             }

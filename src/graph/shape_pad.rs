@@ -48,7 +48,7 @@ pub struct ShapePad {
 
 impl ShapePad {
     fn pad(&self, data: &Tensor, pads: &Tensor, constant: Option<&Tensor>) -> TractResult<Tensor> {
-        let err = |m: String| anyhow::anyhow!("node '{}' (Pad): {m}", self.node);
+        let err = |m: String| crate::error::NodeError::invalid(&self.node, "Pad", m);
         if data.rank() != 1 {
             return Err(err(format!("expects a 1-D shape vector, got rank {}", data.rank())));
         }
@@ -123,6 +123,10 @@ impl TypedOp for ShapePad {
                 return Ok(tvec!(TypedFact::try_from(self.pad(data, pads, constant.as_deref())?.into_arc_tensor())?));
             }
         }
-        Err(anyhow::anyhow!("node '{}' (Pad): the shape vector and pads must be known before running", self.node))
+        Err(crate::error::NodeError::not_static(
+            &self.node,
+            "Pad",
+            "the shape vector and pads must be known before running",
+        ))
     }
 }

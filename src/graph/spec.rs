@@ -80,7 +80,7 @@ pub fn read_ints(label: &Label, role: &str, t: &Tensor) -> TractResult<Vec<i64>>
         DatumType::TDim => plain
             .as_slice::<TDim>()?
             .iter()
-            .map(|d| d.to_i64().map_err(|_| label.err(format!("{role} holds the symbolic value {d}"))))
+            .map(|d| d.to_i64().map_err(|_| label.not_static(format!("{role} holds the symbolic value {d}"))))
             .collect(),
         dt => Err(label.err(format!("{role} must be int32 or int64, got {dt:?}"))),
     }
@@ -141,7 +141,7 @@ impl NodeSpec {
                         .get(inlet)
                         .copied()
                         .flatten()
-                        .ok_or_else(|| self.label.err(format!("{role} is not known yet")))?;
+                        .ok_or_else(|| self.label.not_static(format!("{role} is not known yet")))?;
                     read_ints(&self.label, role, t).map(Some)
                 }
             }

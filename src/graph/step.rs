@@ -76,7 +76,12 @@ impl fmt::Display for Label {
 impl Label {
     /// Wraps a pure-layer error with this node's name and op.
     pub fn err(&self, e: impl fmt::Display) -> TractError {
-        anyhow::anyhow!("{self}: {e}")
+        crate::error::NodeError::invalid(&self.node, &self.op, e)
+    }
+
+    /// An output of this node that cannot be decided before running, for the reason `e`.
+    pub fn not_static(&self, e: impl fmt::Display) -> TractError {
+        crate::error::NodeError::not_static(&self.node, &self.op, e)
     }
 }
 

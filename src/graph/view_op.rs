@@ -100,8 +100,11 @@ pub fn check_representable(chain: &Chain, shape: &[TDim], dt: DatumType) -> Trac
     let dims: Option<Vec<usize>> = shape.iter().map(|d| d.as_i64().and_then(|v| usize::try_from(v).ok())).collect();
     match dims {
         Some(dims) if dims.contains(&0) && !crate::kernel::representable(&dims, dt.size_of()) => {
-            let label = chain.last().map(|(l, _)| l.to_string()).unwrap_or_default();
-            bail!("{label}: an output of shape {dims:?} cannot be represented")
+            let message = format!("an output of shape {dims:?} cannot be represented");
+            match chain.last() {
+                Some((label, _)) => Err(label.err(message)),
+                None => bail!("{message}"),
+            }
         }
         _ => Ok(()),
     }

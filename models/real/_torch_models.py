@@ -1,0 +1,344 @@
+"""PyTorch-exported models of generate.py: transformers, ultralytics and timm, random init.
+
+Every network is built from a tiny config (no weights are downloaded) with fixed seeds and
+exported with torch.onnx's TorchScript exporter (dynamo=False, opset 17, dynamic_axes) or its
+dynamo exporter (dynamo=True, dynamic_shapes, the exporter's default opset). A small wrapper
+module picks plain tensors out of the transformers output objects; nothing else is changed.
+onnxruntime's outputs are checked against torch's eager outputs at both input sizes, which
+catches a dynamic dim that the exporter silently baked in.
+"""
+
+import io
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+
+from _common import write_model
+
+warnings.filterwarnings("ignore")
+torch.set_num_threads(2)
+
+TORCH_VERSION = torch.__version__.split("+")[0]
+LEGACY_OPSET = 17
+
+
+def legacy_name():
+    return f"torch.onnx legacy (TorchScript) {TORCH_VERSION} opset {LEGACY_OPSET}"
+
+
+def dynamo_name(model):
+    import onnxscript
+
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    return f"torch.onnx dynamo {TORCH_VERSION} (onnxscript {onnxscript.__version__}) opset {opset}"
+
+
+def seeded(seed=0):
+    torch.manual_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def export_legacy(module, feeds, output_names, dynamic_axes):
+    """TorchScript exporter; feeds: {input name: np array} in forward's argument order."""
+    f = io.BytesIO()
+    args = tuple(torch.from_numpy(v) for v in feeds.values())
+    torch.onnx.export(
+        module, args, f, dynamo=False, opset_version=LEGACY_OPSET,
+        input_names=list(feeds), output_names=output_names, dynamic_axes=dynamic_axes,
+    )
+    return f.getvalue()
+
+
+def export_dynamo(module, feeds, output_names, dynamic_shapes, opset=None):
+    """Dynamo exporter; dynamic_shapes: {input name: {axis: torch.export.Dim}}."""
+    args = tuple(torch.from_numpy(v) for v in feeds.values())
+    dynamic_shapes = tuple(dynamic_shapes.get(n) for n in feeds)  # by position
+    if getattr(module, "varargs", False):  # forward(self, *args)
+        dynamic_shapes = {"args": dynamic_shapes}
+    kwargs = {} if opset is None else {"opset_version": opset}
+    prog = torch.onnx.export(
+        module, args, dynamo=True, input_names=list(feeds), output_names=output_names,
+        dynamic_shapes=dynamic_shapes, verbose=False, **kwargs,
+    )
+    return prog.model_proto
+
+
+def eager(module, feeds):
+    with torch.no_grad():
+        out = module(*(torch.from_numpy(v) for v in feeds.values()))
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    return [o.detach().numpy() for o in out]
+
+
+def references(module, inputs):
+    return {s: eager(module, feeds) for s, feeds in inputs.items()}
+
+
+class Outputs(torch.nn.Module):
+    """Calls a transformers model with keyword inputs and returns the named output fields."""
+
+    varargs = True
+
+    def __init__(self, model, input_names, output_fields, **extra):
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+        self.output_fields = output_fields
+        self.extra = extra  # fixed keyword arguments, e.g. use_cache=False
+        self.eval()  # the legacy exporter restores the wrapper's mode to the whole tree
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.input_names, args)), **self.extra)
+        return tuple(getattr(out, f) for f in self.output_fields)
+
+
+# --- token models -----------------------------------------------------------------------
+
+VOCAB = 100
+TOKEN_SIZES = {"a": (1, 7), "b": (2, 13)}  # (batch, sequence)
+
+
+def token_inputs(rng, names):
+    inputs = {}
+    for s, (b, t) in TOKEN_SIZES.items():
+        feeds = {}
+        for n in names:
+            if n == "input_ids":
+                feeds[n] = rng.integers(0, VOCAB, (b, t), dtype=np.int64)
+            elif n == "position_ids":
+                feeds[n] = np.arange(t, dtype=np.int64)[None].repeat(b, 0)
+            elif n == "token_type_ids":
+                feeds[n] = (np.arange(t) >= t // 2).astype(np.int64)[None].repeat(b, 0)
+            else:  # attention_mask
+                feeds[n] = np.ones((b, t), dtype=np.int64)
+        inputs[s] = feeds
+    return inputs
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=2,
+                     bos_token_id=0, eos_token_id=0, use_cache=False)
+    return GPT2LMHeadModel(cfg), "GPT-2 (transformers GPT2LMHeadModel, 2 layers, n_embd 32, 2 heads, vocab 100, 64 positions)"
+
+
+def bert():
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64, type_vocab_size=2)
+    return BertModel(cfg), "BERT encoder (transformers BertModel, 2 layers, hidden 32, 2 heads, vocab 100, 64 positions)"
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                      max_position_embeddings=64, bos_token_id=0, eos_token_id=0,
+                      pad_token_id=0, use_cache=False)
+    return LlamaForCausalLM(cfg), ("Llama decoder (transformers LlamaForCausalLM, 2 layers, hidden 32, 4 query "
+                                   "heads / 2 key-value heads (GQA), rotary embeddings, causal mask, vocab 100)")
+
+
+TEXT = {  # variant: (family, builder, graph inputs, graph outputs)
+    "gpt2": ("gpt2", gpt2, ["input_ids", "attention_mask"], ["logits"]),
+    "bert": ("bert", bert, ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state", "pooler_output"]),
+    "llama": ("llama", llama, ["input_ids", "attention_mask"], ["logits"]),
+    # position_ids as an input, as in optimum's Llama exports: with the implicit [1, sequence]
+    # positions the opset-23 export's RotaryEmbedding fails at batch > 1 in onnxruntime.
+    "llama_positions": ("llama", llama, ["input_ids", "attention_mask", "position_ids"], ["logits"]),
+}
+
+
+def text_model(name, variant, dynamo, opset=None):
+    family, build, in_names, out_names = TEXT[variant]
+    rng = seeded(0)
+    model, what = build()
+    extra = {} if family == "bert" else {"use_cache": False}  # logits only, no KV cache
+    module = Outputs(model.eval(), in_names, out_names, **extra)
+    inputs = token_inputs(rng, in_names)
+    ref = references(module, inputs)
+    seq_axes = {0: "batch", 1: "sequence"}
+    if dynamo:
+        batch, seq = torch.export.Dim("batch", max=64), torch.export.Dim("sequence", max=64)
+        shapes = {n: {0: batch, 1: seq} for n in in_names}
+        onnx_model = export_dynamo(module, inputs["a"], out_names, shapes, opset)
+        exporter = dynamo_name(onnx_model)
+    else:
+        axes = {n: seq_axes for n in in_names}
+        for o in out_names:
+            axes[o] = {0: "batch"} if o == "pooler_output" else seq_axes
+        onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+        exporter = legacy_name()
+    return write_model(name, family, exporter, what + "; dynamic batch and sequence",
+                       onnx_model, inputs, ref)
+
+
+# --- vision and speech ------------------------------------------------------------------
+
+IMAGE_SIZES = {"a": (1, 64, 96), "b": (2, 96, 64)}  # (batch, height, width)
+
+
+def image_inputs(rng, name, sizes=IMAGE_SIZES, channels=3):
+    return {s: {name: rng.random((b, channels, h, w), dtype=np.float32)} for s, (b, h, w) in sizes.items()}
+
+
+def swin():
+    from transformers import SwinConfig, SwinModel
+
+    rng = seeded(0)
+    cfg = SwinConfig(image_size=64, patch_size=4, num_channels=3, embed_dim=16, depths=[2, 2],
+                     num_heads=[2, 4], window_size=4, mlp_ratio=2.0)
+    out_names = ["last_hidden_state", "pooler_output"]
+    module = Outputs(SwinModel(cfg).eval(), ["pixel_values"], out_names)
+    # 80x112: the stage-2 map (10x14) is not a multiple of the window 4, so it is padded to
+    # 12x16 and cropped back. Whether to pad is a Python branch, so the trace is taken at the
+    # padded size (the pad / crop then compute 0 / the whole map at 64x96).
+    inputs = image_inputs(rng, "pixel_values", {"a": (1, 80, 112), "b": (2, 64, 96)})
+    axes = {"pixel_values": {0: "batch", 2: "height", 3: "width"},
+            "last_hidden_state": {0: "batch", 1: "patches"}, "pooler_output": {0: "batch"}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = ("Swin transformer (transformers SwinModel, embed 16, depths [2, 2], heads [2, 4], window 4, "
+            "patch 4): shifted-window attention with masks, patch merging, padding to the window; "
+            "dynamic batch, height and width")
+    return write_model("swin_torch_legacy", "swin", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def vit():
+    from transformers import ViTConfig, ViTForImageClassification
+
+    rng = seeded(0)
+    cfg = ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=64, num_labels=10)
+    module = Outputs(ViTForImageClassification(cfg).eval(), ["pixel_values"], ["logits"])
+    inputs = image_inputs(rng, "pixel_values", {"a": (1, 32, 32), "b": (3, 32, 32)})
+    shapes = {"pixel_values": {0: torch.export.Dim("batch", max=64)}}
+    onnx_model = export_dynamo(module, inputs["a"], ["logits"], shapes)
+    what = ("ViT classifier (transformers ViTForImageClassification, 32x32 images, patch 8, hidden 32, "
+            "2 layers, 2 heads, 10 labels); dynamic batch")
+    return write_model("vit_torch_dynamo", "vit", dynamo_name(onnx_model), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def speech2text():
+    from transformers import Speech2TextConfig, Speech2TextForConditionalGeneration
+
+    rng = seeded(0)
+    cfg = Speech2TextConfig(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
+                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                            decoder_ffn_dim=64, max_source_positions=256, max_target_positions=64,
+                            num_conv_layers=2, conv_kernel_sizes=[5, 5], conv_channels=32,
+                            input_feat_per_channel=16, input_channels=1, pad_token_id=1,
+                            bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, use_cache=False)
+    in_names = ["input_features", "attention_mask", "decoder_input_ids"]
+    module = Outputs(Speech2TextForConditionalGeneration(cfg).eval(), in_names,
+                     ["logits", "encoder_last_hidden_state"], use_cache=False)
+    inputs = {}
+    for s, (b, frames, tokens) in {"a": (1, 40, 5), "b": (2, 64, 9)}.items():
+        inputs[s] = {
+            "input_features": rng.standard_normal((b, frames, 16), dtype=np.float32),
+            "attention_mask": np.ones((b, frames), dtype=np.int64),
+            "decoder_input_ids": rng.integers(3, VOCAB, (b, tokens), dtype=np.int64),
+        }
+    out_names = ["logits", "encoder_last_hidden_state"]
+    axes = {"input_features": {0: "batch", 1: "frames"}, "attention_mask": {0: "batch", 1: "frames"},
+            "decoder_input_ids": {0: "batch", 1: "tokens"}, "logits": {0: "batch", 1: "tokens"},
+            "encoder_last_hidden_state": {0: "batch", 1: "encoder_frames"}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = ("encoder-decoder speech transformer (transformers Speech2TextForConditionalGeneration: 2-layer "
+            "conv subsampler (stride 4) over 16 filterbank features, sinusoidal positions, 2+2 layers, "
+            "d_model 32, vocab 100); dynamic batch, frames and decoder length")
+    return write_model("speech2text_torch_legacy", "speech2text", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def yolov8():
+    import yaml
+    from ultralytics import YOLO
+    from ultralytics.nn.tasks import yaml_model_load
+
+    rng = seeded(0)
+    # ultralytics' own yolov8.yaml at scale n, with the width multiplier cut from 0.25 to
+    # 0.0625 and 4 classes to keep the file small; built from the yaml, random weights.
+    cfg = yaml_model_load("yolov8n.yaml")
+    cfg = {k: v for k, v in cfg.items() if k not in ("yaml_file", "scale")}
+    cfg["scales"] = {"n": [0.33, 0.0625, 1024]}
+    cfg["nc"] = 4
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "yolov8n.yaml")  # the file name selects scale "n"
+        with open(path, "w") as f:
+            yaml.safe_dump(cfg, f)
+        yolo = YOLO(path)
+        out = yolo.export(format="onnx", dynamic=True, simplify=False, imgsz=64, device="cpu", verbose=False)
+        with open(out, "rb") as f:
+            onnx_bytes = f.read()
+        os.remove(out)
+    import ultralytics
+    import onnx
+
+    opset = onnx.load_from_string(onnx_bytes).opset_import[0].version
+    inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
+    what = ("YOLOv8 detector (ultralytics yolov8n.yaml, width multiplier 0.0625, 4 classes, random init): "
+            "C2f backbone with stride 32, SPPF, nearest x2 upsampling + concat neck, DFL box head with "
+            "anchors made from the feature-map sizes; dynamic batch, height and width (multiples of 32)")
+    exporter = f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True) -> {legacy_name().rsplit(' opset', 1)[0]} opset {opset}"
+    return write_model("yolov8_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs)
+
+
+def timm_vit():
+    import timm
+
+    rng = seeded(0)
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64, patch_size=16, embed_dim=32,
+                              depth=2, num_heads=2, mlp_ratio=2.0, num_classes=10, dynamic_img_size=True).eval()
+    inputs = image_inputs(rng, "image", {"a": (1, 64, 96), "b": (2, 96, 64)})
+    dims = {0: torch.export.Dim("batch", max=64), 2: torch.export.Dim("height", min=16, max=1024),
+            3: torch.export.Dim("width", min=16, max=1024)}
+    ref = references(model, inputs)
+    onnx_model = export_dynamo(model, inputs["a"], ["logits"], {"image": dims})
+    import timm as t
+
+    what = (f"timm {t.__version__} VisionTransformer (vit_tiny_patch16_224 layout with embed 32, depth 2, 2 heads, "
+            "10 classes) with dynamic_img_size=True: the position embedding is resized (bicubic, antialiased) "
+            "to the patch grid at run time; dynamic batch, height and width (multiples of 16)")
+    return write_model("timm_vit_dynamo", "timm_vit", dynamo_name(onnx_model), what, onnx_model, inputs, ref)
+
+
+def timm_efficientnet():
+    import timm
+
+    rng = seeded(0)
+    model = timm.create_model("test_efficientnet", pretrained=False, num_classes=10, pad_type="same").eval()
+    inputs = image_inputs(rng, "image", {"a": (1, 64, 96), "b": (2, 50, 77)})
+    ref = references(model, inputs)
+    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
+    onnx_model = export_legacy(model, inputs["a"], ["logits"], axes)
+    what = (f"timm {timm.__version__} test_efficientnet with pad_type='same': TensorFlow-style SAME padding "
+            "computed from the input size at run time (Shape, Ceil, Pad) before each strided conv, "
+            "depthwise convs, squeeze-excite; dynamic batch, height and width (any size)")
+    return write_model("timm_efficientnet_same_legacy", "timm_efficientnet", legacy_name(), what, onnx_model,
+                       inputs, ref)
+
+
+BUILDERS = {
+    "gpt2_torch_legacy": lambda: text_model("gpt2_torch_legacy", "gpt2", dynamo=False),
+    "gpt2_torch_dynamo": lambda: text_model("gpt2_torch_dynamo", "gpt2", dynamo=True),
+    "bert_torch_legacy": lambda: text_model("bert_torch_legacy", "bert", dynamo=False),
+    "bert_torch_dynamo": lambda: text_model("bert_torch_dynamo", "bert", dynamo=True),
+    "llama_torch_legacy": lambda: text_model("llama_torch_legacy", "llama", dynamo=False),
+    "llama_torch_dynamo": lambda: text_model("llama_torch_dynamo", "llama", dynamo=True),
+    "llama_torch_dynamo_opset23": lambda: text_model("llama_torch_dynamo_opset23", "llama_positions", dynamo=True,
+                                                     opset=23),
+    "swin_torch_legacy": swin,
+    "vit_torch_dynamo": vit,
+    "speech2text_torch_legacy": speech2text,
+    "yolov8_ultralytics": yolov8,
+    "timm_vit_dynamo": timm_vit,
+    "timm_efficientnet_same_legacy": timm_efficientnet,
+}

@@ -1,0 +1,235 @@
+//! Whole-model analysis: every value's type and shape, exactly, before anything runs.
+//!
+//! An analysis starts from the graph inputs, bound to what the model declares ([`Binding::Declared`],
+//! symbolic dims included) or to the tensors a run is given ([`Binding::Concrete`]), and translates
+//! the model into tract's typed form node by node ([`translate`]). It never gives up on the whole
+//! graph: a node no rule can type keeps going with fresh symbols, dims the model requires equal are
+//! unified and reported as [`Requirement`]s, and each symbol's origin is recorded ([`SymbolInfo`]).
+
+mod bind;
+mod opaque;
+mod parse_shim;
+mod require;
+mod symbols;
+mod translate;
+
+pub use bind::{datum_type_of as bind_datum_type, symbol_name, Binding, DeclaredDim, DeclaredInput};
+pub use opaque::Opaque;
+pub use parse_shim::{check_bounded, parse_dim};
+pub use require::{AssumeShape, Requirement};
+pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
+pub use translate::Fallback;
+
+use anyhow::bail;
+use std::collections::HashMap;
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+
+/// What one analysis found.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The typed model (its inputs the graph inputs, its outputs the graph outputs that could be typed).
+    pub typed: TypedModel,
+    /// Each named value of the graph (graph inputs, node outputs, graph outputs) to its typed outlet.
+    pub outlets: HashMap<String, OutletId>,
+    /// Named values whose facts could not be known, with the reason.
+    pub unknown: HashMap<String, String>,
+    /// The symbols met, in order, with their origins and bounds.
+    pub symbols: Vec<SymbolInfo>,
+    /// Equalities the model requires of its inputs.
+    pub requirements: Vec<Requirement>,
+    /// Nodes whose own rule could not be used.
+    pub fallbacks: Vec<Fallback>,
+}
+
+/// The parts of a loaded model an analysis reads.
+pub struct Source<'a> {
+    /// The model as tract-onnx parsed it (with our builders).
+    pub inference: &'a InferenceModel,
+    /// The main graph, with the node names the parsed model uses.
+    pub graph: &'a pb::GraphProto,
+    /// The declared graph inputs (initializers excluded), in order.
+    pub inputs: &'a [DeclaredInput],
+}
+
+/// How much an analysis computes ahead of running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Nodes over constants are evaluated when their outputs take at most this many bytes (a slicing
+    /// view of a constant always is: it is never larger than its input).
+    pub fold_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { fold_bytes: DEFAULT_FOLD_BYTES }
+    }
+}
+
+/// The default of [`Options::fold_bytes`]: 4 MB, as tract's own constant folding.
+pub const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
+
+/// Analyses a model under `binding`, with the user's `assumptions` (such as `N>=2`).
+pub fn analyse(
+    source: &Source,
+    binding: &Binding,
+    assumptions: &[String],
+    options: Options,
+) -> anyhow::Result<Analysis> {
+    let scope = SymbolScope::default();
+    let mut bounded = vec![];
+    for a in assumptions {
+        check_bounded(a)?;
+        scope.add_assertion(a.as_str()).map_err(|e| anyhow::anyhow!("bad assumption '{a}': {e}"))?;
+        bounded.extend(upper_bounded_symbols(a));
+    }
+    let mut table = symbols::SymbolTable::new(bounded);
+    let facts = bind::input_facts(source.inputs, binding, &scope, &mut table)?;
+    let nodes: translate::NodeIndex = node_index(source.graph);
+    let t = translate::translate(source.inference, &nodes, facts, scope.clone(), table, options.fold_bytes)?;
+    let mut outlets = HashMap::new();
+    let mut unknown = HashMap::new();
+    for (outlet, label) in value_names(source.inference) {
+        if let Some(typed) = t.mapping.get(&outlet) {
+            outlets.insert(label, *typed);
+        } else if let Some(why) = t.unknown.get(&outlet) {
+            unknown.insert(label, why.clone());
+        }
+    }
+    let symbols = t.table.finish(&scope);
+    for a in assumptions {
+        for name in assumption_symbols(a) {
+            if !symbols.iter().any(|s| s.name == name) {
+                let known: Vec<&str> = symbols.iter().map(|s| s.name.as_str()).collect();
+                bail!(
+                    "assumption '{a}' names {name}, which is not a dim of this model (its symbols: {})",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                );
+            }
+        }
+    }
+    Ok(Analysis { typed: t.typed, outlets, unknown, symbols, requirements: t.requirements, fallbacks: t.fallbacks })
+}
+
+/// The ONNX nodes by the names the parsed model gives them (their name, else their first output).
+fn node_index(graph: &pb::GraphProto) -> translate::NodeIndex<'_> {
+    graph
+        .node
+        .iter()
+        .map(|n| {
+            let name = if !n.name.is_empty() { n.name.as_str() } else { n.output.first().map_or("", String::as_str) };
+            (name, n)
+        })
+        .collect()
+}
+
+/// The named values of a parsed model: graph inputs by their node's name, node outputs by label.
+fn value_names(model: &InferenceModel) -> Vec<(OutletId, String)> {
+    let mut names: Vec<(OutletId, String)> =
+        model.inputs.iter().map(|o| (*o, model.node(o.node).name.clone())).collect();
+    names.extend(model.outlet_labels.iter().map(|(o, l)| (*o, l.clone())));
+    // Initializers are constant nodes named after them, without a label.
+    let labelled: std::collections::HashSet<String> = names.iter().map(|(_, l)| l.clone()).collect();
+    for node in model.nodes() {
+        if node.inputs.is_empty() && node.outputs.len() == 1 && !labelled.contains(&node.name) {
+            names.push((OutletId::new(node.id, 0), node.name.clone()));
+        }
+    }
+    names
+}
+
+/// The symbols an assumption bounds from above (`N<=K`, `N<K`, `K>=N`, `K>N` with `K` a number).
+fn upper_bounded_symbols(assumption: &str) -> Vec<String> {
+    let a = assumption.replace(' ', "");
+    let sides =
+        ["<=", ">=", "<", ">"].iter().find_map(|op| a.split_once(op).map(|(l, r)| (*op, l.to_string(), r.to_string())));
+    let Some((op, left, right)) = sides else { return vec![] };
+    let is_name = |s: &str| {
+        !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && s.parse::<i64>().is_err()
+    };
+    let is_number = |s: &str| s.parse::<i64>().is_ok();
+    match op {
+        "<=" | "<" if is_name(&left) && is_number(&right) => vec![left],
+        ">=" | ">" if is_number(&left) && is_name(&right) => vec![right],
+        _ => vec![],
+    }
+}
+
+/// The identifiers an assumption names (`min` and `max` are functions, not symbols).
+fn assumption_symbols(text: &str) -> Vec<String> {
+    let mut names = vec![];
+    let mut current = String::new();
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_alphanumeric() || c == '_' || (c == '.' && !current.is_empty()) {
+            current.push(c);
+        } else if !current.is_empty() {
+            let word = std::mem::take(&mut current);
+            let is_name = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            if is_name && word != "min" && word != "max" && !names.contains(&word) {
+                names.push(word);
+            }
+        }
+    }
+    names
+}
+
+/// Checks an assumption's syntax: one comparison (`==`, `<=`, `>=`, `<`, `>`) between two dim
+/// expressions, such as `N>=2`.
+pub fn check_assumption(text: &str) -> anyhow::Result<()> {
+    check_bounded(text).map_err(|e| anyhow::anyhow!("bad assumption '{text}': {e}"))?;
+    if text.contains("&&") || text.contains("||") {
+        bail!("bad assumption '{text}': an assumption is one comparison such as N>=2; give several with one --assume each");
+    }
+    let ops = ["==", "<=", ">=", "<", ">"];
+    // The first comparison in the text, the longest at that place (`>=` rather than `>`).
+    let found = ops.iter().filter_map(|op| text.find(op).map(|at| (at, std::cmp::Reverse(op.len()), *op))).min();
+    let found = found.map(|(at, _, op)| (at, op));
+    let Some((at, op)) = found else {
+        bail!("bad assumption '{text}': it compares nothing; write it as a comparison such as N>=2 (==, <=, >=, <, >)")
+    };
+    let (left, right) = (&text[..at], &text[at + op.len()..]);
+    let scratch = SymbolScope::default();
+    for (side, what) in [(left, "left"), (right, "right")] {
+        if side.trim().is_empty() {
+            bail!("bad assumption '{text}': the {what} side of '{op}' is empty");
+        }
+        if ops.iter().any(|o| side.contains(o)) {
+            bail!("bad assumption '{text}': an assumption is one comparison such as N>=2");
+        }
+        parse_dim(&scratch, side).map_err(|e| anyhow::anyhow!("bad assumption '{text}': the {what} side: {e}"))?;
+    }
+    scratch
+        .add_assertion(text.trim())
+        .map_err(|_| anyhow::anyhow!("bad assumption '{text}': not a comparison tract can use"))?;
+    Ok(())
+}
+
+impl Analysis {
+    /// The facts of the named values (graph inputs, node outputs, graph outputs) in graph order, each
+    /// once; values whose facts are unknown are left out.
+    pub fn value_facts(&self, graph: &pb::GraphProto) -> anyhow::Result<Vec<crate::ValueFact>> {
+        let mut facts = vec![];
+        let mut seen = std::collections::HashSet::new();
+        for name in graph_value_names(graph) {
+            if !seen.insert(name) {
+                continue;
+            }
+            let Some(outlet) = self.outlets.get(name) else { continue };
+            let fact = self.typed.outlet_fact(*outlet)?;
+            let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
+            facts.push(crate::ValueFact { name: name.to_string(), dtype: fact.datum_type, shape });
+        }
+        Ok(facts)
+    }
+}
+
+/// The named values of a graph in order: inputs that are not initializers, every node output, the
+/// graph outputs (names may repeat).
+pub fn graph_value_names(graph: &pb::GraphProto) -> Vec<&str> {
+    let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    let mut names: Vec<&str> =
+        graph.input.iter().map(|i| i.name.as_str()).filter(|n| !initializers.contains(n)).collect();
+    names.extend(graph.node.iter().flat_map(|n| n.output.iter().map(String::as_str)).filter(|n| !n.is_empty()));
+    names.extend(graph.output.iter().map(|o| o.name.as_str()));
+    names
+}

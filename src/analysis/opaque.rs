@@ -1,0 +1,103 @@
+//! [`Opaque`]: a node whose own rule could not type it, kept so analysis goes on past it.
+//!
+//! When tract cannot translate a node into its typed form (a rule too weak for symbolic dims, an
+//! output size that depends on data), the node becomes an `Opaque`: it runs the original operator as
+//! is, and its output facts are what could be learnt (element type, rank, the dims the rules found),
+//! with a fresh symbol for every other dim, named after the node. Those symbols are bound from the
+//! tensors it produces when the plan runs.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_hir::internal::InferenceOp;
+
+/// A node run by its original operator, with output facts decided at analysis.
+#[derive(Debug, Clone)]
+pub struct Opaque {
+    /// The operator as tract-onnx built it.
+    pub op: Box<dyn InferenceOp>,
+    /// The node's name, for errors.
+    pub node: String,
+    /// Its output facts.
+    pub facts: TVec<TypedFact>,
+    /// Why the node's own rule could not be used.
+    pub reason: String,
+}
+
+impl PartialEq for Opaque {
+    fn eq(&self, other: &Self) -> bool {
+        // Two opaque nodes are the same only if they are one node: operators are not comparable.
+        self.node == other.node && self.facts == other.facts
+    }
+}
+
+impl Eq for Opaque {}
+
+impl Op for Opaque {
+    fn name(&self) -> StaticName {
+        format!("Opaque({})", self.op.name()).into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![self.reason.clone()])
+    }
+
+    fn mints_runtime_symbols(&self) -> bool {
+        true
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for Opaque {
+    fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
+        let outputs = self.op.eval_out_of_plan(inputs)?;
+        if let Some(outputs) = &outputs {
+            self.check(outputs)?;
+        }
+        Ok(outputs)
+    }
+
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let outputs = self.op.eval(ctx, inputs)?;
+        self.check(&outputs)?;
+        Ok(outputs)
+    }
+}
+
+impl Opaque {
+    /// The outputs must have the types and ranks analysis gave them.
+    fn check(&self, outputs: &[TValue]) -> TractResult<()> {
+        ensure!(
+            outputs.len() == self.facts.len(),
+            "node '{}' ({}): produced {} outputs, expected {}",
+            self.node,
+            self.op.name(),
+            outputs.len(),
+            self.facts.len()
+        );
+        for (ix, (o, f)) in outputs.iter().zip(&self.facts).enumerate() {
+            let same_type = o.datum_type() == f.datum_type
+                || (o.datum_type().is_tdim() && f.datum_type == DatumType::I64)
+                || (o.datum_type() == DatumType::I64 && f.datum_type.is_tdim());
+            ensure!(
+                same_type && o.rank() == f.rank(),
+                "node '{}' ({}): output {ix} is {:?} of rank {}, analysis expected {:?} of rank {}",
+                self.node,
+                self.op.name(),
+                o.datum_type(),
+                o.rank(),
+                f.datum_type,
+                f.rank()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl TypedOp for Opaque {
+    as_op!();
+
+    fn output_facts(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        Ok(self.facts.iter().map(|f| f.datum_type.fact(f.shape.clone())).collect())
+    }
+}

@@ -1,0 +1,124 @@
+//! The symbols of one analysis: where each comes from, and what is assumed of it.
+//!
+//! A symbol is a size the model does not fix: a named input dim (`batch`, `seq`), an input dim the
+//! model leaves unnamed (`?`, `-1`, no value: named here after its input and axis), or a size that
+//! only the data decides (the length of a `NonZero`, a `Slice` whose bounds are runtime values),
+//! named after the node that makes it.
+//!
+//! Every symbol is a dim, so each gets two default assumptions: `S >= 0`, and `S <= 1000000000`
+//! ([`DEFAULT_DIM_MAX`]). The second is what lets exporters' "to the end" sentinels resolve
+//! symbolically as they do at run time: tf2onnx writes `±1e9` and `INT32_MAX`, torch `INT64_MAX`,
+//! and `min(N, 2147483647)` is `N` only for `N <= 2147483647`. A user assumption bounding a symbol
+//! from above (`N<=K`, `N<K`) replaces that default for the symbol.
+
+use std::collections::HashMap;
+use tract_onnx::prelude::*;
+
+/// The default upper bound of every symbol (see the module docs).
+pub const DEFAULT_DIM_MAX: i64 = 1_000_000_000;
+
+/// Where a symbol comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An input dim the model names (`dim_param`), possibly inside an expression (`8*height`).
+    Declared {
+        /// The graph input.
+        input: String,
+        /// The axis.
+        axis: usize,
+        /// The declared text.
+        text: String,
+    },
+    /// An input dim the model leaves unnamed (no value, `dim_value` < 0, `dim_param` `?`, empty or
+    /// `-1`): each gets its own symbol, even when two are written the same way.
+    Unnamed {
+        /// The graph input.
+        input: String,
+        /// The axis.
+        axis: usize,
+        /// How the model writes it (`?`, `-1`, `` for nothing).
+        declared: String,
+    },
+    /// Set by the user's `--input-shape`.
+    Given {
+        /// The graph input.
+        input: String,
+        /// The axis.
+        axis: usize,
+    },
+    /// A size that depends on data, or that no rule could express: named after the node.
+    Node {
+        /// The node's name.
+        node: String,
+        /// Its op type.
+        op: String,
+        /// Which output.
+        output: usize,
+        /// Which axis of that output.
+        axis: usize,
+        /// Why the size is not known before running.
+        reason: String,
+    },
+}
+
+/// One symbol of an analysis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolInfo {
+    /// Its name, as dims print it.
+    pub name: String,
+    /// Where it comes from.
+    pub origin: Origin,
+    /// Its smallest possible value under the assumptions in force.
+    pub min: Option<i64>,
+    /// Its largest possible value under the assumptions in force.
+    pub max: Option<i64>,
+}
+
+/// The symbols of one analysis, in the order they were met.
+#[derive(Debug, Clone, Default)]
+pub struct SymbolTable {
+    entries: Vec<SymbolInfo>,
+    index: HashMap<String, usize>,
+    /// Symbols the user bounded from above: no default upper bound for them.
+    user_bounded: Vec<String>,
+}
+
+impl SymbolTable {
+    /// A table for symbols in `scope`; `user_bounded` are the symbols the user's assumptions already
+    /// bound from above.
+    pub fn new(user_bounded: Vec<String>) -> SymbolTable {
+        SymbolTable { user_bounded, ..Default::default() }
+    }
+
+    /// Records `symbol` with its origin (the first origin wins) and adds its default assumptions to
+    /// `scope`.
+    pub fn record(&mut self, scope: &SymbolScope, symbol: &Symbol, origin: Origin) -> TractResult<()> {
+        let name = symbol.to_string();
+        if self.index.contains_key(&name) {
+            return Ok(());
+        }
+        scope.add_assertion(format!("{name}>=0"))?;
+        if !self.user_bounded.contains(&name) {
+            scope.add_assertion(format!("{name}<={DEFAULT_DIM_MAX}"))?;
+        }
+        self.index.insert(name.clone(), self.entries.len());
+        self.entries.push(SymbolInfo { name, origin, min: None, max: None });
+        Ok(())
+    }
+
+    /// Whether the symbol named `name` is recorded.
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    /// The recorded symbols, with their bounds filled in from `scope`'s assumptions.
+    pub fn finish(mut self, scope: &SymbolScope) -> Vec<SymbolInfo> {
+        for entry in &mut self.entries {
+            let Some(sym) = scope.get(&entry.name) else { continue };
+            let dim = TDim::Sym(sym);
+            entry.min = dim.low_inclusive_bound();
+            entry.max = dim.high_inclusive_bound();
+        }
+        self.entries
+    }
+}

@@ -1,0 +1,444 @@
+//! Translating the parsed model into tract's typed model, node by node, never all or nothing.
+//!
+//! tract's own translation analyses the whole graph first and stops at the first node its rules
+//! cannot solve. Here each node is translated on its own, in graph order, from the typed facts of its
+//! inputs:
+//!
+//! 1. inputs whose dims the node requires equal but the model writes differently are unified first
+//!    ([`super::require`]), and integer constants meeting symbolic dims are made dims exactly;
+//! 2. the node's own translation runs (tract's, or ours for the ops we replace);
+//! 3. if that fails, the node becomes an [`Opaque`] with the facts its inference rules can still give
+//!    (type, rank, some dims) and a fresh symbol for each dim they cannot, and translation goes on;
+//! 4. if not even its type and rank can be known, its outputs are unknown, and so is everything that
+//!    depends on them; the rest of the graph is still translated.
+//!
+//! Every symbol met is recorded with its origin ([`super::symbols`]).
+
+use super::opaque::Opaque;
+use super::require::{self, AssumeShape, Requirement};
+use super::symbols::{Origin, SymbolTable};
+use crate::model::guard;
+use std::collections::HashMap;
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
+use tract_onnx::tract_hir::internal::*;
+
+/// A node whose translation fell back to an [`Opaque`] one, or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fallback {
+    /// The node's name.
+    pub node: String,
+    /// Its op type.
+    pub op: String,
+    /// Why its own rule could not be used.
+    pub reason: String,
+    /// Whether its outputs are typed (as an opaque node) or unknown.
+    pub typed: bool,
+}
+
+/// The result of a translation.
+#[derive(Debug)]
+pub struct Translated {
+    /// The typed model; its inputs are the graph inputs in order, its outputs the graph outputs
+    /// that could be typed.
+    pub typed: TypedModel,
+    /// Each outlet of the parsed model to its typed outlet.
+    pub mapping: HashMap<OutletId, OutletId>,
+    /// Outlets of the parsed model whose facts are unknown, with the reason.
+    pub unknown: HashMap<OutletId, String>,
+    /// Nodes that fell back.
+    pub fallbacks: Vec<Fallback>,
+    /// Equalities the model requires of its inputs.
+    pub requirements: Vec<Requirement>,
+    /// The symbols met.
+    pub table: SymbolTable,
+}
+
+/// The ONNX nodes by the name the parsed model gives them.
+pub type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
+
+/// Translates `source`, its inputs having `input_facts`, into a typed model in `scope`, evaluating
+/// nodes over constants whose outputs take at most `fold_bytes`.
+pub fn translate(
+    source: &InferenceModel,
+    nodes: &NodeIndex,
+    input_facts: Vec<TypedFact>,
+    scope: SymbolScope,
+    table: SymbolTable,
+    fold_bytes: u64,
+) -> TractResult<Translated> {
+    let _proofs = scope.proof_cache_session();
+    let mut t = Translator {
+        source,
+        nodes,
+        target: TypedModel { symbols: scope, ..TypedModel::default() },
+        mapping: HashMap::new(),
+        unknown: HashMap::new(),
+        fallbacks: vec![],
+        requirements: vec![],
+        table,
+        fold_bytes,
+    };
+    let inputs = source.input_outlets()?.to_vec();
+    ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
+    for (outlet, fact) in inputs.iter().zip(input_facts) {
+        let id = t.target.add_source(&source.node(outlet.node).name, fact)?;
+        t.mapping.insert(*outlet, id);
+        t.label(*outlet)?;
+    }
+    for id in source.eval_order()? {
+        if inputs.iter().any(|o| o.node == id) {
+            continue;
+        }
+        t.node(id)?;
+    }
+    let outputs: Vec<OutletId> = source.output_outlets()?.iter().filter_map(|o| t.mapping.get(o).copied()).collect();
+    t.target.select_output_outlets(&outputs)?;
+    Ok(Translated {
+        typed: t.target,
+        mapping: t.mapping,
+        unknown: t.unknown,
+        fallbacks: t.fallbacks,
+        requirements: t.requirements,
+        table: t.table,
+    })
+}
+
+struct Translator<'a> {
+    source: &'a InferenceModel,
+    nodes: &'a NodeIndex<'a>,
+    target: TypedModel,
+    mapping: HashMap<OutletId, OutletId>,
+    unknown: HashMap<OutletId, String>,
+    fallbacks: Vec<Fallback>,
+    requirements: Vec<Requirement>,
+    table: SymbolTable,
+    fold_bytes: u64,
+}
+
+impl Translator<'_> {
+    fn op_type(&self, node: &InferenceNode) -> String {
+        self.nodes.get(node.name.as_str()).map_or_else(|| node.op.name().to_string(), |n| n.op_type.clone())
+    }
+
+    fn label(&mut self, outlet: OutletId) -> TractResult<()> {
+        if let Some(label) = self.source.outlet_label(outlet) {
+            let typed = self.mapping[&outlet];
+            self.target.set_outlet_label(typed, label.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn node(&mut self, id: usize) -> TractResult<()> {
+        let node = self.source.node(id);
+        let op_type = self.op_type(node);
+        if let Some(why) = node.inputs.iter().find_map(|i| self.unknown.get(i)) {
+            let why = why.clone();
+            for slot in 0..node.outputs.len() {
+                self.unknown.insert(OutletId::new(id, slot), why.clone());
+            }
+            return Ok(());
+        }
+        let mark = self.target.nodes.len();
+        let outcome = self.typed_outputs(node, &op_type);
+        let (outlets, reason) = match outcome {
+            Ok(outlets) => (outlets, None),
+            Err(e) => {
+                if is_invalid(&e) {
+                    // A panic says little: the node's own rules may say what is wrong with it.
+                    if e.chain().any(|c| c.downcast_ref::<crate::error::Panicked>().is_some()) {
+                        if let Err(rules) = self.rules_check(node) {
+                            return Err(crate::error::NodeError::invalid(&node.name, &op_type, rules));
+                        }
+                    }
+                    return Err(attributed(e, &node.name, &op_type));
+                }
+                rollback(&mut self.target, mark);
+                let reason = crate::report::describe_error(&e);
+                match self.opaque(node, &op_type, &reason)? {
+                    Some(outlets) => (outlets, Some(reason)),
+                    None => {
+                        let why = format!("node '{}' ({op_type}): {reason}", node.name);
+                        for slot in 0..node.outputs.len() {
+                            self.unknown.insert(OutletId::new(id, slot), why.clone());
+                        }
+                        self.fallbacks.push(Fallback { node: node.name.clone(), op: op_type, reason, typed: false });
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        if let Some(reason) = &reason {
+            self.fallbacks.push(Fallback {
+                node: node.name.clone(),
+                op: op_type.clone(),
+                reason: reason.clone(),
+                typed: true,
+            });
+        }
+        if reason.is_none() {
+            self.fold(&outlets)?;
+        }
+        for (slot, outlet) in outlets.iter().enumerate() {
+            self.mapping.insert(OutletId::new(id, slot), *outlet);
+            self.label(OutletId::new(id, slot))?;
+            let fact = self.target.outlet_fact(*outlet)?.clone();
+            for (axis, d) in fact.shape.iter().enumerate() {
+                for sym in d.symbols() {
+                    if !self.table.contains(&sym.to_string()) {
+                        let why = reason
+                            .clone()
+                            .unwrap_or_else(|| "its size depends on values known only at run time".into());
+                        let origin = Origin::Node {
+                            node: node.name.clone(),
+                            op: op_type.clone(),
+                            output: slot,
+                            axis,
+                            reason: why,
+                        };
+                        self.table.record(&self.target.symbols, &sym, origin)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates the nodes making `outlets` when all their inputs are constants and their outputs fit
+    /// the folding budget (a slicing view always fits: it is never larger than its input); their
+    /// facts then carry the values, which later nodes read (shape arithmetic, parameters).
+    fn fold(&mut self, outlets: &[OutletId]) -> TractResult<()> {
+        for outlet in outlets {
+            let node = &self.target.nodes[outlet.node];
+            if node.outputs.iter().all(|o| o.fact.konst.is_some()) || node.inputs.is_empty() {
+                continue;
+            }
+            let inputs: Option<TVec<TValue>> = node
+                .inputs
+                .iter()
+                .map(|i| self.target.outlet_fact(*i).ok().and_then(|f| f.konst.clone()).map(|k| k.into_tvalue()))
+                .collect();
+            let Some(inputs) = inputs else { continue };
+            if node.op.state(&EvalContext::out_of_plan())?.is_some() {
+                continue;
+            }
+            let bytes = |f: &TypedFact| -> Option<u64> {
+                let n = f.shape.as_concrete()?.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))?;
+                n.checked_mul(f.datum_type.size_of() as u64)
+            };
+            let out_bytes = node.outputs.iter().map(|o| bytes(&o.fact)).try_fold(0u64, |acc, b| acc.checked_add(b?));
+            let in_bytes: u64 = inputs.iter().map(|t| (t.len() * t.datum_type().size_of()) as u64).sum();
+            let is_view = node.op_is::<crate::graph::ViewOp>();
+            let fits = out_bytes.is_some_and(|b| b <= self.fold_bytes || (is_view && b <= in_bytes));
+            if !fits {
+                continue;
+            }
+            let op = node.op.clone();
+            let Ok(Ok(Some(values))) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op.eval_out_of_plan(inputs)))
+            else {
+                continue;
+            };
+            let node = &mut self.target.nodes[outlet.node];
+            if values.len() != node.outputs.len() {
+                continue;
+            }
+            for (output, value) in node.outputs.iter_mut().zip(values) {
+                if value.datum_type() == output.fact.datum_type
+                    && value.shape() == output.fact.shape.as_concrete().unwrap_or(&[])
+                {
+                    output.fact.konst = Some(value.into_arc_tensor());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The node's own translation, after unifying what it requires equal.
+    fn typed_outputs(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<TVec<OutletId>> {
+        let proto = self.nodes.get(node.name.as_str()).copied();
+        let attr = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.i);
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let refs: Vec<&TypedFact> = facts.iter().collect();
+        let (rewrites, reqs) = require::rewrites(op_type, &attr, &refs, &node.name);
+        let mut replaced: Vec<(OutletId, OutletId)> = vec![];
+        let mut adjusted = inputs.clone();
+        for (ix, fact) in facts.iter().enumerate() {
+            let mine: Vec<&require::Rewrite> = rewrites.iter().filter(|r| r.input == ix).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut shape: TVec<TDim> = fact.shape.to_tvec();
+            for r in &mine {
+                shape[r.axis] = r.dim.clone();
+            }
+            let text: Vec<String> = reqs.iter().map(|r| r.to_string()).collect();
+            let op = AssumeShape { shape, requirement: text.join(", ") };
+            let name = self.target.unique_name(format!("{}.assume{ix}", node.name));
+            adjusted[ix] = self.target.wire_node(name, op, &[inputs[ix]])?[0];
+        }
+        for (ix, o) in node.inputs.iter().enumerate() {
+            if adjusted[ix] != inputs[ix] {
+                replaced.push((*o, inputs[ix]));
+                self.mapping.insert(*o, adjusted[ix]);
+            }
+        }
+        let result = guard("translating the model", || {
+            let outlets = node.op.to_typed(self.source, node, &mut self.target, &self.mapping)?;
+            ensure!(
+                outlets.len() == node.outputs.len(),
+                "translated into {} outputs, expected {}",
+                outlets.len(),
+                node.outputs.len()
+            );
+            for o in &outlets {
+                self.target.outlet_fact(*o)?.consistent()?;
+            }
+            Ok(outlets)
+        });
+        for (o, original) in replaced {
+            self.mapping.insert(o, original);
+        }
+        if result.is_ok() {
+            for r in reqs {
+                if !self.requirements.contains(&r) {
+                    self.requirements.push(r);
+                }
+            }
+        }
+        result
+    }
+
+    /// The node's inference rules on its inputs' full facts: their error, if they refuse them.
+    fn rules_check(&self, node: &InferenceNode) -> TractResult<()> {
+        let ins: TVec<InferenceFact> = node
+            .inputs
+            .iter()
+            .map(|o| self.target.outlet_fact(self.mapping[o]).map(InferenceFact::from))
+            .collect::<TractResult<_>>()?;
+        let outs: TVec<InferenceFact> = node.outputs.iter().map(|o| o.fact.clone()).collect();
+        let mut op: Box<dyn InferenceOp> = node.op.clone();
+        guard("inferring facts", || op.infer_facts(ins.iter().collect(), outs.iter().collect(), tvec![]))?;
+        Ok(())
+    }
+
+    /// The node as an [`Opaque`], if its rules still give each output's type and rank.
+    fn opaque(&mut self, node: &InferenceNode, op_type: &str, reason: &str) -> TractResult<Option<TVec<OutletId>>> {
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let observed: Vec<InferenceFact> = node
+            .op
+            .observe_outlets(self.source, node)
+            .unwrap_or_default()
+            .iter()
+            .map(|o| {
+                self.mapping
+                    .get(o)
+                    .and_then(|t| self.target.outlet_fact(*t).ok())
+                    .map(InferenceFact::from)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let outputs = local_rules(node, &facts, &observed).map_err(|e| attributed(e, &node.name, op_type))?;
+        let Some(outputs) = outputs else { return Ok(None) };
+        let prefix = super::bind::symbol_name(&node.name);
+        let mut typed = tvec![];
+        for (slot, fact) in outputs.iter().enumerate() {
+            let (Some(dt), Some(rank)) = (fact.datum_type.concretize(), fact.shape.rank().concretize()) else {
+                return Ok(None);
+            };
+            let Ok(rank) = usize::try_from(rank) else { return Ok(None) };
+            let mut dims = tvec![];
+            for axis in 0..rank {
+                let known = fact.shape.dim(axis).and_then(|d| d.concretize());
+                dims.push(match known {
+                    Some(d) => d,
+                    None => {
+                        let name = if outputs.len() == 1 {
+                            format!("{prefix}_{axis}")
+                        } else {
+                            format!("{prefix}_{slot}_{axis}")
+                        };
+                        TDim::Sym(self.target.symbols.new_with_prefix(&name))
+                    }
+                });
+            }
+            typed.push(dt.fact(&*dims));
+        }
+        let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts: typed, reason: reason.to_string() };
+        let name = self.target.unique_name(&node.name);
+        let id = self.target.add_node(name, op.clone(), op.facts.clone())?;
+        for (ix, input) in inputs.iter().enumerate() {
+            self.target.add_edge(*input, InletId::new(id, ix))?;
+        }
+        Ok(Some((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect()))
+    }
+}
+
+/// Whether a translation error means the model is wrong (an invalid node, or tract panicking on it),
+/// rather than that a rule cannot type the node.
+fn is_invalid(e: &anyhow::Error) -> bool {
+    use crate::error::{NodeError, NodeErrorKind, Panicked};
+    NodeError::find(e).is_some_and(|n| n.kind == NodeErrorKind::Invalid)
+        || e.chain().any(|c| c.downcast_ref::<Panicked>().is_some())
+}
+
+/// The error, naming the node unless it already names one.
+fn attributed(e: anyhow::Error, node: &str, op: &str) -> anyhow::Error {
+    if crate::error::NodeError::find(&e).is_some() {
+        return e;
+    }
+    crate::error::NodeError::invalid(node, op, e)
+}
+
+/// What a node's inference rules say of its outputs given its inputs' facts: with the input values,
+/// then without them, then from the input types and ranks alone. `None` when every attempt fails; a
+/// panic with the full facts is an error (the node is invalid), later attempts only have less to go on.
+fn local_rules(
+    node: &InferenceNode,
+    inputs: &[TypedFact],
+    observed: &[InferenceFact],
+) -> TractResult<Option<TVec<InferenceFact>>> {
+    let full = |f: &TypedFact| InferenceFact::from(f);
+    let no_value = |f: &TypedFact| InferenceFact::from(f).without_value();
+    let rank_only = |f: &TypedFact| {
+        InferenceFact::dt(f.datum_type)
+            .with_shape(ShapeFactoid::closed((0..f.rank()).map(|_| DimFact::default()).collect()))
+    };
+    let attempts: [&dyn Fn(&TypedFact) -> InferenceFact; 3] = [&full, &no_value, &rank_only];
+    let outputs: TVec<InferenceFact> = node.outputs.iter().map(|o| o.fact.clone()).collect();
+    for (ix, make) in attempts.into_iter().enumerate() {
+        let ins: TVec<InferenceFact> = inputs.iter().map(make).collect();
+        let mut op: Box<dyn InferenceOp> = node.op.clone();
+        let result = guard("inferring facts", || {
+            op.infer_facts(ins.iter().collect(), outputs.iter().collect(), observed.iter().collect())
+        });
+        match result {
+            Ok((_, outs, _)) => return Ok(Some(outs)),
+            Err(e) if ix == 0 && is_invalid(&e) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Removes the nodes added since `mark` (a translation that failed half-way), and every edge and
+/// label pointing at them.
+fn rollback(model: &mut TypedModel, mark: usize) {
+    if model.nodes.len() <= mark {
+        return;
+    }
+    model.nodes.truncate(mark);
+    for node in &mut model.nodes {
+        for output in &mut node.outputs {
+            output.successors.retain(|s| s.node < mark);
+        }
+    }
+    model.outlet_labels.retain(|o, _| o.node < mark);
+    model.inputs.retain(|o| o.node < mark);
+    model.outputs.retain(|o| o.node < mark);
+}

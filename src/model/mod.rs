@@ -1,0 +1,391 @@
+//! The public API over a loaded model: load from a path or bytes, set input shapes and assumptions,
+//! analyse it (every value's type and shape), run it.
+//!
+//! Running binds every input to the tensor it is given (its element type and concrete shape), so a
+//! model runs whatever its declared dims say, as onnxruntime does; the optimized plan is kept per
+//! input signature, so repeated runs with the same shapes optimize once.
+
+mod guard;
+mod plans;
+mod prepare;
+mod warnings;
+
+pub(crate) use guard::guard;
+
+use crate::analysis::{self, Analysis, Binding, DeclaredDim, DeclaredInput};
+use crate::graph;
+use anyhow::{bail, Context};
+use plans::PlanCache;
+use prost::Message;
+use std::collections::HashMap;
+use std::path::Path;
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// The inferred type and shape of one value of the graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueFact {
+    /// The value's name in the ONNX graph.
+    pub name: String,
+    /// Element type.
+    pub dtype: DatumType,
+    /// Shape, symbolic dims as expressions.
+    pub shape: Vec<TDim>,
+}
+
+/// A loaded ONNX model, ready to analyse and run.
+#[derive(Debug)]
+pub struct Model {
+    proto: pb::ModelProto,
+    /// The main graph as tract parsed it: node names made unique.
+    graph: pb::GraphProto,
+    inference: InferenceModel,
+    declared: Vec<DeclaredInput>,
+    input_shapes: HashMap<String, Vec<String>>,
+    assumptions: Vec<String>,
+    /// The analysis under the declared shapes and assumptions, once made: symbolic dims print by
+    /// name only while their scope (held by the analysis) lives.
+    analysis: std::sync::Mutex<Option<Arc<Analysis>>>,
+    plans: PlanCache,
+}
+
+impl Clone for Model {
+    fn clone(&self) -> Model {
+        Model {
+            proto: self.proto.clone(),
+            graph: self.graph.clone(),
+            inference: self.inference.clone(),
+            declared: self.declared.clone(),
+            input_shapes: self.input_shapes.clone(),
+            assumptions: self.assumptions.clone(),
+            analysis: std::sync::Mutex::new(self.analysis.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+            plans: PlanCache::default(),
+        }
+    }
+}
+
+/// Decodes model bytes, with a clear error for what is not a model.
+pub fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
+    if bytes.is_empty() {
+        bail!("the file is empty, not an ONNX model");
+    }
+    let proto = pb::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
+    if proto.graph.is_none() {
+        bail!("not a valid ONNX model: it has no graph");
+    }
+    Ok(proto)
+}
+
+impl Model {
+    /// Loads a model file (external data is looked up next to it).
+    pub fn load_path(path: impl AsRef<Path>) -> anyhow::Result<Model> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::load_proto(decode_proto(&bytes)?, path.parent().and_then(|p| p.to_str()))
+    }
+
+    /// Loads a model from its bytes.
+    pub fn load_bytes(bytes: &[u8]) -> anyhow::Result<Model> {
+        Self::load_proto(decode_proto(bytes)?, None)
+    }
+
+    /// Loads a model from its bytes, looking up external data in `dir`.
+    pub fn load_bytes_in(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Model> {
+        Self::load_proto(decode_proto(bytes)?, dir.and_then(|d| d.to_str()))
+    }
+
+    fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+        let graph = proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
+        prepare::check_structure(graph)?;
+        let prepared = prepare::for_tract(&proto);
+        let parsed = guard("parsing the model", || graph::onnx().parse(&prepared, dir))?;
+        if !parsed.unresolved_inputs.is_empty() {
+            bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
+        }
+        let declared = DeclaredInput::from_graph(graph);
+        let graph = prepared.graph.clone().unwrap_or_default();
+        ensure!(
+            declared.len() == parsed.model.inputs.len(),
+            "the model declares {} inputs but tract found {}",
+            declared.len(),
+            parsed.model.inputs.len()
+        );
+        Ok(Model {
+            proto,
+            graph,
+            inference: parsed.model,
+            declared,
+            input_shapes: HashMap::new(),
+            assumptions: vec![],
+            analysis: std::sync::Mutex::new(None),
+            plans: PlanCache::default(),
+        })
+    }
+
+    /// Checks inputs against the model's declared inputs: count, dtype, rank, known dims, and symbols
+    /// bound consistently across inputs (a dim `K` must be the same everywhere it appears).
+    pub fn check_inputs(&self, inputs: &[Tensor]) -> anyhow::Result<()> {
+        let names = self.input_names();
+        if inputs.len() != names.len() {
+            bail!("the model takes {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len());
+        }
+        let mut bound: HashMap<String, (i64, String)> = HashMap::new();
+        let numpy = crate::npy::numpy_name;
+        for (decl, tensor) in self.declared.iter().zip(inputs) {
+            let name = &decl.name;
+            if let Ok(dt) = analysis::bind_datum_type(decl) {
+                let same = dt == tensor.datum_type() || (dt == DatumType::I64 && tensor.datum_type().is_tdim());
+                if !same {
+                    bail!("input '{name}' is {} but the model expects {}", numpy(tensor.datum_type()), numpy(dt));
+                }
+            }
+            let Some(dims) = &decl.dims else { continue };
+            let declared = || dims.iter().map(declared_text).collect::<Vec<_>>().join(",");
+            if dims.len() != tensor.rank() {
+                bail!("input '{name}' has shape {:?} but the model expects [{}]", tensor.shape(), declared());
+            }
+            for (d, &n) in dims.iter().zip(tensor.shape()) {
+                match d {
+                    DeclaredDim::Value(v) if *v != n as i64 => {
+                        bail!("input '{name}' has shape {:?} but the model expects [{}]", tensor.shape(), declared())
+                    }
+                    DeclaredDim::Param(p) if is_identifier(p) => match bound.get(p.trim()) {
+                        Some((v, from)) if *v != n as i64 => bail!(
+                            "input '{name}' has shape {:?}: its dim {} is {n} but input '{from}' made it {v}",
+                            tensor.shape(),
+                            p.trim()
+                        ),
+                        Some(_) => {}
+                        None => {
+                            bound.insert(p.trim().to_string(), (n as i64, name.clone()));
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The decoded ONNX model.
+    pub fn proto(&self) -> &pb::ModelProto {
+        &self.proto
+    }
+
+    /// The model as tract-onnx parsed it, with sliceops' builders (input facts are set by analysis).
+    pub fn inference_model(&self) -> &InferenceModel {
+        &self.inference
+    }
+
+    /// The graph inputs as the model declares them (initializers excluded), in order.
+    pub fn declared_inputs(&self) -> &[DeclaredInput] {
+        &self.declared
+    }
+
+    /// The names of the graph inputs that must be fed (initializers excluded).
+    pub fn input_names(&self) -> Vec<String> {
+        self.declared.iter().map(|d| d.name.clone()).collect()
+    }
+
+    /// The names of the graph outputs.
+    pub fn output_names(&self) -> Vec<String> {
+        self.proto.graph.as_ref().map(|g| g.output.iter().map(|o| o.name.clone()).collect()).unwrap_or_default()
+    }
+
+    fn input_index(&self, name: &str) -> anyhow::Result<usize> {
+        self.input_names().iter().position(|n| n == name).with_context(|| {
+            format!("the graph has no input named '{name}' (inputs: {})", self.input_names().join(", "))
+        })
+    }
+
+    /// Sets an input's shape for analysis from dims such as `["N", "3"]` (integers or symbol
+    /// expressions); the element type stays what the model declares. A rank other than the declared
+    /// one is an error.
+    pub fn set_input_shape(&mut self, name: &str, dims: &[&str]) -> anyhow::Result<()> {
+        let ix = self.input_index(name)?;
+        let scratch = SymbolScope::default();
+        for d in dims {
+            let dim = analysis::parse_dim(&scratch, d).with_context(|| format!("bad dim '{d}' for input '{name}'"))?;
+            if dim.as_i64().is_some_and(|v| v < 0) {
+                bail!("bad dim '{d}' for input '{name}': a dim is a size, never negative");
+            }
+        }
+        if let Some(declared) = &self.declared[ix].dims {
+            if declared.len() != dims.len() {
+                let text = declared.iter().map(declared_text).collect::<Vec<_>>().join(",");
+                bail!(
+                    "input '{name}' has rank {} ([{text}]) but the shape given has {} dims",
+                    declared.len(),
+                    dims.len()
+                );
+            }
+        }
+        self.input_shapes.insert(name.to_string(), dims.iter().map(|d| d.trim().to_string()).collect());
+        self.forget();
+        Ok(())
+    }
+
+    /// Adds an assumption about symbols, such as `N>=2`, used to simplify shapes.
+    pub fn assume(&mut self, expr: &str) -> anyhow::Result<()> {
+        analysis::check_assumption(expr)?;
+        self.assumptions.push(expr.trim().to_string());
+        self.forget();
+        Ok(())
+    }
+
+    /// Drops what was derived from the input shapes and assumptions.
+    fn forget(&mut self) {
+        *self.analysis.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self.plans.clear();
+    }
+
+    fn source(&self) -> analysis::Source<'_> {
+        analysis::Source { inference: &self.inference, graph: &self.graph, inputs: &self.declared }
+    }
+
+    /// Analyses the model with its declared input shapes (as set by [`Model::set_input_shape`]) and
+    /// assumptions: every value's type and shape, the symbols and their origins, the requirements.
+    /// Made once and kept until the shapes or assumptions change. Symbolic dims print by name while the
+    /// analysis (or the model) lives.
+    pub fn analyse(&self) -> anyhow::Result<Arc<Analysis>> {
+        let mut cached = self.analysis.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = cached.as_ref() {
+            return Ok(a.clone());
+        }
+        let a = Arc::new(analysis::analyse(
+            &self.source(),
+            &Binding::Declared(self.input_shapes.clone()),
+            &self.assumptions,
+            analysis::Options::default(),
+        )?);
+        *cached = Some(a.clone());
+        Ok(a)
+    }
+
+    /// Analyses the model with its inputs bound to these element types and shapes.
+    pub fn analyse_for(&self, inputs: &[(DatumType, Vec<usize>)]) -> anyhow::Result<Analysis> {
+        analysis::analyse(
+            &self.source(),
+            &Binding::Concrete(inputs.to_vec()),
+            &self.assumptions,
+            analysis::Options::default(),
+        )
+    }
+
+    /// The typed model: every value's fact is exact (not yet decluttered).
+    pub fn typed(&self) -> anyhow::Result<TypedModel> {
+        let analysis = self.analyse()?;
+        if let Some((value, why)) = analysis.unknown.iter().next() {
+            bail!("value '{value}' cannot be typed: {why}");
+        }
+        Ok(analysis.typed.clone())
+    }
+
+    /// The inferred facts of the graph inputs, every node output and the graph outputs, in graph order.
+    /// Values whose facts cannot be known are left out (see [`Model::analyse`] for them).
+    pub fn infer(&self) -> anyhow::Result<Vec<ValueFact>> {
+        let analysis = self.analyse()?;
+        analysis.value_facts(&self.graph)
+    }
+
+    /// What analysis knows of every named value: type, shape and value when constant.
+    pub fn value_facts(&self) -> anyhow::Result<HashMap<String, InferenceFact>> {
+        let analysis = self.analyse()?;
+        let mut facts = HashMap::new();
+        for (name, outlet) in &analysis.outlets {
+            let fact = analysis.typed.outlet_fact(*outlet)?;
+            let mut f = InferenceFact::dt_shape(fact.datum_type, fact.shape.iter());
+            if let Some(k) = &fact.konst {
+                f.value = k.clone().into();
+            }
+            facts.insert(name.clone(), f);
+        }
+        Ok(facts)
+    }
+
+    /// The decluttered and optimized model (symbolic dims as declared).
+    pub fn optimized(&self) -> anyhow::Result<TypedModel> {
+        let typed = self.typed()?;
+        guard("optimizing the model", || typed.into_optimized())
+    }
+
+    /// The decluttered model (folded, views composed), before codegen.
+    pub fn decluttered(&self) -> anyhow::Result<TypedModel> {
+        let mut typed = self.typed()?;
+        guard("decluttering the model", || typed.declutter())?;
+        Ok(typed)
+    }
+
+    /// A runnable plan of the optimized model (symbolic dims as declared).
+    pub fn plan(&self) -> anyhow::Result<Arc<TypedRunnableModel>> {
+        let optimized = self.optimized()?;
+        guard("planning the model", || optimized.into_runnable())
+    }
+
+    /// The runnable plan for inputs of these types and shapes: made once, then kept.
+    pub fn plan_for(&self, inputs: &[Tensor]) -> anyhow::Result<Arc<TypedRunnableModel>> {
+        let signature: Vec<(DatumType, Vec<usize>)> =
+            inputs.iter().map(|t| (t.datum_type(), t.shape().to_vec())).collect();
+        self.plans.get_or_make(&signature, || {
+            let analysis = self.analyse_for(&signature)?;
+            if let Some((value, why)) = analysis.unknown.iter().next() {
+                bail!("value '{value}' cannot be computed: {why}");
+            }
+            let optimized = guard("optimizing the model", || analysis.typed.into_optimized())?;
+            guard("planning the model", || optimized.into_runnable())
+        })
+    }
+
+    /// How many plans [`Model::run`] has made so far (one per input signature).
+    pub fn plans_made(&self) -> usize {
+        self.plans.made()
+    }
+
+    /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
+    pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
+        self.check_inputs(&inputs)?;
+        let plan = self.plan_for(&inputs)?;
+        let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
+        let names = self.output_names();
+        names
+            .into_iter()
+            .zip(outputs)
+            .map(|(name, t)| Ok((name.clone(), onnx_tensor(&name, t.into_tensor())?)))
+            .collect()
+    }
+
+    /// Declared shapes (value_info, graph outputs) that contradict the inferred `facts` (from
+    /// [`Model::infer`]): one message each. Declared shapes are hints; inference wins.
+    pub fn shape_warnings(&self, facts: &[ValueFact]) -> anyhow::Result<Vec<String>> {
+        warnings::shape_warnings(&self.proto, facts)
+    }
+}
+
+fn is_identifier(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+fn declared_text(d: &DeclaredDim) -> String {
+    match d {
+        DeclaredDim::Value(v) => v.to_string(),
+        DeclaredDim::Param(p) => p.clone(),
+        DeclaredDim::Unnamed(_) => "?".into(),
+    }
+}
+
+/// An output as ONNX types it: tract computes shapes (a `Shape` node and what follows it) as dims, which
+/// ONNX declares int64; their values are converted exactly.
+fn onnx_tensor(name: &str, t: Tensor) -> anyhow::Result<Tensor> {
+    if !t.datum_type().is_tdim() {
+        return Ok(t);
+    }
+    let dims = t.try_as_plain_ram()?.as_slice::<TDim>()?;
+    let values: Vec<i64> = dims
+        .iter()
+        .map(|d| d.to_i64().with_context(|| format!("output '{name}' holds the symbolic value {d}")))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(tract_ndarray::ArrayD::from_shape_vec(t.shape(), values)?.into_tensor())
+}

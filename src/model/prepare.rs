@@ -1,0 +1,142 @@
+//! What is done to a decoded model before tract-onnx parses it: structural checks (every input
+//! defined, no cycle), unique node names, and symbolic dims removed from the declared types (the
+//! analysis binds the inputs itself, so tract's own reading of `dim_param` text is never needed).
+
+use anyhow::bail;
+use tract_onnx::pb;
+
+/// The model tract-onnx parses: node names made unique, `dim_param` text removed everywhere (graph
+/// inputs, outputs and value infos, in subgraphs too).
+pub fn for_tract(proto: &pb::ModelProto) -> pb::ModelProto {
+    let mut prepared = unique_node_names(proto).unwrap_or_else(|| proto.clone());
+    if let Some(graph) = prepared.graph.as_mut() {
+        strip_dim_params(graph);
+    }
+    for f in &mut prepared.functions {
+        for node in &mut f.node {
+            strip_in_attributes(node);
+        }
+    }
+    prepared
+}
+
+fn strip_dim_params(graph: &mut pb::GraphProto) {
+    for info in graph.input.iter_mut().chain(graph.output.iter_mut()).chain(graph.value_info.iter_mut()) {
+        strip_type(info.r#type.as_mut());
+    }
+    for node in &mut graph.node {
+        strip_in_attributes(node);
+    }
+}
+
+fn strip_in_attributes(node: &mut pb::NodeProto) {
+    for attr in &mut node.attribute {
+        for g in attr.g.iter_mut().chain(attr.graphs.iter_mut()) {
+            strip_dim_params(g);
+        }
+    }
+}
+
+fn strip_type(t: Option<&mut pb::TypeProto>) {
+    use pb::tensor_shape_proto::dimension::Value;
+    let Some(t) = t else { return };
+    match t.value.as_mut() {
+        Some(pb::type_proto::Value::TensorType(tensor)) => {
+            for d in tensor.shape.iter_mut().flat_map(|s| s.dim.iter_mut()) {
+                if matches!(d.value, Some(Value::DimParam(_))) {
+                    d.value = None;
+                }
+            }
+        }
+        None => {}
+    }
+}
+
+/// The model with its nodes renamed where two share a name (`name`, then `name.1`, `name.2`, ..), or
+/// `None` if every name is already unique. tract names a node after its name, else its first output, and
+/// refuses duplicates ("Duplicate node name"), which ONNX allows: names are for diagnostics. Unique names
+/// also let translation skip tract's scan of every node for a duplicate, quadratic over a large graph.
+pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
+    use std::collections::HashSet;
+    let effective =
+        |n: &pb::NodeProto| if n.name.is_empty() { n.output.first().cloned() } else { Some(n.name.clone()) };
+    let nodes = &proto.graph.as_ref()?.node;
+    let mut seen = HashSet::new();
+    if nodes.iter().filter_map(effective).all(|name| seen.insert(name)) {
+        return None;
+    }
+    let mut renamed = proto.clone();
+    let graph = renamed.graph.as_mut()?;
+    let mut taken: HashSet<String> = graph.node.iter().filter_map(effective).collect();
+    let mut seen = HashSet::new();
+    for node in &mut graph.node {
+        let Some(name) = effective(node) else { continue };
+        if !seen.insert(name.clone()) {
+            let fresh = (1u64..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n))?;
+            taken.insert(fresh.clone());
+            seen.insert(fresh.clone());
+            node.name = fresh;
+        }
+    }
+    Some(renamed)
+}
+
+/// Structural checks of a graph before tract sees it: every node input is defined (by a graph input, an
+/// initializer, or a node), and the nodes have no cycle. Errors name a node.
+pub fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
+    use std::collections::{HashMap, HashSet};
+    let label = |n: &pb::NodeProto| {
+        let name = if n.name.is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name.clone() };
+        format!("node '{name}' ({})", n.op_type)
+    };
+    let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
+    defined.extend(graph.initializer.iter().map(|t| t.name.as_str()));
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (ix, node) in graph.node.iter().enumerate() {
+        for o in node.output.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), ix);
+        }
+    }
+    for node in &graph.node {
+        for input in node.input.iter().filter(|i| !i.is_empty()) {
+            if !defined.contains(input.as_str()) && !producer.contains_key(input.as_str()) {
+                bail!("{}: input '{input}' is not defined by any graph input, initializer or node", label(node));
+            }
+        }
+    }
+    for output in &graph.output {
+        if !defined.contains(output.name.as_str()) && !producer.contains_key(output.name.as_str()) {
+            bail!("graph output '{}' is not defined by any graph input, initializer or node", output.name);
+        }
+    }
+    // Kahn's algorithm: whatever cannot be ordered is on or behind a cycle.
+    let mut pending: Vec<usize> = graph
+        .node
+        .iter()
+        .map(|n| n.input.iter().filter(|i| !i.is_empty() && producer.contains_key(i.as_str())).count())
+        .collect();
+    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (ix, node) in graph.node.iter().enumerate() {
+        for input in node.input.iter().filter(|i| !i.is_empty()) {
+            if let Some(&p) = producer.get(input.as_str()) {
+                readers.entry(p).or_default().push(ix);
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..graph.node.len()).filter(|&i| pending[i] == 0).collect();
+    let mut ordered = 0;
+    while let Some(ix) = ready.pop() {
+        ordered += 1;
+        for &r in readers.get(&ix).map(Vec::as_slice).unwrap_or(&[]) {
+            pending[r] -= 1;
+            if pending[r] == 0 {
+                ready.push(r);
+            }
+        }
+    }
+    if ordered < graph.node.len() {
+        let stuck = (0..graph.node.len()).find(|&i| pending[i] > 0).expect("some node is not ordered");
+        bail!("{}: the graph has a cycle through this node", label(&graph.node[stuck]));
+    }
+    Ok(())
+}
