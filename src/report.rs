@@ -86,3 +86,124 @@ pub(crate) fn tract_node(message: &str) -> Option<(String, String)> {
     let op = rest[close + 1..].split_whitespace().next()?;
     Some((name.to_string(), op.trim_end_matches([':', ',']).to_string()))
 }
+
+/// A dim as a parsed structure: an integer, `{"sym": name}`, or `{op: [operands]}` with `op` one of
+/// `add`, `mul`, `div` (floor division by an integer), `min`, `max`, `broadcast`, `ge`, `eq`.
+pub fn dim_tree(d: &TDim) -> serde_json::Value {
+    use serde_json::json;
+    let list = |terms: &[TDim]| serde_json::Value::Array(terms.iter().map(dim_tree).collect());
+    match d {
+        TDim::Val(v) => json!(v),
+        TDim::Sym(s) => json!({ "sym": s.to_string() }),
+        TDim::Add(terms) => json!({ "add": list(terms) }),
+        TDim::Mul(terms) => json!({ "mul": list(terms) }),
+        TDim::MulInt(k, x) => json!({ "mul": [k, dim_tree(x)] }),
+        TDim::Div(x, k) => json!({ "div": [dim_tree(x), k] }),
+        TDim::Min(terms) => json!({ "min": list(terms) }),
+        TDim::Max(terms) => json!({ "max": list(terms) }),
+        TDim::Broadcast(terms) => json!({ "broadcast": list(terms) }),
+        TDim::Ge(a, b) => json!({ "ge": [dim_tree(a), dim_tree(b)] }),
+        TDim::Eq(a, b) => json!({ "eq": [dim_tree(a), dim_tree(b)] }),
+    }
+}
+
+/// A symbol's origin as JSON.
+fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
+    use crate::analysis::Origin;
+    use serde_json::json;
+    match o {
+        Origin::Declared { input, axis, text } => {
+            json!({"kind": "input", "input": input, "axis": axis, "declared": text})
+        }
+        Origin::Unnamed { input, axis, declared } => {
+            json!({"kind": "unnamed input dim", "input": input, "axis": axis, "declared": declared})
+        }
+        Origin::Given { input, axis } => json!({"kind": "--input-shape", "input": input, "axis": axis}),
+        Origin::Node { node, op, output, axis, reason } => {
+            json!({"kind": "node", "node": node, "op": op, "output": output, "axis": axis, "reason": reason})
+        }
+    }
+}
+
+/// Where a value comes from: the node making it (name, op type), by value name.
+pub fn producers(graph: &tract_onnx::pb::GraphProto) -> std::collections::HashMap<&str, (&str, &str)> {
+    let mut map = std::collections::HashMap::new();
+    for n in &graph.node {
+        let name = if n.name.is_empty() { n.output.first().map_or("", String::as_str) } else { n.name.as_str() };
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            map.insert(o.as_str(), (name, n.op_type.as_str()));
+        }
+    }
+    map
+}
+
+/// The values of a small integer tensor (a shape vector and its arithmetic) as dims, if it is one.
+fn shape_value(t: &Tensor) -> Option<Vec<TDim>> {
+    if t.rank() > 1 || t.len() > 64 || !(t.datum_type().is_integer() || t.datum_type().is_tdim()) {
+        return None;
+    }
+    crate::graph::dims_of(t).ok()
+}
+
+/// The whole analysis as JSON: `values` (graph inputs, every node output, graph outputs: name, dtype,
+/// shape, the shape as a structure, the producing node, the value of shape tensors; or why it is
+/// unknown), `symbols` (origin, bounds), `requirements`, `assumptions`, and `fallbacks` (nodes whose
+/// own rule could not be used).
+pub fn analysis_json(
+    analysis: &crate::analysis::Analysis,
+    graph: &tract_onnx::pb::GraphProto,
+    assumptions: &[String],
+) -> anyhow::Result<serde_json::Value> {
+    use serde_json::json;
+    let producers = producers(graph);
+    let mut values = vec![];
+    let mut seen = std::collections::HashSet::new();
+    for name in crate::analysis::graph_value_names(graph) {
+        if !seen.insert(name) {
+            continue;
+        }
+        let producer = producers.get(name).map(|(node, op)| json!({"node": node, "op": op}));
+        let mut v = serde_json::Map::new();
+        v.insert("name".into(), json!(name));
+        if let Some(outlet) = analysis.outlets.get(name) {
+            let fact = analysis.typed.outlet_fact(*outlet)?;
+            let shape: Vec<TDim> = fact.shape.iter().map(|d| d.clone().simplify()).collect();
+            v.insert("dtype".into(), json!(numpy_name(fact.datum_type)));
+            v.insert("shape".into(), json!(shape.iter().map(dim_json).collect::<Vec<_>>()));
+            v.insert("dims".into(), json!(shape.iter().map(dim_tree).collect::<Vec<_>>()));
+            if let Some(dims) = fact.konst.as_deref().and_then(shape_value) {
+                v.insert("value".into(), json!(dims.iter().map(dim_json).collect::<Vec<_>>()));
+            }
+        } else {
+            let why = analysis.unknown.get(name).cloned().unwrap_or_else(|| "not computed".into());
+            v.insert("unknown".into(), json!(why));
+        }
+        v.insert("producer".into(), producer.unwrap_or(serde_json::Value::Null));
+        values.push(serde_json::Value::Object(v));
+    }
+    let symbols: Vec<serde_json::Value> = analysis
+        .symbols
+        .iter()
+        .map(|s| json!({"name": s.name, "origin": origin_json(&s.origin), "min": s.min, "max": s.max}))
+        .collect();
+    let requirements: Vec<serde_json::Value> =
+        analysis.requirements.iter().map(|r| json!({"requires": r.to_string(), "node": r.node, "op": r.op})).collect();
+    let fallbacks: Vec<serde_json::Value> = analysis
+        .fallbacks
+        .iter()
+        .map(|f| json!({"node": f.node, "op": f.op, "reason": f.reason, "typed": f.typed}))
+        .collect();
+    Ok(json!({
+        "values": values,
+        "symbols": symbols,
+        "requirements": requirements,
+        "assumptions": {
+            "given": assumptions,
+            "default": format!(
+                "every symbol S is a dim: 0 <= S <= {} (the upper bound unless an assumption bounds S from above)",
+                crate::analysis::DEFAULT_DIM_MAX
+            ),
+        },
+        "fallbacks": fallbacks,
+    }))
+}

@@ -259,6 +259,8 @@ def speech2text():
 
 
 def yolov8():
+    import onnx
+    import ultralytics
     import yaml
     from ultralytics import YOLO
     from ultralytics.nn.tasks import yaml_model_load
@@ -270,6 +272,7 @@ def yolov8():
     cfg = {k: v for k, v in cfg.items() if k not in ("yaml_file", "scale")}
     cfg["scales"] = {"n": [0.33, 0.0625, 1024]}
     cfg["nc"] = 4
+    inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "yolov8n.yaml")  # the file name selects scale "n"
         with open(path, "w") as f:
@@ -279,16 +282,16 @@ def yolov8():
         with open(out, "rb") as f:
             onnx_bytes = f.read()
         os.remove(out)
-    import ultralytics
-    import onnx
-
+    # the exported network in eval mode: its first output is the exported one
+    ref = {s: [yolo.model.eval()(torch.from_numpy(feeds["images"]))[0].detach().numpy()]
+           for s, feeds in inputs.items()}
     opset = onnx.load_from_string(onnx_bytes).opset_import[0].version
-    inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
     what = ("YOLOv8 detector (ultralytics yolov8n.yaml, width multiplier 0.0625, 4 classes, random init): "
             "C2f backbone with stride 32, SPPF, nearest x2 upsampling + concat neck, DFL box head with "
             "anchors made from the feature-map sizes; dynamic batch, height and width (multiples of 32)")
-    exporter = f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True) -> {legacy_name().rsplit(' opset', 1)[0]} opset {opset}"
-    return write_model("yolov8_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs)
+    exporter = (f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True) -> "
+                f"torch.onnx legacy (TorchScript) {TORCH_VERSION} opset {opset}")
+    return write_model("yolov8_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs, ref)
 
 
 def timm_vit():
@@ -302,9 +305,7 @@ def timm_vit():
             3: torch.export.Dim("width", min=16, max=1024)}
     ref = references(model, inputs)
     onnx_model = export_dynamo(model, inputs["a"], ["logits"], {"image": dims})
-    import timm as t
-
-    what = (f"timm {t.__version__} VisionTransformer (vit_tiny_patch16_224 layout with embed 32, depth 2, 2 heads, "
+    what = (f"timm {timm.__version__} VisionTransformer (vit_tiny_patch16_224 layout with embed 32, depth 2, 2 heads, "
             "10 classes) with dynamic_img_size=True: the position embedding is resized (bicubic, antialiased) "
             "to the patch grid at run time; dynamic batch, height and width (multiples of 16)")
     return write_model("timm_vit_dynamo", "timm_vit", dynamo_name(onnx_model), what, onnx_model, inputs, ref)

@@ -8,9 +8,8 @@ use sliceops::npy::numpy_name;
 use sliceops::Model;
 use std::path::Path;
 
-/// Prints the inferred dtype and shape of every value.
-pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], format: Format) -> anyhow::Result<()> {
-    let mut m = Model::load_path(model)?;
+/// Applies `--input-shape` and `--assume` to a loaded model.
+pub fn configure(m: &mut Model, input_shapes: &[String], assumptions: &[String]) -> anyhow::Result<()> {
     for arg in input_shapes {
         let (name, dims) = split_pair(arg, "--input-shape")?;
         let dims: Vec<&str> = if dims.trim().is_empty() { vec![] } else { dims.split(',').collect() };
@@ -19,19 +18,47 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
     for a in assumptions {
         m.assume(a)?;
     }
-    let facts = m.infer()?;
+    Ok(())
+}
+
+/// Prints the inferred dtype and shape of every value, the requirements the model puts on its
+/// inputs, and (JSON) the symbols with their origins.
+pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], format: Format) -> anyhow::Result<()> {
+    let mut m = Model::load_path(model)?;
+    configure(&mut m, input_shapes, assumptions)?;
+    let analysis = m.analyse()?;
+    let facts = analysis.value_facts(m.graph())?;
     for w in m.shape_warnings(&facts)? {
         eprintln!("warning: {w}");
     }
+    for f in &analysis.fallbacks {
+        let what =
+            if f.typed { "its output dims that depend on it are fresh symbols" } else { "its outputs are unknown" };
+        eprintln!("note: node '{}' ({}): {what}: {}", f.node, f.op, f.reason);
+    }
     match format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&sliceops::report::facts_json(&facts))?),
+        Format::Json => {
+            let json = sliceops::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
         Format::Table => {
             let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
-            for f in &facts {
-                let shape = f.shape.iter().map(format_dim).collect::<Vec<_>>().join(", ");
-                rows.push([f.name.clone(), numpy_name(f.dtype), format!("[{shape}]")]);
+            let mut seen = std::collections::HashSet::new();
+            for name in sliceops::analysis::graph_value_names(m.graph()) {
+                if !seen.insert(name) {
+                    continue;
+                }
+                if let Some(f) = facts.iter().find(|f| f.name == name) {
+                    let shape = f.shape.iter().map(format_dim).collect::<Vec<_>>().join(", ");
+                    rows.push([f.name.clone(), numpy_name(f.dtype), format!("[{shape}]")]);
+                } else if analysis.unknown.contains_key(name) {
+                    rows.push([name.to_string(), "?".into(), "?".into()]);
+                }
             }
             print_table(&rows);
+            for r in &analysis.requirements {
+                println!("requires {r}  (node '{}' ({}))", r.node, r.op);
+            }
         }
     }
     Ok(())

@@ -51,9 +51,9 @@ impl Op for DynSliceOp {
 impl EvalOp for DynSliceOp {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let params: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(&**t)).collect();
-        let step = self.spec.step(&params)?;
+        let step = self.spec.step_with(&params, ctx.symbols)?;
         let data = inputs[0].clone();
         let out = run_chain(&vec![(self.spec.label.clone(), step)], data)?;
         ensure!(
@@ -92,7 +92,12 @@ impl TypedOp for DynSliceOp {
             return Ok(None);
         }
         let params: Vec<Option<&Tensor>> = facts.iter().map(|f| f.konst.as_deref()).collect();
-        let step = self.spec.step(&params)?;
+        let step = match self.spec.step(&params) {
+            Ok(step) => step,
+            // Symbolic parameters stay runtime ones.
+            Err(e) if super::inference::is_not_static(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
         let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
         TypedModelPatch::replace_single_op(model, node, &node.inputs[..1], op).map(Some)
     }
@@ -111,7 +116,12 @@ pub fn runtime_dims(
     let label = &spec.label;
     let known = |role: &str| -> TractResult<Option<Vec<i64>>> {
         match spec.slot(role).and_then(|i| konst.get(i).cloned().flatten()) {
-            Some(t) => super::spec::read_ints(label, role, &t).map(Some),
+            Some(t) => match super::spec::read_ints(label, role, &t) {
+                Ok(v) => Ok(Some(v)),
+                // A symbolic value is not known either.
+                Err(e) if super::inference::is_not_static(&e) => Ok(None),
+                Err(e) => Err(e),
+            },
             None => Ok(None),
         }
     };

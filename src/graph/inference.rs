@@ -6,7 +6,7 @@
 //! turns it into a [`ViewOp`] when the parameters are constants, else a [`DynSliceOp`] with fresh
 //! symbols minted in the target model's own scope.
 
-use super::dyn_op::{runtime_dims, DynSliceOp};
+use super::dyn_op::{runtime_dims, DynSliceOp, OutDim};
 use super::spec::{NodeKind, NodeSpec};
 use super::step::{chain_output_shape, run_chain};
 use super::view_op::ViewOp;
@@ -119,9 +119,20 @@ impl InferenceRulesOp for SliceInference {
             inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
         if facts[1..].iter().all(|f| f.konst.is_some()) {
             let params: Vec<Option<&Tensor>> = facts.iter().map(|f| f.konst.as_deref()).collect();
-            let step = self.spec.step(&params)?;
-            let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
-            return wire(target, &node.name, op, &inputs[..1]);
+            match self.spec.step(&params) {
+                Ok(step) => {
+                    let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
+                    return wire(target, &node.name, op, &inputs[..1]);
+                }
+                Err(e) if !is_not_static(&e) => return Err(e),
+                // Symbolic parameters (from a Shape): the exact output shape when it can be written.
+                Err(_) => {
+                    if let Some(shape) = self.spec.dim_shape(facts[0].shape.dims(), &params)? {
+                        let dims = shape.into_iter().map(OutDim::Fixed).collect();
+                        return wire(target, &node.name, DynSliceOp { spec: self.spec.clone(), dims }, &inputs);
+                    }
+                }
+            }
         }
         let konst: Vec<Option<Arc<Tensor>>> = facts.iter().map(|f| f.konst.clone()).collect();
         let lens: Vec<Option<usize>> =
@@ -166,4 +177,9 @@ fn symbol_prefix(node: &str) -> String {
         s.insert(0, 'n');
     }
     s
+}
+
+/// Whether an error says a parameter is not known before running (rather than invalid).
+pub(crate) fn is_not_static(e: &TractError) -> bool {
+    crate::error::NodeError::find(e).is_some_and(|n| n.kind == crate::error::NodeErrorKind::NotStatic)
 }

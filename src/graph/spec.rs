@@ -5,7 +5,7 @@
 //! the [`SliceStep`]; without them, it says which output dims are still known.
 
 use super::step::{Label, SliceStep};
-use crate::semantics::{AsStrided, Slice, StridedSlice};
+use crate::semantics::{AsStrided, DimSlice, Slice, StridedSlice};
 use tract_onnx::prelude::*;
 
 /// The dialect of a slicing node, with its attributes.
@@ -70,6 +70,11 @@ pub struct NodeSpec {
 
 /// Reads an integer parameter tensor (int32, int64 or a known dim; rank 0 or 1) as `i64`s.
 pub fn read_ints(label: &Label, role: &str, t: &Tensor) -> TractResult<Vec<i64>> {
+    read_ints_with(label, role, t, &SymbolValues::default())
+}
+
+/// [`read_ints`], with dims evaluated under `symbols` (a running plan's symbol values).
+pub fn read_ints_with(label: &Label, role: &str, t: &Tensor, symbols: &SymbolValues) -> TractResult<Vec<i64>> {
     if t.rank() > 1 {
         return Err(label.err(format!("{role} must be a 1-D tensor, got shape {:?}", t.shape())));
     }
@@ -80,7 +85,9 @@ pub fn read_ints(label: &Label, role: &str, t: &Tensor) -> TractResult<Vec<i64>>
         DatumType::TDim => plain
             .as_slice::<TDim>()?
             .iter()
-            .map(|d| d.to_i64().map_err(|_| label.not_static(format!("{role} holds the symbolic value {d}"))))
+            .map(|d| {
+                d.eval(symbols).to_i64().map_err(|_| label.not_static(format!("{role} holds the symbolic value {d}")))
+            })
             .collect(),
         dt => Err(label.err(format!("{role} must be int32 or int64, got {dt:?}"))),
     }
@@ -131,6 +138,11 @@ impl NodeSpec {
 
     /// Builds the step from the parameter tensors, given by inlet index (`params[0]` is unused: data).
     pub fn step(&self, params: &[Option<&Tensor>]) -> TractResult<SliceStep> {
+        self.step_with(params, &SymbolValues::default())
+    }
+
+    /// [`NodeSpec::step`], with symbolic parameter values evaluated under `symbols`.
+    pub fn step_with(&self, params: &[Option<&Tensor>], symbols: &SymbolValues) -> TractResult<SliceStep> {
         let roles = self.kind.roles();
         let get = |role: &str| -> TractResult<Option<Vec<i64>>> {
             let ix = roles.iter().position(|r| *r == role).expect("known role");
@@ -142,7 +154,7 @@ impl NodeSpec {
                         .copied()
                         .flatten()
                         .ok_or_else(|| self.label.not_static(format!("{role} is not known yet")))?;
-                    read_ints(&self.label, role, t).map(Some)
+                    read_ints_with(&self.label, role, t, symbols).map(Some)
                 }
             }
         };
@@ -189,6 +201,50 @@ impl NodeSpec {
             }
         };
         Ok(step)
+    }
+
+    /// The exact output shape over `input_shape` when some parameters are symbolic expressions (a
+    /// Slice whose `ends` come from a `Shape`): `None` where that shape cannot be written (symbolic
+    /// axes or steps, another dialect, a bound whose sign is unknown).
+    pub fn dim_shape(&self, input_shape: &[TDim], params: &[Option<&Tensor>]) -> TractResult<Option<Vec<TDim>>> {
+        let get = |role: &str| -> TractResult<Option<Vec<TDim>>> {
+            let Some(inlet) = self.slot(role) else { return Ok(None) };
+            let Some(t) = params.get(inlet).copied().flatten() else {
+                return Err(self.label.not_static(format!("{role} is not known yet")));
+            };
+            if t.rank() > 1 {
+                return Err(self.label.err(format!("{role} must be a 1-D tensor, got shape {:?}", t.shape())));
+            }
+            dims_of(t).map(Some).map_err(|e| self.label.err(format!("{role}: {e}")))
+        };
+        let ints = |v: Option<Vec<TDim>>| -> Option<Option<Vec<i64>>> {
+            match v {
+                None => Some(None),
+                Some(v) => v.iter().map(TDim::as_i64).collect::<Option<Vec<i64>>>().map(Some),
+            }
+        };
+        let slice = match &self.kind {
+            NodeKind::OnnxSlice => {
+                let (Some(axes), Some(steps)) = (ints(get("axes")?), ints(get("steps")?)) else { return Ok(None) };
+                DimSlice {
+                    starts: get("starts")?.unwrap_or_default(),
+                    ends: get("ends")?.unwrap_or_default(),
+                    axes,
+                    steps,
+                }
+            }
+            NodeKind::Paddle { axes, attrs } => {
+                let pick = |role: &str, attr: &Option<Vec<i64>>| -> TractResult<Option<Vec<TDim>>> {
+                    Ok(get(role)?.or_else(|| attr.as_ref().map(|a| a.iter().map(|&v| TDim::Val(v)).collect())))
+                };
+                let Some(steps) = ints(pick("strides", &attrs[2])?) else { return Ok(None) };
+                let starts = pick("starts", &attrs[0])?.ok_or_else(|| self.label.err("starts is missing"))?;
+                let ends = pick("ends", &attrs[1])?.ok_or_else(|| self.label.err("ends is missing"))?;
+                DimSlice { starts, ends, axes: Some(axes.clone()), steps }
+            }
+            _ => return Ok(None),
+        };
+        slice.output_shape(input_shape).map_err(|e| self.label.err(e))
     }
 
     /// The inlet index of a role, if present.

@@ -178,6 +178,16 @@ impl Model {
         &self.inference
     }
 
+    /// The main graph as analysis sees it (node names made unique).
+    pub fn graph(&self) -> &pb::GraphProto {
+        &self.graph
+    }
+
+    /// The assumptions given with [`Model::assume`].
+    pub fn assumptions(&self) -> &[String] {
+        &self.assumptions
+    }
+
     /// The graph inputs as the model declares them (initializers excluded), in order.
     pub fn declared_inputs(&self) -> &[DeclaredInput] {
         &self.declared

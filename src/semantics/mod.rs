@@ -15,6 +15,6 @@ mod slice;
 mod strided_slice;
 
 pub use as_strided::AsStrided;
-pub use range::{resolve_range, AxisRange, Clamp};
-pub use slice::Slice;
+pub use range::{resolve_range, resolve_range_with_dims, AxisRange, Clamp};
+pub use slice::{DimSlice, Slice};
 pub use strided_slice::{resolve_spec, MxnetSlice, SpecEntry, StridedSlice};

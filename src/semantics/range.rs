@@ -15,6 +15,7 @@
 
 use crate::error::{SliceError, SliceResult};
 use crate::view::Dim;
+use tract_onnx::prelude::TDim;
 
 /// Which clamping rule a dialect uses (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -181,6 +182,89 @@ pub fn resolve_symbolic<D: Dim>(
     Ok(AxisRange { start, step, len })
 }
 
+/// Resolves a range whose bounds may be symbolic expressions (`T` from a `Shape`, `H/4`) on a symbolic
+/// or concrete axis. Integer bounds go through [`resolve_range`]. Symbolic bounds use the general
+/// clamping formulas written with `min` and `max`, for steps of ±1 only; the bound's sign must be
+/// provable (every symbol is a dim, so `T` and `H/4` are non-negative). `Ok(None)` when the length
+/// cannot be written exactly: it then depends on values analysis cannot order.
+pub fn resolve_range_with_dims(
+    dim: &TDim,
+    start: Option<&TDim>,
+    end: Option<&TDim>,
+    step: i64,
+    rule: Clamp,
+) -> SliceResult<Option<AxisRange<TDim>>> {
+    if step == 0 {
+        return Err(SliceError::ZeroStep { what: "step", index: 0 });
+    }
+    let concrete = |b: Option<&TDim>| b.map(|b| b.as_i64().ok_or(())).transpose();
+    if let (Ok(s), Ok(e)) = (concrete(start), concrete(end)) {
+        return resolve_range(dim, s, e, step, rule).map(Some);
+    }
+    // tract rewrites `(c - x) / k` as `c/k - x/k`, which is wrong for k > 1 when x/k is inexact: with a
+    // symbolic bound and a step other than ±1 the length is left to the data.
+    if step.unsigned_abs() != 1 {
+        return Ok(None);
+    }
+    resolve_symbolic_bounds(dim, start, end, step, rule)
+}
+
+/// Which side a bound counts from, if provable.
+enum Side {
+    /// `v >= 0`: from the start.
+    Front,
+    /// `v <= -1`: from the end.
+    Back,
+}
+
+fn side(v: &TDim) -> Option<Side> {
+    if v.prove_positive_or_zero() {
+        Some(Side::Front)
+    } else if (TDim::Val(-1) - v.clone()).prove_positive_or_zero() {
+        Some(Side::Back)
+    } else {
+        None
+    }
+}
+
+/// For steps of ±1. In forward coordinates throughout (a negative step mirrors the axis, `i -> d-1-i`, so a bound `v`
+/// becomes `-1-v`, as in [`resolve_symbolic`]): every clamped bound lies in `[0, d]`, which keeps
+/// tract's simplification of the final division exact.
+fn resolve_symbolic_bounds(
+    d: &TDim,
+    start: Option<&TDim>,
+    end: Option<&TDim>,
+    step: i64,
+    rule: Clamp,
+) -> SliceResult<Option<AxisRange<TDim>>> {
+    let zero = TDim::Val(0);
+    let mirror = |v: &TDim| TDim::Val(-1) - v.clone();
+    let (s, e) = if step > 0 { (start.cloned(), end.cloned()) } else { (start.map(mirror), end.map(mirror)) };
+    // Clamps a forward bound into [0, d]; `omitted` when absent.
+    let clamp = |v: Option<&TDim>, omitted: &TDim| -> Option<TDim> {
+        Some(match v {
+            None => omitted.clone(),
+            Some(v) => match side(v)? {
+                Side::Front => v.min_with(d),
+                Side::Back => (d.clone() + v.clone()).max_with(&zero),
+            },
+        })
+    };
+    let (Some(mut s), Some(e)) = (clamp(s.as_ref(), &zero), clamp(e.as_ref(), d)) else { return Ok(None) };
+    // ONNX caps a negative-step start at the last index: a start past the end still takes index d-1,
+    // which is forward index 0 (but nothing on an empty axis).
+    let capped = step < 0 && rule == Clamp::Onnx;
+    if capped {
+        s = s.min_with(&(d.clone() - 1)).max_with(&zero);
+    }
+    let mut len = (e - s.clone()).max_with(&zero);
+    if capped {
+        len = len.min_with(d);
+    }
+    let first = if step > 0 { s } else { d.clone() - 1 - s };
+    Ok(Some(AxisRange { start: first, step, len }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +293,46 @@ mod tests {
     fn onnx_negative_step_start_below_minus_dim_takes_index_0() {
         assert_eq!(resolve_concrete(5, Some(-100), Some(-200), -1, Clamp::Onnx).unwrap(), (0, 1));
         assert_eq!(resolve_concrete(5, Some(-100), Some(-200), -1, Clamp::Python).unwrap(), (0, 0));
+    }
+
+    /// Symbolic bounds over a symbolic or a known axis, evaluated at many values of the symbols, give
+    /// what the concrete rule gives.
+    #[test]
+    fn symbolic_bounds_agree_with_concrete_resolution() {
+        use tract_onnx::prelude::{SymbolScope, SymbolValues};
+        let scope = SymbolScope::default().with_assertion("T>=0").unwrap().with_assertion("N>=0").unwrap();
+        let t = scope.sym("T");
+        let n = scope.sym("N");
+        let tt = TDim::Sym(t.clone());
+        let nn = TDim::Sym(n.clone());
+        let bounds: Vec<Option<TDim>> =
+            vec![None, Some(tt.clone()), Some(TDim::Val(0) - tt.clone()), Some(tt.clone() - 1 + 1), Some(TDim::Val(2))];
+        for dim in [nn.clone(), TDim::Val(5)] {
+            for start in &bounds {
+                for end in &bounds {
+                    for step in [-2, -1, 1, 3] {
+                        for rule in [Clamp::Python, Clamp::Onnx] {
+                            let Some(r) =
+                                resolve_range_with_dims(&dim, start.as_ref(), end.as_ref(), step, rule).unwrap()
+                            else {
+                                continue;
+                            };
+                            for (tv, nv) in [(0, 0), (0, 4), (3, 5), (7, 5), (2, 1)] {
+                                let values = SymbolValues::default().with(&t, tv).with(&n, nv);
+                                let ev = |b: &Option<TDim>| b.as_ref().map(|b| b.eval(&values).to_i64().unwrap());
+                                let d = dim.eval(&values).to_i64().unwrap();
+                                let (s0, len0) = resolve_concrete(d, ev(start), ev(end), step, rule).unwrap();
+                                let len = r.len.eval(&values).to_i64().unwrap();
+                                assert_eq!(len, len0, "{dim}[{start:?}:{end:?}:{step}] {rule:?} at T={tv} N={nv}");
+                                if len > 0 {
+                                    assert_eq!(r.start.eval(&values).to_i64().unwrap(), s0);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

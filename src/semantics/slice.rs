@@ -9,9 +9,10 @@
 //! Errors: a rank-0 input, lists of unequal lengths, an axis outside `[-rank, rank)`, a repeated axis
 //! (ONNX leaves it undefined, Paddle keeps the last; we refuse it), a zero step.
 
-use super::range::{resolve_range, Clamp};
+use super::range::{resolve_range, resolve_range_with_dims, Clamp};
 use crate::error::{SliceError, SliceResult};
 use crate::view::{Dim, OutAxis, Selection};
+use tract_onnx::prelude::TDim;
 
 /// Parameters of an ONNX Slice or a Paddle slice / strided_slice.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -75,5 +76,53 @@ impl Slice {
             out[axis] = OutAxis::Range { axis, start: r.start, step, len: r.len };
         }
         Ok(Selection { input_shape: input_shape.to_vec(), fixed: vec![], out })
+    }
+}
+
+/// A Slice whose starts and ends may be symbolic expressions (`x[:, :T]` with `T` from a `Shape`),
+/// for the output shape only: the slice itself runs once the expressions have values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DimSlice {
+    /// First index on each listed axis.
+    pub starts: Vec<TDim>,
+    /// End (exclusive) on each listed axis.
+    pub ends: Vec<TDim>,
+    /// The axes; `None` means `0..starts.len()`.
+    pub axes: Option<Vec<i64>>,
+    /// Steps; `None` means all 1.
+    pub steps: Option<Vec<i64>>,
+}
+
+impl DimSlice {
+    /// The exact output shape over `input_shape`, with the same checks as [`Slice::resolve`]; `None`
+    /// when a bound's sign cannot be decided (then the length depends on values not known yet).
+    pub fn output_shape(&self, input_shape: &[TDim]) -> SliceResult<Option<Vec<TDim>>> {
+        let n = self.starts.len();
+        let check = Slice {
+            starts: vec![0; n],
+            ends: vec![0; self.ends.len()],
+            axes: self.axes.clone(),
+            steps: self.steps.clone(),
+        };
+        let axes = check.normalized_axes(input_shape.len())?;
+        let mut shape = input_shape.to_vec();
+        for (i, &axis) in axes.iter().enumerate() {
+            let step = self.steps.as_ref().map_or(1, |s| s[i]);
+            if step == 0 {
+                return Err(SliceError::ZeroStep { what: "axis", index: axis });
+            }
+            let range = resolve_range_with_dims(
+                &input_shape[axis],
+                Some(&self.starts[i]),
+                Some(&self.ends[i]),
+                step,
+                Clamp::Onnx,
+            )?;
+            match range {
+                Some(r) => shape[axis] = r.len,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(shape))
     }
 }
