@@ -53,10 +53,11 @@ fn format_term(d: &TDim) -> String {
     format_dim(d)
 }
 
-/// A factor of a product or a dividend: parenthesized when it is a sum.
+/// A factor of a product or a dividend: parenthesized when it is a sum or a quotient (`2*((H+31)/32)`
+/// is not `2*(H+31)/32`, which reads as `(2*(H+31))/32`).
 fn format_factor(d: &TDim) -> String {
     match d {
-        TDim::Add(_) => format!("({})", format_dim(d)),
+        TDim::Add(_) | TDim::Div(..) => format!("({})", format_dim(d)),
         TDim::MulInt(k, _) if *k < 0 => format!("({})", format_dim(d)),
         _ => format_dim(d),
     }
@@ -87,5 +88,8 @@ mod tests {
         assert_eq!(format_dim(&(TDim::Val(3) - n.clone())), "-N+3");
         assert_eq!(format_dim(&(n.clone() * 4)), "4*N");
         assert_eq!(format_dim(&TDim::Val(-5)), "-5");
+        let h = TDim::Sym(s.sym("H"));
+        assert_eq!(format_dim(&(h.clone().div_ceil(32) * 2)), "2*((H+31)/32)");
+        assert_eq!(format_dim(&(h.clone().div_ceil(8) * h.clone().div_ceil(8))), "((H+7)/8)*((H+7)/8)");
     }
 }

@@ -4,20 +4,19 @@
 
 mod builders;
 mod dyn_op;
-mod gather;
+mod fixes;
 mod inference;
 mod patterns;
-mod range;
-mod shape_pad;
 mod spec;
 mod step;
 mod view_op;
 
+pub(crate) use builders::label as node_label;
 pub use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
-pub use shape_pad::ShapePad;
+pub use fixes::ShapePad;
 pub use spec::{dims_of, NodeKind, NodeSpec};
 pub use step::{chain_output_shape, chain_views, compose_chain, run_chain, Chain, Label, Resolved, SliceStep};
 pub use view_op::ViewOp;
@@ -35,8 +34,6 @@ pub fn onnx() -> Onnx {
     onnx.op_register.insert("AsStrided", builders::as_strided);
     onnx.op_register.insert("ATen", builders::aten);
     onnx.op_register.insert("Slice", builders::slice);
-    onnx.op_register.insert("Pad", shape_pad::pad);
-    onnx.op_register.insert("Range", range::range);
-    onnx.op_register.insert("Gather", gather::gather);
+    fixes::register(&mut onnx);
     onnx
 }

@@ -5,9 +5,9 @@
 //! wired as a [`ViewOp`] (a strided copy instead of a table lookup per element, and it joins the view
 //! chain around it); any other Gather is tract's.
 
-use super::patterns::AffineGather;
-use super::step::{Label, SliceStep};
-use super::view_op::ViewOp;
+use crate::graph::AffineGather;
+use crate::graph::{Label, SliceStep};
+use crate::graph::ViewOp;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -16,7 +16,7 @@ use tract_onnx::tract_hir::internal::*;
 /// The Gather builder.
 pub fn gather(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(0, |a| a.i);
-    let label = super::builders::label(node);
+    let label = crate::graph::node_label(node);
     Ok((expand(ViewGather { axis, label, inner: tract_onnx::tract_hir::ops::array::Gather::new(axis) }), vec![]))
 }
 
@@ -53,7 +53,7 @@ impl Expansion for ViewGather {
             if let Some(table) = model.outlet_fact(inputs[1])?.konst.clone() {
                 let dim = data.shape[axis as usize].as_i64();
                 // A constant index out of range is an error here, not a panic when the model runs.
-                if let (Some(d), Ok(values)) = (dim, super::spec::dims_of(&table)) {
+                if let (Some(d), Ok(values)) = (dim, crate::graph::dims_of(&table)) {
                     if let Some(bad) = values.iter().filter_map(TDim::as_i64).find(|&i| i < -d || i >= d) {
                         return Err(self.label.err(format!("index {bad} is out of range for axis {axis} of size {d}")));
                     }

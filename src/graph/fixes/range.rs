@@ -13,7 +13,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// The Range builder.
 pub fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    Ok((expand(ExactRange { node: super::builders::label(node).node }), vec![]))
+    Ok((expand(ExactRange { node: crate::graph::node_label(node).node }), vec![]))
 }
 
 /// tract's Range with ONNX's length rule.
@@ -56,7 +56,7 @@ impl Expansion for ExactRange {
         s.equals(&outputs[0].rank, 1)?;
         s.given_3(&inputs[0].value, &inputs[1].value, &inputs[2].value, move |s, start, limit, delta| {
             let scalar = |t: &Tensor| -> TractResult<TDim> {
-                super::spec::dims_of(t)?.into_iter().next().context("Range inputs are scalars")
+                crate::graph::dims_of(t)?.into_iter().next().context("Range inputs are scalars")
             };
             let Ok(delta) = scalar(&delta)?.to_i64() else { return Ok(()) };
             if !delta_is_integer(&inputs_dt(&start, &limit)) {

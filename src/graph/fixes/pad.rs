@@ -6,18 +6,10 @@
 //! replaced builder sends a Pad whose data is a `Shape` output to [`ShapePad`], which pads 1-D integer
 //! or `TDim` vectors in constant mode; every other Pad goes to tract's own builder.
 
-use std::sync::OnceLock;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
-
-type Builder = fn(&ParsingContext, &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)>;
-
-fn stock_pad() -> Builder {
-    static STOCK: OnceLock<Builder> = OnceLock::new();
-    *STOCK.get_or_init(|| *tract_onnx::onnx().op_register.0.get("Pad").expect("tract-onnx registers Pad"))
-}
 
 /// The Pad builder: [`ShapePad`] over a `Shape` output, tract's Pad otherwise.
 pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
@@ -27,14 +19,14 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
     });
     let constant_mode = node.attribute.iter().all(|a| a.name != "mode" || a.s == b"constant");
     if over_shape && constant_mode && ctx.onnx_operator_set_version >= 11 {
-        let name = super::builders::label(node).node;
+        let name = crate::graph::node_label(node).node;
         let has_constant = node.input.get(2).is_some_and(|s| !s.is_empty());
         if node.input.len() > 3 {
             bail!("node '{name}' (Pad): the axes input is not supported on a shape vector");
         }
         return Ok((Box::new(ShapePad { node: name, has_constant }), vec![]));
     }
-    stock_pad()(ctx, node)
+    super::stock("Pad")(ctx, node)
 }
 
 /// Constant-mode Pad of a 1-D integer vector (a shape).
@@ -55,11 +47,11 @@ impl ShapePad {
         let pads: Vec<i64> = pads.cast_to::<i64>()?.try_as_plain_ram()?.as_slice::<i64>()?.to_vec();
         let [before, after] = pads[..] else { return Err(err(format!("pads must hold 2 values, got {}", pads.len()))) };
         let value = match constant {
-            Some(c) if c.len() == 1 => super::spec::dims_of(c)?.remove(0),
+            Some(c) if c.len() == 1 => crate::graph::dims_of(c)?.remove(0),
             Some(c) => return Err(err(format!("the constant value must hold one value, got {}", c.len()))),
             None => TDim::Val(0),
         };
-        let dims: Vec<TDim> = super::spec::dims_of(data)?;
+        let dims: Vec<TDim> = crate::graph::dims_of(data)?;
         let len = dims.len() as i64;
         let (lo, hi) = (before.min(0).unsigned_abs() as usize, after.min(0).unsigned_abs() as usize);
         // Negative pads crop; together they may remove at most the whole vector, and growth is bounded

@@ -1,0 +1,41 @@
+//! Our replacements of tract-onnx's rules for standard ops, where tract's are too weak for exported
+//! models: each builder handles what tract refuses (symbolic dims, shape parameters computed from
+//! `Shape`, exact integer values) and hands everything else to tract's own builder.
+//!
+//! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
+//! - `Gather`: a constant affine index table is a slicing view;
+//! - `Pad`: over a shape vector (MXNet's `reverse`);
+//! - `Range`: ONNX's exact length for negative steps.
+
+mod flatten;
+mod gather;
+mod pad;
+mod range;
+
+pub use pad::ShapePad;
+
+use tract_onnx::model::ParsingContext;
+use tract_onnx::pb::NodeProto;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::InferenceOp;
+use tract_onnx::Onnx;
+
+/// A tract-onnx op builder.
+pub type Builder = fn(&ParsingContext, &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)>;
+
+/// tract-onnx's own builder for `op_type`, for what a replacement leaves to tract.
+pub fn stock(op_type: &'static str) -> Builder {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static STOCK: OnceLock<HashMap<String, Builder>> = OnceLock::new();
+    let all = STOCK.get_or_init(|| tract_onnx::onnx().op_register.0.clone());
+    *all.get(op_type).unwrap_or_else(|| panic!("tract-onnx registers {op_type}"))
+}
+
+/// Registers every replacement.
+pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("Flatten", flatten::flatten);
+    onnx.op_register.insert("Gather", gather::gather);
+    onnx.op_register.insert("Pad", pad::pad);
+    onnx.op_register.insert("Range", range::range);
+}
