@@ -3,6 +3,7 @@
 //! `(N+1)/2`, `min(N,3)`, `max(0,N-2)`.
 
 use tract_onnx::prelude::TDim;
+use tract_onnx::tract_core::internal::DimLike;
 
 /// Formats a dim: its integer value, or an expression.
 pub fn format_dim(d: &TDim) -> String {
@@ -72,10 +73,50 @@ fn nested(name: &str, terms: &[TDim]) -> String {
     }
 }
 
+/// `num / den` when it is exact and can be written, else `None`. tract divides by a single term;
+/// a sum is divided term by term: `(32*B + 32*B*A) / (16 + 16*A)` is `2*B` because every term of the
+/// numerator is `2*B` times the matching term of the denominator (checked by multiplying back).
+pub fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
+    if den.as_i64() == Some(0) {
+        return None;
+    }
+    if let Ok((q, 1)) = num.maybe_div(den) {
+        return Some(q.simplify());
+    }
+    let TDim::Add(den_terms) = den.clone().expand_polynomial() else { return None };
+    let num = num.clone().expand_polynomial();
+    let first = den_terms.first()?;
+    let terms = match &num {
+        TDim::Add(terms) => terms.clone(),
+        other => vec![other.clone()],
+    };
+    for term in &terms {
+        let Ok((q, 1)) = term.maybe_div(first) else { continue };
+        let q = q.simplify();
+        if (q.clone() * den.clone()).expand_polynomial().simplify() == num.clone().simplify() {
+            return Some(q);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use tract_onnx::prelude::SymbolScope;
+
+    #[test]
+    fn sums_divide_term_by_term() {
+        let s = SymbolScope::default();
+        let (b, h, w) = (TDim::Sym(s.sym("B")), TDim::Sym(s.sym("H")), TDim::Sym(s.sym("W")));
+        let a = (h / 16) * (w / 16);
+        let num = b.clone() * 32 + b.clone() * 32 * a.clone();
+        let den = TDim::Val(16) + a.clone() * 16;
+        assert_eq!(divide_exact(&num, &den), Some(b.clone() * 2));
+        assert_eq!(divide_exact(&(b.clone() * 6), &TDim::Val(3)), Some(b.clone() * 2));
+        assert_eq!(divide_exact(&(b.clone() + 1), &(a.clone() + 1)), None);
+        assert_eq!(divide_exact(&b, &TDim::Val(0)), None);
+    }
 
     #[test]
     fn expressions_read_naturally() {

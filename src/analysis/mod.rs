@@ -12,6 +12,7 @@ mod parse_shim;
 mod require;
 mod symbols;
 mod translate;
+mod verify;
 
 pub use bind::{datum_type_of as bind_datum_type, symbol_name, Binding, DeclaredDim, DeclaredInput};
 pub use opaque::Opaque;
@@ -19,6 +20,7 @@ pub use parse_shim::{check_bounded, parse_dim};
 pub use require::{AssumeShape, Requirement};
 pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
 pub use translate::Fallback;
+pub use verify::eval_exact;
 
 use anyhow::bail;
 use std::collections::HashMap;
@@ -40,6 +42,8 @@ pub struct Analysis {
     pub requirements: Vec<Requirement>,
     /// Nodes whose own rule could not be used.
     pub fallbacks: Vec<Fallback>,
+    /// The type the model declares for values tract holds as dims (`int64` unless listed).
+    pub dtypes: HashMap<OutletId, DatumType>,
 }
 
 /// The parts of a loaded model an analysis reads.
@@ -108,7 +112,15 @@ pub fn analyse(
             }
         }
     }
-    Ok(Analysis { typed: t.typed, outlets, unknown, symbols, requirements: t.requirements, fallbacks: t.fallbacks })
+    Ok(Analysis {
+        typed: t.typed,
+        outlets,
+        unknown,
+        symbols,
+        requirements: t.requirements,
+        fallbacks: t.fallbacks,
+        dtypes: t.dtypes,
+    })
 }
 
 /// The ONNX nodes by the names the parsed model gives them (their name, else their first output).
@@ -205,6 +217,17 @@ pub fn check_assumption(text: &str) -> anyhow::Result<()> {
 }
 
 impl Analysis {
+    /// The element type of a typed outlet as the model declares it: tract holds every integer shape
+    /// value as a dim, reported as `int64` unless the model casts it to another integer type.
+    pub fn dtype(&self, outlet: OutletId) -> anyhow::Result<DatumType> {
+        let dt = self.typed.outlet_fact(outlet)?.datum_type;
+        Ok(match self.dtypes.get(&outlet) {
+            Some(declared) if dt.is_tdim() => *declared,
+            _ if dt.is_tdim() => DatumType::I64,
+            _ => dt,
+        })
+    }
+
     /// The facts of the named values (graph inputs, node outputs, graph outputs) in graph order, each
     /// once; values whose facts are unknown are left out.
     pub fn value_facts(&self, graph: &pb::GraphProto) -> anyhow::Result<Vec<crate::ValueFact>> {
@@ -217,7 +240,7 @@ impl Analysis {
             let Some(outlet) = self.outlets.get(name) else { continue };
             let fact = self.typed.outlet_fact(*outlet)?;
             let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
-            facts.push(crate::ValueFact { name: name.to_string(), dtype: fact.datum_type, shape });
+            facts.push(crate::ValueFact { name: name.to_string(), dtype: self.dtype(*outlet)?, shape });
         }
         Ok(facts)
     }

@@ -53,6 +53,9 @@ pub struct Translated {
     pub requirements: Vec<Requirement>,
     /// The symbols met.
     pub table: SymbolTable,
+    /// Integer types the model declares for values tract holds as dims (symbolic shape values cast to
+    /// `int32`, and what is computed from them), by typed outlet.
+    pub dtypes: HashMap<OutletId, DatumType>,
 }
 
 /// The ONNX nodes by the name the parsed model gives them.
@@ -79,6 +82,7 @@ pub fn translate(
         requirements: vec![],
         table,
         fold_bytes,
+        dtypes: HashMap::new(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -87,7 +91,7 @@ pub fn translate(
         t.mapping.insert(*outlet, id);
         t.label(*outlet)?;
     }
-    for id in source.eval_order()? {
+    for id in topological_order(source) {
         if inputs.iter().any(|o| o.node == id) {
             continue;
         }
@@ -102,6 +106,7 @@ pub fn translate(
         fallbacks: t.fallbacks,
         requirements: t.requirements,
         table: t.table,
+        dtypes: t.dtypes,
     })
 }
 
@@ -115,6 +120,7 @@ struct Translator<'a> {
     requirements: Vec<Requirement>,
     table: SymbolTable,
     fold_bytes: u64,
+    dtypes: HashMap<OutletId, DatumType>,
 }
 
 impl Translator<'_> {
@@ -155,7 +161,11 @@ impl Translator<'_> {
                     return Err(attributed(e, &node.name, &op_type));
                 }
                 rollback(&mut self.target, mark);
-                let reason = crate::report::describe_error(&e);
+                // The reason without the node's own name, which the fallback carries already.
+                let reason = match crate::error::NodeError::find(&e) {
+                    Some(n) if n.node == node.name => n.message.clone(),
+                    _ => crate::report::describe_error(&e),
+                };
                 match self.opaque(node, &op_type, &reason)? {
                     Some(outlets) => (outlets, Some(reason)),
                     None => {
@@ -179,6 +189,7 @@ impl Translator<'_> {
         }
         if reason.is_none() {
             self.fold(&outlets)?;
+            self.declared_types(node, &op_type, &outlets)?;
         }
         for (slot, outlet) in outlets.iter().enumerate() {
             self.mapping.insert(OutletId::new(id, slot), *outlet);
@@ -255,6 +266,55 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// Records the integer type the model declares for outputs held as dims: a [`SymbolicCast`]'s
+    /// target, inherited by ops that keep their input's type.
+    ///
+    /// [`SymbolicCast`]: crate::graph::SymbolicCast
+    fn declared_types(&mut self, node: &InferenceNode, op_type: &str, outlets: &[OutletId]) -> TractResult<()> {
+        const KEEPS_TYPE: &[&str] = &[
+            "Slice",
+            "Gather",
+            "Concat",
+            "Squeeze",
+            "Unsqueeze",
+            "Reshape",
+            "Identity",
+            "Add",
+            "Sub",
+            "Mul",
+            "Div",
+            "Neg",
+            "Abs",
+            "Max",
+            "Min",
+            "Expand",
+            "Tile",
+            "Transpose",
+            "Flatten",
+            "Split",
+            "ReduceProd",
+            "ReduceSum",
+            "ReduceMax",
+            "ReduceMin",
+            "Mod",
+        ];
+        for outlet in outlets {
+            if !self.target.outlet_fact(*outlet)?.datum_type.is_tdim() {
+                continue;
+            }
+            let producer = &self.target.nodes[outlet.node];
+            if let Some(cast) = producer.op_as::<crate::graph::SymbolicCast>() {
+                self.dtypes.insert(*outlet, cast.to);
+            } else if KEEPS_TYPE.contains(&op_type) {
+                let inherited = node.inputs.iter().find_map(|i| self.dtypes.get(&self.mapping[i]).copied());
+                if let Some(dt) = inherited {
+                    self.dtypes.insert(*outlet, dt);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The node's own translation, after unifying what it requires equal.
     fn typed_outputs(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<TVec<OutletId>> {
         let proto = self.nodes.get(node.name.as_str()).copied();
@@ -286,6 +346,7 @@ impl Translator<'_> {
                 self.mapping.insert(*o, adjusted[ix]);
             }
         }
+        let mark = self.target.nodes.len();
         let result = guard("translating the model", || {
             let outlets = node.op.to_typed(self.source, node, &mut self.target, &self.mapping)?;
             ensure!(
@@ -302,7 +363,25 @@ impl Translator<'_> {
         for (o, original) in replaced {
             self.mapping.insert(o, original);
         }
+        let result = result.and_then(|outlets| {
+            self.check_symbolic_values(node, op_type, attr("fmod") == Some(1), &outlets)?;
+            Ok(outlets)
+        });
         if result.is_ok() {
+            // Ops whose own translation found an equality they need (a reshape keeping the volume
+            // only when the inputs' dims allow it).
+            let mut reqs = reqs;
+            for added in &self.target.nodes[mark..] {
+                if let Some(r) = added.op_as::<crate::graph::ReshapeAs>() {
+                    let op = op_type.to_string();
+                    reqs.push(Requirement {
+                        kept: r.kept.clone(),
+                        other: r.other.clone(),
+                        node: node.name.clone(),
+                        op,
+                    });
+                }
+            }
             for r in reqs {
                 if !self.requirements.contains(&r) {
                     self.requirements.push(r);
@@ -310,6 +389,50 @@ impl Translator<'_> {
             }
         }
         result
+    }
+
+    /// Symbolic values computed by arithmetic (a `Mod` of dims) are checked by evaluation
+    /// ([`super::verify`]); tract's simplification is wrong on some, and a wrong one is refused.
+    fn check_symbolic_values(
+        &self,
+        node: &InferenceNode,
+        op_type: &str,
+        fmod: bool,
+        outlets: &[OutletId],
+    ) -> TractResult<()> {
+        if !super::verify::is_checked(op_type) {
+            return Ok(());
+        }
+        let symbolic = |t: &Tensor| {
+            t.datum_type().is_tdim()
+                && t.try_as_plain_ram()
+                    .ok()
+                    .and_then(|p| p.as_slice::<TDim>().ok().map(|s| s.iter().any(|d| d.as_i64().is_none())))
+                    == Some(true)
+        };
+        for outlet in outlets {
+            let Some(out) = self.target.outlet_fact(*outlet)?.konst.clone() else { continue };
+            if !symbolic(&out) {
+                continue;
+            }
+            let inputs: Option<Vec<Arc<Tensor>>> = node
+                .inputs
+                .iter()
+                .map(|i| self.target.outlet_fact(self.mapping[i]).ok().and_then(|f| f.konst.clone()))
+                .collect();
+            let refs: Vec<&Tensor> = inputs.iter().flatten().map(|t| &**t).collect();
+            if inputs.is_none() || !super::verify::holds(op_type, fmod, &refs, &out) {
+                let values: Vec<String> = crate::graph::dims_of(&out)
+                    .map(|d| d.iter().map(crate::dims::format_dim).collect())
+                    .unwrap_or_default();
+                return Err(crate::NodeError::not_static(
+                    &node.name,
+                    op_type,
+                    format!("the symbolic value [{}] tract computes is not exact", values.join(", ")),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The node's inference rules on its inputs' full facts: their error, if they refuse them.
@@ -424,6 +547,27 @@ fn local_rules(
         }
     }
     Ok(None)
+}
+
+/// Every node of the model (not only those the outputs need: every value is analysed), inputs before
+/// the nodes reading them.
+fn topological_order(model: &InferenceModel) -> Vec<usize> {
+    let n = model.nodes().len();
+    let mut pending: Vec<usize> = model.nodes().iter().map(|node| node.inputs.len()).collect();
+    let mut ready: std::collections::VecDeque<usize> = (0..n).filter(|&i| pending[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(id) = ready.pop_front() {
+        order.push(id);
+        for output in &model.node(id).outputs {
+            for succ in &output.successors {
+                pending[succ.node] -= 1;
+                if pending[succ.node] == 0 {
+                    ready.push_back(succ.node);
+                }
+            }
+        }
+    }
+    order
 }
 
 /// Removes the nodes added since `mark` (a translation that failed half-way), and every edge and

@@ -6,8 +6,8 @@
 //! chain around it); any other Gather is tract's.
 
 use crate::graph::AffineGather;
-use crate::graph::{Label, SliceStep};
 use crate::graph::ViewOp;
+use crate::graph::{Label, SliceStep};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;

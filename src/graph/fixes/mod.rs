@@ -2,17 +2,23 @@
 //! models: each builder handles what tract refuses (symbolic dims, shape parameters computed from
 //! `Shape`, exact integer values) and hands everything else to tract's own builder.
 //!
+//! - `Cast`: exact integers, symbolic shape values kept through integer casts;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `Pad`: over a shape vector (MXNet's `reverse`);
-//! - `Range`: ONNX's exact length for negative steps.
+//! - `Range`: ONNX's exact length for negative steps;
+//! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement.
 
+mod cast;
 mod flatten;
 mod gather;
 mod pad;
 mod range;
+mod reshape;
 
+pub use cast::SymbolicCast;
 pub use pad::ShapePad;
+pub use reshape::ReshapeAs;
 
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -34,8 +40,10 @@ pub fn stock(op_type: &'static str) -> Builder {
 
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
     onnx.op_register.insert("Pad", pad::pad);
     onnx.op_register.insert("Range", range::range);
+    onnx.op_register.insert("Reshape", reshape::reshape);
 }
