@@ -83,27 +83,162 @@ pub fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
     if let Ok((q, 1)) = num.maybe_div(den) {
         return Some(q.simplify());
     }
-    let TDim::Add(den_terms) = den.clone().expand_polynomial() else { return None };
-    let num = num.clone().expand_polynomial();
+    let den_terms = sum_terms(den);
+    if den_terms.len() < 2 {
+        return None;
+    }
     let first = den_terms.first()?;
-    let terms = match &num {
-        TDim::Add(terms) => terms.clone(),
-        other => vec![other.clone()],
-    };
+    let terms = sum_terms(num);
     for term in &terms {
         let Ok((q, 1)) = term.maybe_div(first) else { continue };
         let q = q.simplify();
-        if (q.clone() * den.clone()).expand_polynomial().simplify() == num.clone().simplify() {
+        if (q.clone() * den.clone() - num.clone()).simplify().as_i64() == Some(0) {
             return Some(q);
         }
     }
     None
 }
 
+/// The terms of a sum, a constant factor distributed (`16*(1+A)` is `16 + 16*A`).
+fn sum_terms(d: &TDim) -> Vec<TDim> {
+    match d.clone().simplify() {
+        TDim::Add(terms) => terms,
+        TDim::MulInt(c, inner) => match *inner {
+            TDim::Add(terms) => terms.into_iter().map(|t| (t * c).simplify()).collect(),
+            other => vec![TDim::MulInt(c, Box::new(other))],
+        },
+        other => vec![other],
+    }
+}
+
+/// `e mod k` (the result in `[0, k)`, Python's `%`) for a symbolic `e` and a constant `k >= 1`, when it
+/// can be written: terms whose coefficient is a multiple of `k` contribute nothing and are dropped,
+/// and what remains must be `c0 + t` or `c0 - t` with `t` provably non-negative, giving
+/// `(t + c0) - k*((t + c0)/k)` or `(c0 - t) + k*((t - c0 + k - 1)/k)`. This is how a pad to a multiple
+/// of a window, `(w - x % w) % w`, gets its exact form `w*((x+w-1)/w) - x`. The caller checks the
+/// result by evaluation (tract simplifies what it builds).
+pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
+    if k < 1 {
+        return None;
+    }
+    let terms = match e.clone().simplify() {
+        TDim::Add(terms) => terms,
+        other => vec![other],
+    };
+    let mut c0: i64 = 0;
+    let mut rest: Vec<(i64, TDim)> = vec![];
+    for t in terms {
+        let (c, base) = match t {
+            TDim::Val(v) => {
+                c0 = c0.checked_add(v.rem_euclid(k))?.rem_euclid(k);
+                continue;
+            }
+            TDim::MulInt(c, base) => (c, *base),
+            other => (1, other),
+        };
+        let c = c.rem_euclid(k);
+        if c != 0 {
+            rest.push((c, base));
+        }
+    }
+    match rest.as_slice() {
+        [] => Some(TDim::Val(c0)),
+        [(1, t)] if t.prove_positive_or_zero() => {
+            let x = t.clone() + c0;
+            Some(x.clone() - (x / k as u64) * k)
+        }
+        [(c, t)] if *c == k - 1 && t.prove_positive_or_zero() => {
+            Some(TDim::Val(c0) - t.clone() + ((t.clone() - c0 + (k - 1)) / k as u64) * k)
+        }
+        _ => None,
+    }
+}
+
+/// `d` with the forms that slicing and concatenating leave behind put back together: cutting an axis
+/// of length `X` at `c` and concatenating the parts (a `roll`, shifted windows) gives
+/// `min(c,X) + max(0,X-c)`, which is `X` for `c, X >= 0`. tract keeps the sum, and a reshape of it
+/// then fails its volume check.
+pub fn tidy(d: &TDim) -> TDim {
+    match d {
+        TDim::Add(terms) => {
+            let mut terms: Vec<TDim> = terms.iter().map(tidy).collect();
+            'search: loop {
+                for i in 0..terms.len() {
+                    let Some((c, x)) = min_with_constant(&terms[i]) else { continue };
+                    for j in 0..terms.len() {
+                        if i == j || !is_max_zero_of(&terms[j], &(x.clone() - c).simplify()) {
+                            continue;
+                        }
+                        if c < 0 || !x.prove_positive_or_zero() {
+                            continue;
+                        }
+                        let (hi, lo) = (i.max(j), i.min(j));
+                        terms.remove(hi);
+                        terms.remove(lo);
+                        terms.push(x);
+                        continue 'search;
+                    }
+                }
+                break;
+            }
+            TDim::Add(terms).simplify()
+        }
+        TDim::Mul(terms) => TDim::Mul(terms.iter().map(tidy).collect()).simplify(),
+        TDim::MulInt(k, x) => TDim::MulInt(*k, Box::new(tidy(x))).simplify(),
+        TDim::Div(x, k) => TDim::Div(Box::new(tidy(x)), *k).simplify(),
+        TDim::Min(terms) => TDim::Min(terms.iter().map(tidy).collect()).simplify(),
+        TDim::Max(terms) => TDim::Max(terms.iter().map(tidy).collect()).simplify(),
+        other => other.clone(),
+    }
+}
+
+/// `(c, X)` for `min(c, X)`.
+fn min_with_constant(d: &TDim) -> Option<(i64, TDim)> {
+    let TDim::Min(terms) = d else { return None };
+    match terms.as_slice() {
+        [TDim::Val(c), x] | [x, TDim::Val(c)] => Some((*c, x.clone())),
+        _ => None,
+    }
+}
+
+/// Whether `d` is `max(0, y)`.
+fn is_max_zero_of(d: &TDim, y: &TDim) -> bool {
+    let TDim::Max(terms) = d else { return false };
+    match terms.as_slice() {
+        [TDim::Val(0), x] | [x, TDim::Val(0)] => x == y || (x.clone() - y.clone()).simplify().as_i64() == Some(0),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::Dim;
     use tract_onnx::prelude::SymbolScope;
+
+    #[test]
+    fn a_pad_to_a_multiple_of_a_window_is_exact() {
+        let s = SymbolScope::default().with_assertion("H>=0").unwrap();
+        let hs = s.sym("H");
+        let x = TDim::Sym(hs.clone()) / 4;
+        let r = modulo(&x, 4).unwrap();
+        let pad = modulo(&(TDim::Val(4) - r.clone()), 4).unwrap();
+        for h in 0..200i64 {
+            let v = std::collections::HashMap::from([(hs.clone(), h)]);
+            let q = h / 4;
+            assert_eq!(crate::analysis::eval_exact(&r, &v), Some(q % 4), "{r} at H={h}");
+            assert_eq!(crate::analysis::eval_exact(&pad, &v), Some((4 - q % 4) % 4), "{pad} at H={h}");
+        }
+    }
+
+    #[test]
+    fn the_two_parts_of_a_cut_axis_add_up_to_the_axis() {
+        let s = SymbolScope::default().with_assertion("H>=0").unwrap();
+        let p = (TDim::Sym(s.sym("H")) + 12) / 16 * 4;
+        let sum = p.clone().min_with(&TDim::Val(2)) + (p.clone() - 2).max_with(&TDim::Val(0));
+        assert_eq!(tidy(&sum), p);
+        assert_eq!(tidy(&(sum + 3)), p + 3);
+    }
 
     #[test]
     fn sums_divide_term_by_term() {

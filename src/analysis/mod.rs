@@ -7,6 +7,7 @@
 //! unified and reported as [`Requirement`]s, and each symbol's origin is recorded ([`SymbolInfo`]).
 
 mod bind;
+mod control;
 mod opaque;
 mod parse_shim;
 mod require;
@@ -15,7 +16,9 @@ mod translate;
 mod verify;
 
 pub use bind::{datum_type_of as bind_datum_type, symbol_name, Binding, DeclaredDim, DeclaredInput};
+pub use control::{Branch, IfOp};
 pub use opaque::Opaque;
+use symbols::SymbolTable;
 pub use parse_shim::{check_bounded, parse_dim};
 pub use require::{AssumeShape, Requirement};
 pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
@@ -124,7 +127,7 @@ pub fn analyse(
 }
 
 /// The ONNX nodes by the names the parsed model gives them (their name, else their first output).
-fn node_index(graph: &pb::GraphProto) -> translate::NodeIndex<'_> {
+pub(crate) fn node_index(graph: &pb::GraphProto) -> translate::NodeIndex<'_> {
     graph
         .node
         .iter()

@@ -201,7 +201,8 @@ pub fn rewrites(
 pub struct AssumeShape {
     /// The shape the value has when the model's requirements hold.
     pub shape: TVec<TDim>,
-    /// The requirement, for the error when it does not hold.
+    /// The requirement, for the error when it does not hold (empty when the shape is the input's own,
+    /// written differently).
     pub requirement: String,
 }
 
@@ -233,7 +234,7 @@ impl EvalOp for AssumeShape {
         ensure!(
             agrees,
             "the model requires {}, which does not hold for an input of shape {:?}",
-            self.requirement,
+            if self.requirement.is_empty() { format!("shape {:?}", self.shape) } else { self.requirement.clone() },
             input.shape()
         );
         Ok(tvec!(input))

@@ -147,7 +147,10 @@ impl Translator<'_> {
             return Ok(());
         }
         let mark = self.target.nodes.len();
-        let outcome = self.typed_outputs(node, &op_type);
+        let outcome = match node.op_as::<tract_onnx::ops::logic::If>() {
+            Some(op) => self.if_node(node, op),
+            None => self.typed_outputs(node, &op_type),
+        };
         let (outlets, reason) = match outcome {
             Ok(outlets) => (outlets, None),
             Err(e) => {
@@ -187,8 +190,10 @@ impl Translator<'_> {
                 typed: true,
             });
         }
+        let mut outlets = outlets;
         if reason.is_none() {
             self.fold(&outlets)?;
+            outlets = self.tidy(&node.name, outlets)?;
             self.declared_types(node, &op_type, &outlets)?;
         }
         for (slot, outlet) in outlets.iter().enumerate() {
@@ -266,6 +271,32 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// Outputs whose dims or values [`crate::dims::tidy`] writes more simply are given those forms
+    /// (through an [`AssumeShape`], which costs nothing when running), before later nodes build on them.
+    fn tidy(&mut self, name: &str, outlets: TVec<OutletId>) -> TractResult<TVec<OutletId>> {
+        let mut tidied = tvec![];
+        for outlet in outlets {
+            let fact = self.target.outlet_fact(outlet)?.clone();
+            let mut outlet = outlet;
+            if let Some(k) = fact.konst.as_ref().filter(|k| k.datum_type().is_tdim() && k.rank() <= 1) {
+                let values = crate::graph::dims_of(k)?;
+                let neat: Vec<TDim> = values.iter().map(crate::dims::tidy).collect();
+                if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>() {
+                    let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
+                    outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
+                }
+            }
+            let shape: TVec<TDim> = fact.shape.iter().map(crate::dims::tidy).collect();
+            if &*shape != fact.shape.dims() {
+                let op = AssumeShape { shape, requirement: String::new() };
+                let node = self.target.unique_name(format!("{name}.tidy"));
+                outlet = self.target.wire_node(node, op, &[outlet])?[0];
+            }
+            tidied.push(outlet);
+        }
+        Ok(tidied)
+    }
+
     /// Records the integer type the model declares for outputs held as dims: a [`SymbolicCast`]'s
     /// target, inherited by ops that keep their input's type.
     ///
@@ -315,6 +346,101 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// A branch of an `If` translated with the facts of the outer values it reads.
+    fn branch(
+        &mut self,
+        body: &InferenceModel,
+        graph: &pb::GraphProto,
+        mapping: &[usize],
+        inputs: &[OutletId],
+    ) -> Result<Translated, String> {
+        let facts: Vec<TypedFact> = mapping
+            .iter()
+            .map(|&i| self.target.outlet_fact(inputs[i]).cloned())
+            .collect::<TractResult<_>>()
+            .map_err(|e| e.to_string())?;
+        let index = super::node_index(graph);
+        let symbols = self.target.symbols.clone();
+        let result = translate(body, &index, facts, symbols, self.table.clone(), self.fold_bytes);
+        if let Ok(t) = &result {
+            for f in &t.fallbacks {
+                if !self.fallbacks.contains(f) {
+                    self.fallbacks.push(f.clone());
+                }
+            }
+        }
+        match result {
+            Ok(t) if t.unknown.is_empty() && t.typed.outputs.len() == body.outputs.len() => {
+                self.table = t.table.clone();
+                for r in &t.requirements {
+                    if !self.requirements.contains(r) {
+                        self.requirements.push(r.clone());
+                    }
+                }
+                Ok(t)
+            }
+            Ok(t) => Err(t.unknown.values().next().cloned().unwrap_or_else(|| "an output cannot be computed".into())),
+            Err(e) => Err(crate::report::describe_error(&e)),
+        }
+    }
+
+    /// An `If` ([`super::control`]): the branch a known condition selects, inlined; else an
+    /// [`super::IfOp`] running the branch taken.
+    fn if_node(&mut self, node: &InferenceNode, op: &tract_onnx::ops::logic::If) -> TractResult<TVec<OutletId>> {
+        use super::control;
+        let proto = self.nodes.get(node.name.as_str()).copied().context("the If node is not in the graph")?;
+        let (then_graph, else_graph) = control::branch_graphs(proto).context("the If node has no branches")?;
+        let outer = control::outer_values(&op.then_body, &op.else_body);
+        let then_inputs = control::input_mapping(&op.then_body, &outer)?;
+        let else_inputs = control::input_mapping(&op.else_body, &outer)?;
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        ensure!(inputs.len() == outer.len() + 1, "the If node has {} inputs, its branches read {}", inputs.len(), outer.len());
+        if let Some(cond) = self.target.outlet_fact(inputs[0])?.konst.clone() {
+            let cond = cond.cast_to_scalar::<bool>()?;
+            let (body, graph, mapping) =
+                if cond { (&op.then_body, then_graph, &then_inputs) } else { (&op.else_body, else_graph, &else_inputs) };
+            let t = self.branch(body, graph, mapping, &inputs).map_err(|e| anyhow::anyhow!("the branch taken: {e}"))?;
+            let branch_inputs: TVec<OutletId> = mapping.iter().map(|&i| inputs[i]).collect();
+            return control::inline(&mut self.target, &t.typed, &branch_inputs, &node.name);
+        }
+        let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs);
+        let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs);
+        let facts_of = |t: &Result<Translated, String>| -> Option<Vec<TypedFact>> {
+            let t = t.as_ref().ok()?;
+            t.typed.outputs.iter().map(|o| t.typed.outlet_fact(*o).ok().cloned()).collect()
+        };
+        if let (Err(a), Err(b)) = (&then_t, &else_t) {
+            bail!("neither branch can be translated (then: {a}; else: {b})");
+        }
+        let prefix = super::bind::symbol_name(&node.name);
+        let symbols = self.target.symbols.clone();
+        let mut fresh = |slot: usize, axis: usize| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{slot}_{axis}")));
+        let facts = control::merge_facts(facts_of(&then_t).as_deref(), facts_of(&else_t).as_deref(), &mut fresh)?;
+        let branch = |t: Result<Translated, String>, body: &InferenceModel, graph: &pb::GraphProto| match t {
+            Ok(t) => super::Branch::Typed { model: Arc::new(t.typed), plan: Default::default() },
+            Err(reason) => super::Branch::Deferred {
+                model: Arc::new(body.clone()),
+                graph: Arc::new(graph.clone()),
+                reason,
+                plans: Default::default(),
+            },
+        };
+        let op = super::IfOp {
+            node: node.name.clone(),
+            then_branch: branch(then_t, &op.then_body, then_graph),
+            then_inputs,
+            else_branch: branch(else_t, &op.else_body, else_graph),
+            else_inputs,
+            facts,
+        };
+        let name = self.target.unique_name(&node.name);
+        let id = self.target.add_node(name, op.clone(), op.facts.clone())?;
+        for (ix, input) in inputs.iter().enumerate() {
+            self.target.add_edge(*input, InletId::new(id, ix))?;
+        }
+        Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
+    }
+
     /// The node's own translation, after unifying what it requires equal.
     fn typed_outputs(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<TVec<OutletId>> {
         let proto = self.nodes.get(node.name.as_str()).copied();
@@ -347,6 +473,12 @@ impl Translator<'_> {
             }
         }
         let mark = self.target.nodes.len();
+        if let Some(outlet) = self.symbolic_mod(node, op_type, attr("fmod") == Some(1))? {
+            for (o, original) in replaced {
+                self.mapping.insert(o, original);
+            }
+            return Ok(tvec![outlet]);
+        }
         let result = guard("translating the model", || {
             let outlets = node.op.to_typed(self.source, node, &mut self.target, &self.mapping)?;
             ensure!(
@@ -389,6 +521,34 @@ impl Translator<'_> {
             }
         }
         result
+    }
+
+    /// `Mod` of symbolic dims by an integer, written exactly ([`crate::dims::modulo`]): tract's own
+    /// (`a - k*(a/k)`, simplified) is wrong for the pads exporters compute, `(w - x % w) % w`.
+    fn symbolic_mod(&mut self, node: &InferenceNode, op_type: &str, fmod: bool) -> TractResult<Option<OutletId>> {
+        if op_type != "Mod" || fmod || node.inputs.len() != 2 {
+            return Ok(None);
+        }
+        let konst = |o: &OutletId| self.target.outlet_fact(self.mapping[o]).ok().and_then(|f| f.konst.clone());
+        let (Some(a), Some(b)) = (konst(&node.inputs[0]), konst(&node.inputs[1])) else { return Ok(None) };
+        if !a.datum_type().is_tdim() || a.rank() > 1 || b.rank() > 1 {
+            return Ok(None);
+        }
+        let (Ok(a_dims), Ok(b_dims)) = (crate::graph::dims_of(&a), crate::graph::dims_of(&b)) else { return Ok(None) };
+        if a_dims.iter().all(|d| d.as_i64().is_some()) {
+            return Ok(None);
+        }
+        let len = a_dims.len().max(b_dims.len());
+        let at = |v: &[TDim], i: usize| if v.len() == 1 { v[0].clone() } else { v[i].clone() };
+        let mut out = Vec::with_capacity(len);
+        for i in 0..len {
+            let Some(k) = at(&b_dims, i).as_i64() else { return Ok(None) };
+            let Some(m) = crate::dims::modulo(&at(&a_dims, i), k) else { return Ok(None) };
+            out.push(m);
+        }
+        let shape: Vec<usize> = if a.rank() == 1 || b.rank() == 1 { vec![len] } else { vec![] };
+        let t = tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into_tensor();
+        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
     }
 
     /// Symbolic values computed by arithmetic (a `Mod` of dims) are checked by evaluation

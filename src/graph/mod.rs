@@ -14,7 +14,7 @@ mod view_op;
 pub(crate) use builders::label as node_label;
 pub use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
-pub use fixes::{ReshapeAs, ShapePad, SymbolicCast};
+pub use fixes::{ReshapeAs, ShapePad, SymbolicCast, SymbolicPad};
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
 pub use spec::{dims_of, NodeKind, NodeSpec};

@@ -5,7 +5,7 @@
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
-//! - `Pad`: over a shape vector (MXNet's `reverse`);
+//! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
 //! - `Range`: ONNX's exact length for negative steps;
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement.
 
@@ -15,10 +15,12 @@ mod gather;
 mod pad;
 mod range;
 mod reshape;
+mod sympad;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
 pub use reshape::ReshapeAs;
+pub use sympad::SymbolicPad;
 
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;

@@ -11,7 +11,8 @@ use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
-/// The Pad builder: [`ShapePad`] over a `Shape` output, tract's Pad otherwise.
+/// The Pad builder: [`ShapePad`] over a `Shape` output, else tract's Pad, wrapped to take symbolic pads
+/// (see [`super::sympad`]).
 pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let graph = ctx.parent_graphs.last().copied().or(ctx.model.graph.as_ref());
     let over_shape = graph.is_some_and(|g| {
@@ -26,7 +27,17 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
         }
         return Ok((Box::new(ShapePad { node: name, has_constant }), vec![]));
     }
-    super::stock("Pad")(ctx, node)
+    let (stock, closures) = super::stock("Pad")(ctx, node)?;
+    if ctx.onnx_operator_set_version < 11 {
+        return Ok((stock, closures));
+    }
+    let mode = node
+        .attribute
+        .iter()
+        .find(|a| a.name == "mode")
+        .map_or_else(|| "constant".to_string(), |a| String::from_utf8_lossy(&a.s).into_owned());
+    let name = crate::graph::node_label(node).node;
+    Ok((Box::new(super::sympad::PadNode { stock, node: name, mode }), closures))
 }
 
 /// Constant-mode Pad of a 1-D integer vector (a shape).

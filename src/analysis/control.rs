@@ -1,0 +1,226 @@
+//! ONNX `If`: branches analysed from the facts of the values they read, taken one at a time.
+//!
+//! tract types an `If` only when both branches type with the same output facts, and analyses both
+//! with every shape the model has, so a branch that is never taken for these inputs (silero-vad's
+//! 8 kHz branch squeezes an axis that is 1 only at 8 kHz) stops the whole model. Here:
+//! - a condition known before running inlines the branch it selects;
+//! - otherwise each branch is translated on its own; a branch that cannot be translated with these
+//!   facts is kept as parsed and translated when (if ever) it is taken, with the shapes it is given;
+//! - outputs whose facts the branches agree on keep them; a dim they disagree on (ONNX lets branches
+//!   return different shapes) is a fresh symbol, bound when the node runs.
+
+use super::translate::translate;
+use super::SymbolTable;
+use std::sync::{Arc, Mutex};
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+
+/// One branch of an [`IfOp`].
+#[derive(Debug, Clone)]
+pub enum Branch {
+    /// Translated at analysis.
+    Typed {
+        /// The branch as a typed model (its inputs: the outer values it reads, in order).
+        model: Arc<TypedModel>,
+        /// Its plan, made on first use.
+        plan: Arc<Mutex<Option<Arc<TypedRunnableModel>>>>,
+    },
+    /// Not translatable with the facts analysis had: translated when taken.
+    Deferred {
+        /// The branch as parsed.
+        model: Arc<InferenceModel>,
+        /// Its graph, for the op types of its nodes.
+        graph: Arc<pb::GraphProto>,
+        /// Why analysis could not translate it.
+        reason: String,
+        /// Plans made so far, by input shapes.
+        plans: Arc<Mutex<Vec<(Vec<(DatumType, Vec<usize>)>, Arc<TypedRunnableModel>)>>>,
+    },
+}
+
+impl Branch {
+    fn run(&self, node: &str, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let plan = match self {
+            Branch::Typed { model, plan } => {
+                let mut cached = plan.lock().unwrap_or_else(|e| e.into_inner());
+                match cached.as_ref() {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p = (**model).clone().into_optimized()?.into_runnable()?;
+                        *cached = Some(p.clone());
+                        p
+                    }
+                }
+            }
+            Branch::Deferred { model, graph, plans, reason } => {
+                let signature: Vec<(DatumType, Vec<usize>)> =
+                    inputs.iter().map(|t| (t.datum_type(), t.shape().to_vec())).collect();
+                let mut cached = plans.lock().unwrap_or_else(|e| e.into_inner());
+                match cached.iter().find(|(s, _)| *s == signature) {
+                    Some((_, p)) => p.clone(),
+                    None => {
+                        let facts: Vec<TypedFact> = signature.iter().map(|(dt, shape)| dt.fact(shape)).collect();
+                        let index = super::node_index(graph);
+                        let t = translate(model, &index, facts, SymbolScope::default(), SymbolTable::default(), 0)
+                            .with_context(|| format!("node '{node}' (If): the branch taken ({reason})"))?;
+                        if let Some(why) = t.unknown.values().next() {
+                            bail!("node '{node}' (If): the branch taken cannot run: {why}");
+                        }
+                        let p = t.typed.into_optimized()?.into_runnable()?;
+                        cached.push((signature, p.clone()));
+                        p
+                    }
+                }
+            }
+        };
+        plan.run(inputs)
+    }
+}
+
+/// An `If` whose branches run as plans of their own.
+#[derive(Debug, Clone)]
+pub struct IfOp {
+    /// The node's name, for errors.
+    pub node: String,
+    /// The branch taken when the condition is true.
+    pub then_branch: Branch,
+    /// For each input of the then branch, the node input feeding it.
+    pub then_inputs: Vec<usize>,
+    /// The branch taken when the condition is false.
+    pub else_branch: Branch,
+    /// For each input of the else branch, the node input feeding it.
+    pub else_inputs: Vec<usize>,
+    /// The output facts.
+    pub facts: TVec<TypedFact>,
+}
+
+impl PartialEq for IfOp {
+    fn eq(&self, other: &Self) -> bool {
+        self.node == other.node && self.facts == other.facts
+    }
+}
+
+impl Eq for IfOp {}
+
+impl Op for IfOp {
+    fn name(&self) -> StaticName {
+        "If".into()
+    }
+
+    fn mints_runtime_symbols(&self) -> bool {
+        true
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for IfOp {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let cond = inputs[0].cast_to_scalar::<bool>().with_context(|| format!("node '{}' (If): the condition", self.node))?;
+        let (branch, mapping) =
+            if cond { (&self.then_branch, &self.then_inputs) } else { (&self.else_branch, &self.else_inputs) };
+        let branch_inputs: TVec<TValue> = mapping.iter().map(|&i| inputs[i].clone()).collect();
+        let outputs = branch.run(&self.node, branch_inputs)?;
+        ensure!(
+            outputs.len() == self.facts.len()
+                && outputs.iter().zip(&self.facts).all(|(o, f)| o.rank() == f.rank() && o.datum_type() == f.datum_type),
+            "node '{}' (If): the branch taken returns other types or ranks than analysis found",
+            self.node
+        );
+        Ok(outputs)
+    }
+}
+
+impl TypedOp for IfOp {
+    as_op!();
+
+    fn output_facts(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        Ok(self.facts.iter().map(|f| f.without_value()).collect())
+    }
+}
+
+/// Copies the nodes of `body` into `target` after `inputs` (the values its inputs read), names
+/// prefixed with `prefix`; returns the outlets of its outputs.
+pub fn inline(target: &mut TypedModel, body: &TypedModel, inputs: &[OutletId], prefix: &str) -> TractResult<TVec<OutletId>> {
+    let mut map: std::collections::HashMap<OutletId, OutletId> = Default::default();
+    for (ix, i) in body.inputs.iter().enumerate() {
+        map.insert(*i, inputs[ix]);
+    }
+    for id in body.eval_order()? {
+        let node = body.node(id);
+        if body.inputs.iter().any(|i| i.node == id) {
+            continue;
+        }
+        let ins: TVec<OutletId> = node.inputs.iter().map(|o| map[o]).collect();
+        let name = target.unique_name(format!("{prefix}.{}", node.name));
+        let outs = target.wire_node(name, node.op.clone(), &ins)?;
+        for (slot, o) in outs.into_iter().enumerate() {
+            map.insert(OutletId::new(id, slot), o);
+        }
+    }
+    body.outputs.iter().map(|o| map.get(o).copied().context("a branch output is not computed")).collect()
+}
+
+/// Where each input of a branch comes from: tract-onnx feeds an `If` its condition, then every outer
+/// value either branch reads, sorted by name; a branch's inputs are its sources, named after those
+/// values.
+pub fn input_mapping(body: &InferenceModel, outer: &[String]) -> TractResult<Vec<usize>> {
+    body.inputs
+        .iter()
+        .map(|o| {
+            let name = &body.node(o.node).name;
+            outer.iter().position(|n| n == name).map(|p| p + 1).with_context(|| format!("the branch reads '{name}', which the If is not given"))
+        })
+        .collect()
+}
+
+/// The outer values an `If` reads through its branches, in tract-onnx's order (sorted, each once).
+pub fn outer_values(then_body: &InferenceModel, else_body: &InferenceModel) -> Vec<String> {
+    let mut names: Vec<String> = then_body
+        .inputs
+        .iter()
+        .map(|o| then_body.node(o.node).name.clone())
+        .chain(else_body.inputs.iter().map(|o| else_body.node(o.node).name.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The branch graphs of an `If` node.
+pub fn branch_graphs(node: &pb::NodeProto) -> Option<(&pb::GraphProto, &pb::GraphProto)> {
+    let get = |name: &str| node.attribute.iter().find(|a| a.name == name).and_then(|a| a.g.as_ref());
+    Some((get("then_branch")?, get("else_branch")?))
+}
+
+/// Output facts both branches allow: the same type and rank are required; a dim they disagree on is
+/// made by `fresh`.
+pub fn merge_facts(
+    then_facts: Option<&[TypedFact]>,
+    else_facts: Option<&[TypedFact]>,
+    fresh: &mut dyn FnMut(usize, usize) -> TDim,
+) -> TractResult<TVec<TypedFact>> {
+    let (a, b) = match (then_facts, else_facts) {
+        (Some(a), Some(b)) => (a, b),
+        (Some(a), None) | (None, Some(a)) => return Ok(a.iter().map(|f| f.without_value()).collect()),
+        (None, None) => bail!("neither branch can be translated"),
+    };
+    ensure!(a.len() == b.len(), "the branches return {} and {} outputs", a.len(), b.len());
+    let mut facts = tvec![];
+    for (slot, (x, y)) in a.iter().zip(b).enumerate() {
+        ensure!(x.datum_type == y.datum_type, "output {slot} is {:?} in one branch, {:?} in the other", x.datum_type, y.datum_type);
+        ensure!(x.rank() == y.rank(), "output {slot} has rank {} in one branch, {} in the other", x.rank(), y.rank());
+        let dims: TVec<TDim> = x
+            .shape
+            .iter()
+            .zip(y.shape.iter())
+            .enumerate()
+            .map(|(axis, (d, e))| if d == e { d.clone() } else { fresh(slot, axis) })
+            .collect();
+        facts.push(x.datum_type.fact(&*dims));
+    }
+    Ok(facts)
+}
