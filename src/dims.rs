@@ -43,7 +43,11 @@ pub fn format_dim(d: &TDim) -> String {
 
 fn scaled(k: u64, x: &TDim) -> String {
     if k == 1 {
-        format_term(x)
+        // After a minus sign a quotient needs its parentheses: `-((H+1)/2)` is not `-(H+1)/2`.
+        match x {
+            TDim::Div(..) => format!("({})", format_term(x)),
+            _ => format_term(x),
+        }
     } else {
         format!("{k}*{}", format_factor(x))
     }
@@ -187,8 +191,99 @@ pub fn tidy(d: &TDim) -> TDim {
         TDim::MulInt(k, x) => TDim::MulInt(*k, Box::new(tidy(x))).simplify(),
         TDim::Div(x, k) => TDim::Div(Box::new(tidy(x)), *k).simplify(),
         TDim::Min(terms) => TDim::Min(terms.iter().map(tidy).collect()).simplify(),
-        TDim::Max(terms) => TDim::Max(terms.iter().map(tidy).collect()).simplify(),
+        TDim::Max(terms) => {
+            let terms: Vec<TDim> = terms.iter().map(tidy).collect();
+            // max(c, X) is X when X >= c can be shown (SAME padding: max(0, 2*((H+1)/2) - H + 1)).
+            if let [TDim::Val(c), x] | [x, TDim::Val(c)] = terms.as_slice() {
+                if at_least(x, *c) {
+                    return x.clone();
+                }
+            }
+            TDim::Max(terms).simplify()
+        }
         other => other.clone(),
+    }
+}
+
+/// Whether `x >= c` for every value of its symbols (each a dim, so `>= 0`): tract's proof, else a
+/// linear relaxation where each floor division `a/k` lies in `[a/k - (k-1)/k, a/k]` (real division).
+/// `2*((H+3)/4) - (H+1)/2 + 1 >= 1/2`, so that SAME-padding `max(0, ..)` drops.
+fn at_least(x: &TDim, c: i64) -> bool {
+    if (x.clone() - c).prove_positive_or_zero() {
+        return true;
+    }
+    let Some(b) = Linear::bound(x, true) else { return false };
+    // Every symbol's coefficient non-negative: the bound is at least its constant.
+    b.coefs.values().all(|&(n, _)| n >= 0) && {
+        let (n, d) = b.constant;
+        // x is an integer >= n/d, so x >= c when n/d > c - 1.
+        n > (i128::from(c) - 1) * d
+    }
+}
+
+/// A linear form over symbols with rational coefficients `(numerator, denominator > 0)`.
+struct Linear {
+    coefs: std::collections::HashMap<tract_onnx::prelude::Symbol, (i128, i128)>,
+    constant: (i128, i128),
+}
+
+impl Linear {
+    fn add_frac(a: (i128, i128), b: (i128, i128)) -> Option<(i128, i128)> {
+        let n = a.0.checked_mul(b.1)?.checked_add(b.0.checked_mul(a.1)?)?;
+        let d = a.1.checked_mul(b.1)?;
+        let g = gcd_i128(n.abs(), d).max(1);
+        Some((n / g, d / g))
+    }
+
+    fn scale(self, n: i128, d: i128) -> Option<Linear> {
+        let s = |f: (i128, i128)| -> Option<(i128, i128)> {
+            let (a, b) = (f.0.checked_mul(n)?, f.1.checked_mul(d)?);
+            let g = gcd_i128(a.abs(), b).max(1);
+            Some((a / g, b / g))
+        };
+        Some(Linear {
+            coefs: self.coefs.into_iter().map(|(k, v)| s(v).map(|v| (k, v))).collect::<Option<_>>()?,
+            constant: s(self.constant)?,
+        })
+    }
+
+    fn plus(mut self, o: Linear) -> Option<Linear> {
+        for (k, v) in o.coefs {
+            let cur = self.coefs.get(&k).copied().unwrap_or((0, 1));
+            self.coefs.insert(k, Linear::add_frac(cur, v)?);
+        }
+        self.constant = Linear::add_frac(self.constant, o.constant)?;
+        Some(self)
+    }
+
+    /// A lower (`low`) or upper bound of `d` as a linear form, if `d` is linear in its symbols and
+    /// floor divisions.
+    fn bound(d: &TDim, low: bool) -> Option<Linear> {
+        Some(match d {
+            TDim::Val(v) => Linear { coefs: Default::default(), constant: (i128::from(*v), 1) },
+            TDim::Sym(s) => Linear { coefs: [(s.clone(), (1, 1))].into_iter().collect(), constant: (0, 1) },
+            TDim::Add(terms) => {
+                let mut acc = Linear { coefs: Default::default(), constant: (0, 1) };
+                for t in terms {
+                    acc = acc.plus(Linear::bound(t, low)?)?;
+                }
+                acc
+            }
+            TDim::MulInt(k, x) => {
+                let inner = Linear::bound(x, if *k >= 0 { low } else { !low })?;
+                inner.scale(i128::from(*k), 1)?
+            }
+            TDim::Div(a, k) => {
+                let k = i128::from(*k);
+                let inner = Linear::bound(a, low)?.scale(1, k)?;
+                if low {
+                    inner.plus(Linear { coefs: Default::default(), constant: (-(k - 1), k) })?
+                } else {
+                    inner
+                }
+            }
+            _ => return None,
+        })
     }
 }
 
@@ -207,6 +302,14 @@ fn is_max_zero_of(d: &TDim, y: &TDim) -> bool {
     match terms.as_slice() {
         [TDim::Val(0), x] | [x, TDim::Val(0)] => x == y || (x.clone() - y.clone()).simplify().as_i64() == Some(0),
         _ => false,
+    }
+}
+
+fn gcd_i128(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a
+    } else {
+        gcd_i128(b, a % b)
     }
 }
 
@@ -238,6 +341,13 @@ mod tests {
         let sum = p.clone().min_with(&TDim::Val(2)) + (p.clone() - 2).max_with(&TDim::Val(0));
         assert_eq!(tidy(&sum), p);
         assert_eq!(tidy(&(sum + 3)), p + 3);
+        // SAME padding: H + max(0, 2*((H+1)/2) - H + 1) is 2*((H+1)/2) + 1.
+        let h = TDim::Sym(s.sym("H"));
+        let pad = (h.clone().div_ceil(2) * 2 - h.clone() + 1).max_with(&TDim::Val(0));
+        assert_eq!(tidy(&pad), (h.clone().div_ceil(2) * 2 - h.clone() + 1).simplify());
+        let x = h.clone().div_ceil(2);
+        let pad2 = (x.clone().div_ceil(2) * 2 - x.clone() + 1).max_with(&TDim::Val(0));
+        assert!(!matches!(tidy(&pad2), TDim::Max(_)), "{}", tidy(&pad2));
     }
 
     #[test]
@@ -267,5 +377,6 @@ mod tests {
         let h = TDim::Sym(s.sym("H"));
         assert_eq!(format_dim(&(h.clone().div_ceil(32) * 2)), "2*((H+31)/32)");
         assert_eq!(format_dim(&(h.clone().div_ceil(8) * h.clone().div_ceil(8))), "((H+7)/8)*((H+7)/8)");
+        assert_eq!(format_dim(&(TDim::Val(1) - h.clone().div_ceil(2))), "-((H+1)/2)+1");
     }
 }

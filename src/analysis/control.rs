@@ -119,7 +119,8 @@ impl EvalOp for IfOp {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let cond = inputs[0].cast_to_scalar::<bool>().with_context(|| format!("node '{}' (If): the condition", self.node))?;
+        let cond =
+            inputs[0].cast_to_scalar::<bool>().with_context(|| format!("node '{}' (If): the condition", self.node))?;
         let (branch, mapping) =
             if cond { (&self.then_branch, &self.then_inputs) } else { (&self.else_branch, &self.else_inputs) };
         let branch_inputs: TVec<TValue> = mapping.iter().map(|&i| inputs[i].clone()).collect();
@@ -144,7 +145,12 @@ impl TypedOp for IfOp {
 
 /// Copies the nodes of `body` into `target` after `inputs` (the values its inputs read), names
 /// prefixed with `prefix`; returns the outlets of its outputs.
-pub fn inline(target: &mut TypedModel, body: &TypedModel, inputs: &[OutletId], prefix: &str) -> TractResult<TVec<OutletId>> {
+pub fn inline(
+    target: &mut TypedModel,
+    body: &TypedModel,
+    inputs: &[OutletId],
+    prefix: &str,
+) -> TractResult<TVec<OutletId>> {
     let mut map: std::collections::HashMap<OutletId, OutletId> = Default::default();
     for (ix, i) in body.inputs.iter().enumerate() {
         map.insert(*i, inputs[ix]);
@@ -172,7 +178,11 @@ pub fn input_mapping(body: &InferenceModel, outer: &[String]) -> TractResult<Vec
         .iter()
         .map(|o| {
             let name = &body.node(o.node).name;
-            outer.iter().position(|n| n == name).map(|p| p + 1).with_context(|| format!("the branch reads '{name}', which the If is not given"))
+            outer
+                .iter()
+                .position(|n| n == name)
+                .map(|p| p + 1)
+                .with_context(|| format!("the branch reads '{name}', which the If is not given"))
         })
         .collect()
 }
@@ -211,7 +221,12 @@ pub fn merge_facts(
     ensure!(a.len() == b.len(), "the branches return {} and {} outputs", a.len(), b.len());
     let mut facts = tvec![];
     for (slot, (x, y)) in a.iter().zip(b).enumerate() {
-        ensure!(x.datum_type == y.datum_type, "output {slot} is {:?} in one branch, {:?} in the other", x.datum_type, y.datum_type);
+        ensure!(
+            x.datum_type == y.datum_type,
+            "output {slot} is {:?} in one branch, {:?} in the other",
+            x.datum_type,
+            y.datum_type
+        );
         ensure!(x.rank() == y.rank(), "output {slot} has rank {} in one branch, {} in the other", x.rank(), y.rank());
         let dims: TVec<TDim> = x
             .shape

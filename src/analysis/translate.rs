@@ -83,6 +83,7 @@ pub fn translate(
         table,
         fold_bytes,
         dtypes: HashMap::new(),
+        rationals: HashMap::new(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -121,6 +122,8 @@ struct Translator<'a> {
     table: SymbolTable,
     fold_bytes: u64,
     dtypes: HashMap<OutletId, DatumType>,
+    /// Float values computed from dims, followed exactly ([`super::rational`]), by typed outlet.
+    rationals: HashMap<OutletId, super::rational::Rats>,
 }
 
 impl Translator<'_> {
@@ -281,7 +284,8 @@ impl Translator<'_> {
             if let Some(k) = fact.konst.as_ref().filter(|k| k.datum_type().is_tdim() && k.rank() <= 1) {
                 let values = crate::graph::dims_of(k)?;
                 let neat: Vec<TDim> = values.iter().map(crate::dims::tidy).collect();
-                if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>() {
+                if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
+                {
                     let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
                     outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
                 }
@@ -394,11 +398,19 @@ impl Translator<'_> {
         let then_inputs = control::input_mapping(&op.then_body, &outer)?;
         let else_inputs = control::input_mapping(&op.else_body, &outer)?;
         let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
-        ensure!(inputs.len() == outer.len() + 1, "the If node has {} inputs, its branches read {}", inputs.len(), outer.len());
+        ensure!(
+            inputs.len() == outer.len() + 1,
+            "the If node has {} inputs, its branches read {}",
+            inputs.len(),
+            outer.len()
+        );
         if let Some(cond) = self.target.outlet_fact(inputs[0])?.konst.clone() {
             let cond = cond.cast_to_scalar::<bool>()?;
-            let (body, graph, mapping) =
-                if cond { (&op.then_body, then_graph, &then_inputs) } else { (&op.else_body, else_graph, &else_inputs) };
+            let (body, graph, mapping) = if cond {
+                (&op.then_body, then_graph, &then_inputs)
+            } else {
+                (&op.else_body, else_graph, &else_inputs)
+            };
             let t = self.branch(body, graph, mapping, &inputs).map_err(|e| anyhow::anyhow!("the branch taken: {e}"))?;
             let branch_inputs: TVec<OutletId> = mapping.iter().map(|&i| inputs[i]).collect();
             return control::inline(&mut self.target, &t.typed, &branch_inputs, &node.name);
@@ -414,7 +426,8 @@ impl Translator<'_> {
         }
         let prefix = super::bind::symbol_name(&node.name);
         let symbols = self.target.symbols.clone();
-        let mut fresh = |slot: usize, axis: usize| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{slot}_{axis}")));
+        let mut fresh =
+            |slot: usize, axis: usize| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{slot}_{axis}")));
         let facts = control::merge_facts(facts_of(&then_t).as_deref(), facts_of(&else_t).as_deref(), &mut fresh)?;
         let branch = |t: Result<Translated, String>, body: &InferenceModel, graph: &pb::GraphProto| match t {
             Ok(t) => super::Branch::Typed { model: Arc::new(t.typed), plan: Default::default() },
@@ -473,7 +486,8 @@ impl Translator<'_> {
             }
         }
         let mark = self.target.nodes.len();
-        if let Some(outlet) = self.symbolic_mod(node, op_type, attr("fmod") == Some(1))? {
+        let rational_int = self.rational_to_int(node, op_type, proto)?;
+        if let Some(outlet) = rational_int.or(self.symbolic_mod(node, op_type, attr("fmod") == Some(1))?) {
             for (o, original) in replaced {
                 self.mapping.insert(o, original);
             }
@@ -497,6 +511,7 @@ impl Translator<'_> {
         }
         let result = result.and_then(|outlets| {
             self.check_symbolic_values(node, op_type, attr("fmod") == Some(1), &outlets)?;
+            self.follow_rationals(node, op_type, proto, &outlets)?;
             Ok(outlets)
         });
         if result.is_ok() {
@@ -521,6 +536,110 @@ impl Translator<'_> {
             }
         }
         result
+    }
+
+    /// The node's inputs in ONNX order, for [`super::rational::eval`].
+    fn rational_args(
+        &self,
+        node: &InferenceNode,
+        proto: Option<&pb::NodeProto>,
+    ) -> TractResult<Vec<super::rational::Arg>> {
+        use super::rational::{Arg, Rats};
+        let names: Vec<bool> = match proto {
+            Some(p) => p.input.iter().map(|n| !n.is_empty()).collect(),
+            None => vec![true; node.inputs.len()],
+        };
+        let mut inlets = node.inputs.iter();
+        let mut args = vec![];
+        for present in names {
+            if !present {
+                args.push(Arg::Absent);
+                continue;
+            }
+            let Some(o) = inlets.next() else { break };
+            let outlet = self.mapping[o];
+            let arg = match self.rationals.get(&outlet) {
+                Some(r) => Arg::Known(r.clone()),
+                None => match self.target.outlet_fact(outlet)?.konst.as_ref().and_then(|k| Rats::of_tensor(k)) {
+                    Some(r) => Arg::Known(r),
+                    None => Arg::Unknown,
+                },
+            };
+            args.push(arg);
+        }
+        Ok(args)
+    }
+
+    /// Whether some input of the node is a float value followed from dims, or a symbolic dims constant
+    /// cast to a float.
+    fn reads_rationals(&self, node: &InferenceNode, op_type: &str, proto: Option<&pb::NodeProto>) -> TractResult<bool> {
+        let followed = node.inputs.iter().any(|o| self.rationals.contains_key(&self.mapping[o]));
+        if followed || op_type != "Cast" {
+            return Ok(followed);
+        }
+        let to_float = cast_target(proto).is_some_and(|dt| dt.is_float());
+        let symbolic = match node.inputs.first() {
+            Some(o) => self.target.outlet_fact(self.mapping[o])?.konst.as_ref().is_some_and(|k| {
+                k.datum_type().is_tdim()
+                    && crate::graph::dims_of(k).is_ok_and(|d| d.iter().any(|d| d.as_i64().is_none()))
+            }),
+            None => false,
+        };
+        Ok(to_float && symbolic)
+    }
+
+    /// Records the rational value of a node's output computed from followed float values.
+    fn follow_rationals(
+        &mut self,
+        node: &InferenceNode,
+        op_type: &str,
+        proto: Option<&pb::NodeProto>,
+        outlets: &[OutletId],
+    ) -> TractResult<()> {
+        if outlets.len() != 1 || !self.reads_rationals(node, op_type, proto)? {
+            return Ok(());
+        }
+        let args = self.rational_args(node, proto)?;
+        let value = if op_type == "Cast" {
+            match (args.first(), cast_target(proto)) {
+                (Some(super::rational::Arg::Known(r)), Some(dt)) if dt.is_float() => Some(r.clone()),
+                _ => None,
+            }
+        } else {
+            let attr_f = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.f);
+            let attr_i = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.i);
+            super::rational::eval(op_type, &args, &attr_f, &attr_i)
+        };
+        if let Some(v) = value {
+            self.rationals.insert(outlets[0], v);
+        }
+        Ok(())
+    }
+
+    /// A followed float value cast to an integer type: the dims it holds, as a constant (checked by
+    /// evaluation, as other symbolic arithmetic).
+    fn rational_to_int(
+        &mut self,
+        node: &InferenceNode,
+        op_type: &str,
+        proto: Option<&pb::NodeProto>,
+    ) -> TractResult<Option<OutletId>> {
+        if op_type != "Cast" || node.inputs.len() != 1 {
+            return Ok(None);
+        }
+        let Some(to) = cast_target(proto).filter(|dt| dt.is_integer()) else { return Ok(None) };
+        let Some(r) = self.rationals.get(&self.mapping[&node.inputs[0]]) else { return Ok(None) };
+        let Some(dims) = r.to_dims() else { return Ok(None) };
+        let values = crate::graph::dims_of(&dims)?;
+        let exact = r.values.iter().zip(&values).all(|(q, d)| super::verify::floor_holds(&q.num, q.den, d));
+        if !exact {
+            return Ok(None);
+        }
+        let outlet = self.target.add_const(self.target.unique_name(&node.name), dims)?;
+        if to != DatumType::I64 {
+            self.dtypes.insert(outlet, to);
+        }
+        Ok(Some(outlet))
     }
 
     /// `Mod` of symbolic dims by an integer, written exactly ([`crate::dims::modulo`]): tract's own
@@ -660,6 +779,12 @@ impl Translator<'_> {
         }
         Ok(Some((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect()))
     }
+}
+
+/// The type a `Cast` node casts to.
+fn cast_target(proto: Option<&pb::NodeProto>) -> Option<DatumType> {
+    let to = proto?.attribute.iter().find(|a| a.name == "to")?.i;
+    crate::onnx::datum_type_of_elem(i32::try_from(to).ok()?).ok()
 }
 
 /// Whether a translation error means the model is wrong (an invalid node, or tract panicking on it),

@@ -137,6 +137,29 @@ pub fn holds(op_type: &str, fmod: bool, inputs: &[&Tensor], output: &Tensor) -> 
     true
 }
 
+/// Whether `result` is `floor(num / den)` at sampled values of the symbols.
+pub fn floor_holds(num: &TDim, den: i64, result: &TDim) -> bool {
+    let mut symbols: Vec<Symbol> = num.symbols().into_iter().collect();
+    for s in result.symbols() {
+        if !symbols.contains(&s) {
+            symbols.push(s);
+        }
+    }
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for sample in 0..48 {
+        let mut values = HashMap::new();
+        for s in &symbols {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            values.insert(s.clone(), if sample < 8 { sample as i64 } else { ((seed >> 33) % 300) as i64 });
+        }
+        let (Some(n), Some(r)) = (eval_exact(num, &values), eval_exact(result, &values)) else { return false };
+        if n.div_euclid(den) != r {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

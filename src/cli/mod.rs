@@ -110,6 +110,9 @@ pub fn main() -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
+            if std::env::var_os("SLICEOPS_DEBUG_ERRORS").is_some() {
+                eprintln!("{e:?}");
+            }
             eprintln!("error: {}", sliceops::report::describe_error(&e));
             1
         }

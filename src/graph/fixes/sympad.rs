@@ -73,8 +73,7 @@ impl InferenceOp for PadNode {
             None => None,
         };
         let symbolic = pads.as_ref().is_some_and(|p| {
-            p.datum_type().is_tdim()
-                && crate::graph::dims_of(p).is_ok_and(|d| d.iter().any(|d| d.as_i64().is_none()))
+            p.datum_type().is_tdim() && crate::graph::dims_of(p).is_ok_and(|d| d.iter().any(|d| d.as_i64().is_none()))
         });
         if !symbolic || inputs.len() > 3 {
             return self.stock.to_typed(source, node, target, mapping);
@@ -158,9 +157,18 @@ impl TypedOp for SymbolicPad {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(inputs[0].rank() == self.pads.len(), "pads for rank {}, input of rank {}", self.pads.len(), inputs[0].rank());
-        let shape: TVec<TDim> =
-            inputs[0].shape.iter().zip(&self.pads).map(|(d, (a, b))| (d.clone() + a.clone() + b.clone()).simplify()).collect();
+        ensure!(
+            inputs[0].rank() == self.pads.len(),
+            "pads for rank {}, input of rank {}",
+            self.pads.len(),
+            inputs[0].rank()
+        );
+        let shape: TVec<TDim> = inputs[0]
+            .shape
+            .iter()
+            .zip(&self.pads)
+            .map(|(d, (a, b))| (d.clone() + a.clone() + b.clone()).simplify())
+            .collect();
         Ok(tvec![inputs[0].datum_type.fact(&*shape)])
     }
 }
