@@ -96,11 +96,30 @@ fn infer_json_has_exact_symbolic_dims() {
     let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(
         json,
-        serde_json::json!({"values": [
-            {"name": "x", "dtype": "float32", "shape": ["N", 3]},
-            {"name": "inner", "dtype": "float32", "shape": ["N-2", 3]},
-            {"name": "even", "dtype": "float32", "shape": ["(N+1)/2", 3]},
-        ]})
+        serde_json::json!({
+            "values": [
+                {"name": "x", "dtype": "float32", "shape": ["N", 3], "dims": [{"sym": "N"}, 3], "producer": null},
+                {
+                    "name": "inner", "dtype": "float32", "shape": ["N-2", 3],
+                    "dims": [{"add": [{"sym": "N"}, -2]}, 3],
+                    "producer": {"node": "slice_inner", "op": "Slice"},
+                },
+                {
+                    "name": "even", "dtype": "float32", "shape": ["(N+1)/2", 3],
+                    "dims": [{"div": [{"add": [{"sym": "N"}, 1]}, 2]}, 3],
+                    "producer": {"node": "slice_even", "op": "Slice"},
+                },
+            ],
+            "symbols": [
+                {"name": "N", "origin": {"kind": "input", "input": "x", "axis": 0, "declared": "N"}, "min": 2, "max": 1000000000},
+            ],
+            "requirements": [],
+            "assumptions": {
+                "given": ["N>=2"],
+                "default": "every symbol S is a dim: 0 <= S <= 1000000000 (the upper bound unless an assumption bounds S from above)",
+            },
+            "fallbacks": [],
+        })
     );
 }
 

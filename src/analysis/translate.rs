@@ -487,7 +487,14 @@ impl Translator<'_> {
         }
         let mark = self.target.nodes.len();
         let rational_int = self.rational_to_int(node, op_type, proto)?;
-        if let Some(outlet) = rational_int.or(self.symbolic_mod(node, op_type, attr("fmod") == Some(1))?) {
+        let folded = match rational_int {
+            Some(o) => Some(o),
+            None => match self.symbolic_mod(node, op_type, attr("fmod") == Some(1))? {
+                Some(o) => Some(o),
+                None => self.symbolic_reduce(node, op_type, proto)?,
+            },
+        };
+        if let Some(outlet) = folded {
             for (o, original) in replaced {
                 self.mapping.insert(o, original);
             }
@@ -640,6 +647,46 @@ impl Translator<'_> {
             self.dtypes.insert(outlet, to);
         }
         Ok(Some(outlet))
+    }
+
+    /// A product, sum, minimum or maximum of a 1-D vector of symbolic dims (tf2onnx computes a
+    /// flattened size with `ReduceProd` over a `Shape`): the dim itself. tract does not reduce dims.
+    fn symbolic_reduce(&mut self, node: &InferenceNode, op_type: &str, proto: Option<&pb::NodeProto>) -> TractResult<Option<OutletId>> {
+        if !matches!(op_type, "ReduceProd" | "ReduceSum" | "ReduceMin" | "ReduceMax") || node.inputs.is_empty() {
+            return Ok(None);
+        }
+        let Some(data) = self.target.outlet_fact(self.mapping[&node.inputs[0]])?.konst.clone() else { return Ok(None) };
+        if !data.datum_type().is_tdim() || data.rank() != 1 {
+            return Ok(None);
+        }
+        let attr = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name));
+        // Reducing the only axis: no axes, or axes [0] / [-1] (as an attribute or a constant input).
+        let axes: Option<Vec<i64>> = match (attr("axes"), node.inputs.get(1)) {
+            (Some(a), _) => Some(a.ints.clone()),
+            (None, Some(o)) => match self.target.outlet_fact(self.mapping[o])?.konst.as_ref() {
+                Some(k) => Some(crate::graph::dims_of(k)?.iter().map(|d| d.as_i64()).collect::<Option<_>>().unwrap_or_default()),
+                None => return Ok(None),
+            },
+            (None, None) => None,
+        };
+        if axes.as_ref().is_some_and(|a| !a.is_empty() && a.iter().any(|&x| x != 0 && x != -1)) {
+            return Ok(None);
+        }
+        let dims = crate::graph::dims_of(&data)?;
+        if dims.is_empty() || dims.iter().all(|d| d.as_i64().is_some()) {
+            return Ok(None);
+        }
+        let value = match op_type {
+            "ReduceProd" => dims.iter().fold(TDim::Val(1), |a, d| a * d.clone()),
+            "ReduceSum" => dims.iter().fold(TDim::Val(0), |a, d| a + d.clone()),
+            "ReduceMin" => TDim::Min(dims.clone()),
+            _ => TDim::Max(dims.clone()),
+        }
+        .simplify();
+        let keep = attr("keepdims").is_none_or(|a| a.i != 0);
+        let shape: Vec<usize> = if keep { vec![1] } else { vec![] };
+        let t = tract_ndarray::ArrayD::from_shape_vec(shape, vec![value])?.into_tensor();
+        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
     }
 
     /// `Mod` of symbolic dims by an integer, written exactly ([`crate::dims::modulo`]): tract's own
