@@ -20,7 +20,7 @@ pub fn facts_json(facts: &[ValueFact]) -> serde_json::Value {
         .map(|f| {
             serde_json::json!({
                 "name": f.name,
-                "dtype": numpy_name(f.dtype),
+                "dtype": f.dtype_name,
                 "shape": f.shape.iter().map(dim_json).collect::<Vec<_>>(),
             })
         })
@@ -61,6 +61,16 @@ pub fn values_text(t: &Tensor, limit: usize) -> anyhow::Result<String> {
 /// rewritten in that form with the causes after it; else the whole chain.
 pub fn describe_error(e: &anyhow::Error) -> String {
     let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    // tract's advice names its own API; ours is a flag.
+    let chain: Vec<String> = chain
+        .into_iter()
+        .map(|m| {
+            m.replace(
+                "Help: provide explicit input facts to your model.",
+                "Set the input's shape with --input-shape NAME=D0,D1,... (library: Model::set_input_shape).",
+            )
+        })
+        .collect();
     let line = if let Some(ours) = chain.iter().find(|m| m.starts_with("node '")) {
         ours.clone()
     } else if let Some((ix, (name, op))) = chain.iter().enumerate().find_map(|(i, m)| tract_node(m).map(|n| (i, n))) {
@@ -168,7 +178,7 @@ pub fn analysis_json(
         if let Some(outlet) = analysis.outlets.get(name) {
             let fact = analysis.typed.outlet_fact(*outlet)?;
             let shape: Vec<TDim> = fact.shape.iter().map(|d| d.clone().simplify()).collect();
-            v.insert("dtype".into(), json!(numpy_name(analysis.dtype(*outlet)?)));
+            v.insert("dtype".into(), json!(analysis.dtype_name(analysis.dtype(*outlet)?)));
             v.insert("shape".into(), json!(shape.iter().map(dim_json).collect::<Vec<_>>()));
             v.insert("dims".into(), json!(shape.iter().map(dim_tree).collect::<Vec<_>>()));
             if let Some(dims) = fact.konst.as_deref().and_then(shape_value) {
@@ -206,4 +216,43 @@ pub fn analysis_json(
         },
         "fallbacks": fallbacks,
     }))
+}
+
+/// Compares an output with the expected tensor: same element type and shape, equal values for
+/// integers, booleans and strings, and for floats `|got - want| <= 1e-5 + 1e-4 * |want|` elementwise
+/// (NaN matching NaN). The error says where they differ first.
+pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    if got.datum_type() != want.datum_type() {
+        return Err(format!("got {} but expected {}", numpy_name(got.datum_type()), numpy_name(want.datum_type())));
+    }
+    if got.shape() != want.shape() {
+        return Err(format!("got shape {:?} but expected {:?}", got.shape(), want.shape()));
+    }
+    if got.datum_type().is_float() {
+        let as_f64 = |t: &Tensor| -> Result<Vec<f64>, String> {
+            let c = t.cast_to::<f64>().map_err(|e| e.to_string())?;
+            let plain = c.try_as_plain_ram().map_err(|e| e.to_string())?;
+            Ok(plain.as_slice::<f64>().map_err(|e| e.to_string())?.to_vec())
+        };
+        let (g, w) = (as_f64(got)?, as_f64(want)?);
+        for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+            let close = (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-5 + 1e-4 * b.abs() || a == b;
+            if !close {
+                return Err(format!("element {i} is {a} but expected {b}"));
+            }
+        }
+        return Ok(());
+    }
+    let same = match (got.try_as_plain_ram(), want.try_as_plain_ram()) {
+        (Ok(g), Ok(w)) if got.datum_type() == DatumType::String => {
+            g.as_slice::<String>().ok() == w.as_slice::<String>().ok()
+        }
+        (Ok(g), Ok(w)) => g.as_bytes() == w.as_bytes(),
+        _ => false,
+    };
+    if same {
+        Ok(())
+    } else {
+        Err("values differ".to_string())
+    }
 }

@@ -48,6 +48,8 @@ pub struct Analysis {
     pub fallbacks: Vec<Fallback>,
     /// The type the model declares for values tract holds as dims (`int64` unless listed).
     pub dtypes: HashMap<OutletId, DatumType>,
+    /// Names of the ONNX types that tract types stand for in this model (`bfloat16` for float16, ...).
+    pub type_names: Vec<(DatumType, &'static str)>,
 }
 
 /// The parts of a loaded model an analysis reads.
@@ -124,6 +126,7 @@ pub fn analyse(
         requirements: t.requirements,
         fallbacks: t.fallbacks,
         dtypes: t.dtypes,
+        type_names: vec![],
     })
 }
 
@@ -221,6 +224,14 @@ pub fn check_assumption(text: &str) -> anyhow::Result<()> {
 }
 
 impl Analysis {
+    /// The name of an element type as the model declares it.
+    pub fn dtype_name(&self, dt: DatumType) -> String {
+        match self.type_names.iter().find(|(p, _)| *p == dt) {
+            Some((_, name)) => name.to_string(),
+            None => crate::npy::numpy_name(dt),
+        }
+    }
+
     /// The element type of a typed outlet as the model declares it: tract holds every integer shape
     /// value as a dim, reported as `int64` unless the model casts it to another integer type.
     pub fn dtype(&self, outlet: OutletId) -> anyhow::Result<DatumType> {
@@ -244,7 +255,9 @@ impl Analysis {
             let Some(outlet) = self.outlets.get(name) else { continue };
             let fact = self.typed.outlet_fact(*outlet)?;
             let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
-            facts.push(crate::ValueFact { name: name.to_string(), dtype: self.dtype(*outlet)?, shape });
+            let dtype = self.dtype(*outlet)?;
+            let dtype_name = self.dtype_name(dtype);
+            facts.push(crate::ValueFact { name: name.to_string(), dtype, shape, dtype_name });
         }
         Ok(facts)
     }

@@ -651,7 +651,12 @@ impl Translator<'_> {
 
     /// A product, sum, minimum or maximum of a 1-D vector of symbolic dims (tf2onnx computes a
     /// flattened size with `ReduceProd` over a `Shape`): the dim itself. tract does not reduce dims.
-    fn symbolic_reduce(&mut self, node: &InferenceNode, op_type: &str, proto: Option<&pb::NodeProto>) -> TractResult<Option<OutletId>> {
+    fn symbolic_reduce(
+        &mut self,
+        node: &InferenceNode,
+        op_type: &str,
+        proto: Option<&pb::NodeProto>,
+    ) -> TractResult<Option<OutletId>> {
         if !matches!(op_type, "ReduceProd" | "ReduceSum" | "ReduceMin" | "ReduceMax") || node.inputs.is_empty() {
             return Ok(None);
         }
@@ -664,7 +669,9 @@ impl Translator<'_> {
         let axes: Option<Vec<i64>> = match (attr("axes"), node.inputs.get(1)) {
             (Some(a), _) => Some(a.ints.clone()),
             (None, Some(o)) => match self.target.outlet_fact(self.mapping[o])?.konst.as_ref() {
-                Some(k) => Some(crate::graph::dims_of(k)?.iter().map(|d| d.as_i64()).collect::<Option<_>>().unwrap_or_default()),
+                Some(k) => Some(
+                    crate::graph::dims_of(k)?.iter().map(|d| d.as_i64()).collect::<Option<_>>().unwrap_or_default(),
+                ),
                 None => return Ok(None),
             },
             (None, None) => None,

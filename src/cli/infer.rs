@@ -4,7 +4,6 @@ use super::inputs::split_pair;
 use super::run::print_table;
 use super::Format;
 use sliceops::dims::format_dim;
-use sliceops::npy::numpy_name;
 use sliceops::Model;
 use std::path::Path;
 
@@ -50,7 +49,7 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
                 }
                 if let Some(f) = facts.iter().find(|f| f.name == name) {
                     let shape = f.shape.iter().map(format_dim).collect::<Vec<_>>().join(", ");
-                    rows.push([f.name.clone(), numpy_name(f.dtype), format!("[{shape}]")]);
+                    rows.push([f.name.clone(), f.dtype_name.clone(), format!("[{shape}]")]);
                 } else if analysis.unknown.contains_key(name) {
                     rows.push([name.to_string(), "?".into(), "?".into()]);
                 }

@@ -36,6 +36,14 @@ enum Command {
         /// Where to write the outputs (created if missing).
         #[arg(long, value_name = "DIR", default_value = ".")]
         output_dir: PathBuf,
+        /// Check an input's shape, as NAME=D0,D1,... (integers or symbols, a symbol taking the same
+        /// value wherever it appears); the tensors given must agree.
+        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        input_shapes: Vec<String>,
+        /// Compare the outputs with DIR/<name>.npy: exact for integers and booleans, within a
+        /// relative 1e-4 and absolute 1e-5 for floats; exit 1 on a mismatch.
+        #[arg(long, value_name = "DIR")]
+        expect: Option<PathBuf>,
     },
     /// Infer the type and shape of every value, before running anything.
     Infer {
@@ -99,7 +107,9 @@ pub fn main() -> i32 {
     // default hook would also print it as a crash.
     std::panic::set_hook(Box::new(|_| {}));
     let result = match cli.command {
-        Command::Run { model, inputs, output_dir } => run::run(&model, &inputs, &output_dir),
+        Command::Run { model, inputs, output_dir, input_shapes, expect } => {
+            run::run(&model, &inputs, &output_dir, &input_shapes, expect.as_deref())
+        }
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
         }

@@ -20,9 +20,16 @@ fn load(model: &Path) -> anyhow::Result<Model> {
     Ok(m)
 }
 
-/// Runs the model and writes its outputs.
-pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> anyhow::Result<()> {
-    let m = load(model)?;
+/// Runs the model and writes its outputs; with `expect`, compares them with the `.npy` files there.
+pub fn run(
+    model: &Path,
+    inputs: &[String],
+    output_dir: &Path,
+    input_shapes: &[String],
+    expect: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut m = load(model)?;
+    super::infer::configure(&mut m, input_shapes, &[])?;
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;
     std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
@@ -32,6 +39,20 @@ pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> anyhow::Result
         rows.push([name.clone(), numpy_name(tensor.datum_type()), format!("{:?}", tensor.shape())]);
     }
     print_table(&rows);
+    if let Some(dir) = expect {
+        let mut mismatches = vec![];
+        for (name, tensor) in &outputs {
+            let path = dir.join(format!("{}.npy", escape_name(name)));
+            let want = sliceops::npy::read_npy(&path).with_context(|| format!("expected output '{name}'"))?;
+            if let Err(why) = sliceops::report::compare(tensor, &want) {
+                mismatches.push(format!("{name}: {why}"));
+            }
+        }
+        if !mismatches.is_empty() {
+            anyhow::bail!("outputs differ from {}: {}", dir.display(), mismatches.join("; "));
+        }
+        println!("every output matches {}", dir.display());
+    }
     Ok(())
 }
 

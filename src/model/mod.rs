@@ -8,9 +8,11 @@
 mod guard;
 mod plans;
 mod prepare;
+mod types;
 mod warnings;
 
 pub(crate) use guard::guard;
+pub use types::Proxies;
 
 use crate::analysis::{self, Analysis, Binding, DeclaredDim, DeclaredInput};
 use crate::graph;
@@ -32,6 +34,9 @@ pub struct ValueFact {
     pub dtype: DatumType,
     /// Shape, symbolic dims as expressions.
     pub shape: Vec<TDim>,
+    /// The element type's name as the model declares it (numpy's names, and `bfloat16`, `float8_*`,
+    /// `int4`, `uint4` for the types tract has none for).
+    pub dtype_name: String,
 }
 
 /// A loaded ONNX model, ready to analyse and run.
@@ -42,6 +47,8 @@ pub struct Model {
     graph: pb::GraphProto,
     inference: InferenceModel,
     declared: Vec<DeclaredInput>,
+    /// Element types tract lacks, replaced for analysis.
+    proxies: Proxies,
     input_shapes: HashMap<String, Vec<String>>,
     assumptions: Vec<String>,
     /// The analysis under the declared shapes and assumptions, once made: symbolic dims print by
@@ -57,6 +64,7 @@ impl Clone for Model {
             graph: self.graph.clone(),
             inference: self.inference.clone(),
             declared: self.declared.clone(),
+            proxies: self.proxies.clone(),
             input_shapes: self.input_shapes.clone(),
             assumptions: self.assumptions.clone(),
             analysis: std::sync::Mutex::new(self.analysis.lock().unwrap_or_else(|e| e.into_inner()).clone()),
@@ -98,7 +106,10 @@ impl Model {
     fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
         let graph = proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
         prepare::check_structure(graph)?;
-        let prepared = prepare::for_tract(&proto);
+        let mut typed_proto = proto.clone();
+        let proxies = types::replace(&mut typed_proto)?;
+        let prepared = prepare::for_tract(&typed_proto);
+        let graph = typed_proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
         let parsed = guard("parsing the model", || graph::onnx().parse(&prepared, dir))?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
@@ -116,6 +127,7 @@ impl Model {
             graph,
             inference: parsed.model,
             declared,
+            proxies,
             input_shapes: HashMap::new(),
             assumptions: vec![],
             analysis: std::sync::Mutex::new(None),
@@ -140,7 +152,17 @@ impl Model {
                     bail!("input '{name}' is {} but the model expects {}", numpy(tensor.datum_type()), numpy(dt));
                 }
             }
-            let Some(dims) = &decl.dims else { continue };
+            // The shape set with `set_input_shape` takes the place of the declared one.
+            let given: Option<Vec<DeclaredDim>> = self.input_shapes.get(name).map(|texts| {
+                texts
+                    .iter()
+                    .map(|t| match t.trim().parse::<i64>() {
+                        Ok(v) => DeclaredDim::Value(v),
+                        Err(_) => DeclaredDim::Param(t.clone()),
+                    })
+                    .collect()
+            });
+            let Some(dims) = given.as_ref().or(decl.dims.as_ref()) else { continue };
             let declared = || dims.iter().map(declared_text).collect::<Vec<_>>().join(",");
             if dims.len() != tensor.rank() {
                 bail!("input '{name}' has shape {:?} but the model expects [{}]", tensor.shape(), declared());
@@ -186,6 +208,11 @@ impl Model {
     /// The assumptions given with [`Model::assume`].
     pub fn assumptions(&self) -> &[String] {
         &self.assumptions
+    }
+
+    /// The element types the model uses that tract has none for (analysed through proxies).
+    pub fn proxies(&self) -> &Proxies {
+        &self.proxies
     }
 
     /// The graph inputs as the model declares them (initializers excluded), in order.
@@ -263,12 +290,14 @@ impl Model {
         if let Some(a) = cached.as_ref() {
             return Ok(a.clone());
         }
-        let a = Arc::new(analysis::analyse(
+        let mut a = analysis::analyse(
             &self.source(),
             &Binding::Declared(self.input_shapes.clone()),
             &self.assumptions,
             analysis::Options::default(),
-        )?);
+        )?;
+        a.type_names = self.proxies.names.clone();
+        let a = Arc::new(a);
         *cached = Some(a.clone());
         Ok(a)
     }
@@ -335,6 +364,12 @@ impl Model {
 
     /// The runnable plan for inputs of these types and shapes: made once, then kept.
     pub fn plan_for(&self, inputs: &[Tensor]) -> anyhow::Result<Arc<TypedRunnableModel>> {
+        if !self.proxies.replaced.is_empty() {
+            bail!(
+                "the model uses {}, which tract cannot compute: infer, fold and lower work on it, run does not",
+                self.proxies.replaced.join(", ")
+            );
+        }
         let signature: Vec<(DatumType, Vec<usize>)> =
             inputs.iter().map(|t| (t.datum_type(), t.shape().to_vec())).collect();
         self.plans.get_or_make(&signature, || {
