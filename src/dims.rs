@@ -190,7 +190,19 @@ pub fn tidy(d: &TDim) -> TDim {
         TDim::Mul(terms) => TDim::Mul(terms.iter().map(tidy).collect()).simplify(),
         TDim::MulInt(k, x) => TDim::MulInt(*k, Box::new(tidy(x))).simplify(),
         TDim::Div(x, k) => TDim::Div(Box::new(tidy(x)), *k).simplify(),
-        TDim::Min(terms) => TDim::Min(terms.iter().map(tidy).collect()).simplify(),
+        TDim::Min(terms) => {
+            let terms: Vec<TDim> = terms.iter().map(tidy).collect();
+            // min(a, b) is b when a - b >= 0 can be shown (`min(H, H/4)` is `H/4`).
+            if let [a, b] = terms.as_slice() {
+                if at_least(&(a.clone() - b.clone()).simplify(), 0) {
+                    return b.clone();
+                }
+                if at_least(&(b.clone() - a.clone()).simplify(), 0) {
+                    return a.clone();
+                }
+            }
+            TDim::Min(terms).simplify()
+        }
         TDim::Max(terms) => {
             let terms: Vec<TDim> = terms.iter().map(tidy).collect();
             // max(c, X) is X when X >= c can be shown (SAME padding: max(0, 2*((H+1)/2) - H + 1)).

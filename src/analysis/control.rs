@@ -16,6 +16,12 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
+/// The element types and shapes a branch is run with.
+pub type Signature = Vec<(DatumType, Vec<usize>)>;
+
+/// The plans a deferred branch made, by signature.
+pub type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>>;
+
 /// One branch of an [`IfOp`].
 #[derive(Debug, Clone)]
 pub enum Branch {
@@ -35,7 +41,7 @@ pub enum Branch {
         /// Why analysis could not translate it.
         reason: String,
         /// Plans made so far, by input shapes.
-        plans: Arc<Mutex<Vec<(Vec<(DatumType, Vec<usize>)>, Arc<TypedRunnableModel>)>>>,
+        plans: DeferredPlans,
     },
 }
 

@@ -350,6 +350,66 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// Inputs of an elementwise op mixing dims and other integers, made one type: tract would cast the
+    /// integers to dims through `i32` (`INT64_MAX` becomes -1). Constant dims without symbols become
+    /// `int64` constants; else constant integers become dims, exactly.
+    fn same_integer_type(
+        &mut self,
+        op_type: &str,
+        inputs: &[OutletId],
+        facts: &[TypedFact],
+    ) -> TractResult<TVec<OutletId>> {
+        const ELEMENTWISE: &[&str] = &[
+            "Add",
+            "Sub",
+            "Mul",
+            "Div",
+            "Mod",
+            "Max",
+            "Min",
+            "Sum",
+            "Mean",
+            "Equal",
+            "Less",
+            "Greater",
+            "LessOrEqual",
+            "GreaterOrEqual",
+            "Where",
+            "Concat",
+        ];
+        let mut out: TVec<OutletId> = inputs.iter().copied().collect();
+        if !ELEMENTWISE.contains(&op_type) {
+            return Ok(out);
+        }
+        // Where's condition is a boolean; only its two value inputs are unified.
+        let first = usize::from(op_type == "Where");
+        let values = &facts[first.min(facts.len())..];
+        let dims = values.iter().any(|f| f.datum_type.is_tdim());
+        let ints = values.iter().any(|f| f.datum_type.is_integer());
+        if !dims || !ints {
+            return Ok(out);
+        }
+        let concrete_dims = values.iter().filter(|f| f.datum_type.is_tdim()).all(|f| {
+            f.konst
+                .as_ref()
+                .is_some_and(|k| crate::graph::dims_of(k).is_ok_and(|d| d.iter().all(|d| d.as_i64().is_some())))
+        });
+        let konst_ints = values.iter().filter(|f| f.datum_type.is_integer()).all(|f| f.konst.is_some());
+        for (ix, f) in facts.iter().enumerate().skip(first) {
+            let Some(k) = &f.konst else { continue };
+            let t = if concrete_dims && f.datum_type.is_tdim() {
+                let v: Vec<i64> = crate::graph::dims_of(k)?.iter().map(|d| d.as_i64().unwrap_or_default()).collect();
+                tract_ndarray::ArrayD::from_shape_vec(k.shape(), v)?.into_tensor()
+            } else if !concrete_dims && konst_ints && f.datum_type.is_integer() {
+                tract_ndarray::ArrayD::from_shape_vec(k.shape(), crate::graph::dims_of(k)?)?.into_tensor()
+            } else {
+                continue;
+            };
+            out[ix] = self.target.add_const(self.target.unique_name("typed"), t)?;
+        }
+        Ok(out)
+    }
+
     /// A branch of an `If` translated with the facts of the outer values it reads.
     fn branch(
         &mut self,
@@ -464,7 +524,7 @@ impl Translator<'_> {
         let refs: Vec<&TypedFact> = facts.iter().collect();
         let (rewrites, reqs) = require::rewrites(op_type, &attr, &refs, &node.name);
         let mut replaced: Vec<(OutletId, OutletId)> = vec![];
-        let mut adjusted = inputs.clone();
+        let mut adjusted = self.same_integer_type(op_type, &inputs, &facts)?;
         for (ix, fact) in facts.iter().enumerate() {
             let mine: Vec<&require::Rewrite> = rewrites.iter().filter(|r| r.input == ix).collect();
             if mine.is_empty() {
@@ -477,7 +537,7 @@ impl Translator<'_> {
             let text: Vec<String> = reqs.iter().map(|r| r.to_string()).collect();
             let op = AssumeShape { shape, requirement: text.join(", ") };
             let name = self.target.unique_name(format!("{}.assume{ix}", node.name));
-            adjusted[ix] = self.target.wire_node(name, op, &[inputs[ix]])?[0];
+            adjusted[ix] = self.target.wire_node(name, op, &[adjusted[ix]])?[0];
         }
         for (ix, o) in node.inputs.iter().enumerate() {
             if adjusted[ix] != inputs[ix] {

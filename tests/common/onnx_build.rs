@@ -17,6 +17,8 @@ pub enum D {
     N(i64),
     /// Symbolic.
     S(&'static str),
+    /// Neither a value nor a name (MXNet).
+    Unset,
 }
 
 /// A node attribute.
@@ -27,6 +29,10 @@ pub enum A {
     Is(Vec<i64>),
     /// string
     S(&'static str),
+    /// float
+    F(f32),
+    /// a subgraph
+    G(pb::GraphProto),
 }
 
 fn shape_proto(dims: &[D]) -> pb::TensorShapeProto {
@@ -34,10 +40,11 @@ fn shape_proto(dims: &[D]) -> pb::TensorShapeProto {
         dim: dims
             .iter()
             .map(|d| pb::tensor_shape_proto::Dimension {
-                value: Some(match d {
-                    D::N(v) => pb::tensor_shape_proto::dimension::Value::DimValue(*v),
-                    D::S(s) => pb::tensor_shape_proto::dimension::Value::DimParam(s.to_string()),
-                }),
+                value: match d {
+                    D::N(v) => Some(pb::tensor_shape_proto::dimension::Value::DimValue(*v)),
+                    D::S(s) => Some(pb::tensor_shape_proto::dimension::Value::DimParam(s.to_string())),
+                    D::Unset => None,
+                },
                 ..Default::default()
             })
             .collect(),
@@ -128,6 +135,14 @@ impl Builder {
                         p.r#type = AttributeType::String as i32;
                         p.s = s.as_bytes().to_vec();
                     }
+                    A::F(f) => {
+                        p.r#type = AttributeType::Float as i32;
+                        p.f = f;
+                    }
+                    A::G(g) => {
+                        p.r#type = AttributeType::Graph as i32;
+                        p.g = Some(g);
+                    }
                 }
                 p
             })
@@ -160,6 +175,12 @@ impl Builder {
     pub fn value_info(mut self, name: &str, dt: DataType, dims: &[D]) -> Self {
         self.graph.value_info.push(value_info(name, dt, dims));
         self
+    }
+
+    /// The graph built so far, as a subgraph for an `If` branch (its name `name`).
+    pub fn graph(mut self, name: &str) -> pb::GraphProto {
+        self.graph.name = name.into();
+        self.graph
     }
 
     /// The encoded model.

@@ -23,6 +23,9 @@ pub fn reshape(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
     Ok((expand(SymbolicReshape { allowzero, node: crate::graph::node_label(node).node }), vec![]))
 }
 
+/// The output's volume and the input's, which a reshape requires equal.
+type VolumeEquality = (TDim, TDim);
+
 /// `Reshape` with exact symbolic arithmetic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SymbolicReshape {
@@ -34,7 +37,7 @@ pub struct SymbolicReshape {
 
 impl SymbolicReshape {
     /// The output shape for a known target, and the volume equality it requires, if any.
-    fn output_shape(&self, input: &[TDim], target: &[TDim]) -> TractResult<(TVec<TDim>, Option<(TDim, TDim)>)> {
+    fn output_shape(&self, input: &[TDim], target: &[TDim]) -> TractResult<(TVec<TDim>, Option<VolumeEquality>)> {
         let err = |m: String| crate::NodeError::invalid(&self.node, "Reshape", m);
         let mut out: TVec<TDim> = tvec![];
         let mut free = None;

@@ -1,0 +1,424 @@
+//! Whole models with dynamic dims: each failure the dynamic-dims work measured, as a small model.
+//! `run` binds what it is given; `infer` gives every value its most exact shape, names unnamed dims,
+//! reports requirements, and goes on where a rule cannot express a dim.
+
+mod common;
+
+use common::onnx_build::{Builder, A, D};
+use sliceops::Model;
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::prelude::*;
+
+/// `name: dtype [dims]` for every value, as `infer` reports them.
+fn infer_lines(m: &Model) -> Vec<String> {
+    m.infer()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+            format!("{}: {} [{}]", f.name, f.dtype_name, dims.join(", "))
+        })
+        .collect()
+}
+
+fn shape_of(m: &Model, value: &str) -> String {
+    infer_lines(m).into_iter().find(|l| l.starts_with(&format!("{value}: "))).unwrap_or_else(|| {
+        panic!("no fact for {value}: {:?}", infer_lines(m));
+    })
+}
+
+fn f32_tensor(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    tract_ndarray::ArrayD::from_shape_vec(shape, (0..n).map(|i| i as f32).collect()).unwrap().into_tensor()
+}
+
+#[test]
+fn unnamed_input_dims_each_get_their_own_symbol() {
+    // MXNet: no value, no name; paddle2onnx: -1 and `?` (twice, for height and width); tf2onnx: unk__N.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::Unset, D::N(-1), D::S("?"), D::S("?"), D::S("unk__12")])
+        .node("Relu", "", "r", &["x"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [x_d0, x_d1, x_d2, x_d3, unk__12]");
+    let analysis = m.analyse().unwrap();
+    let kinds: Vec<String> = analysis.symbols.iter().map(|s| format!("{}:{:?}", s.name, s.origin)).collect();
+    assert_eq!(kinds.len(), 5, "{kinds:?}");
+    // run binds every dim from the tensor it is given.
+    let out = m.run(vec![f32_tensor(&[1, 2, 3, 4, 5])]).unwrap();
+    assert_eq!(out[0].1.shape(), &[1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn dynamo_dims_written_as_expressions_are_read() {
+    let bytes = Builder::new(18)
+        .input("x", DataType::Float, &[D::S("batch"), D::S("8*height")])
+        .node("Relu", "", "r", &["x"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [batch, 8*height]");
+    assert_eq!(m.run(vec![f32_tensor(&[2, 64])]).unwrap()[0].1.shape(), &[2, 64]);
+}
+
+/// `mask[:, :, :T, :T]` with `T` from `Shape(x)[1]`: the 4-node causal mask of transformers.
+fn causal_mask() -> Vec<u8> {
+    let table: Vec<f32> = (0..256).map(|i| if i % 16 <= i / 16 { 1.0 } else { 0.0 }).collect();
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::S("batch"), D::S("seq")])
+        .init_f32("mask", &[1, 1, 16, 16], &table)
+        .init_i64("one", &[1])
+        .init_i64("zero", &[0])
+        .init_i64("zeros", &[0, 0])
+        .init_i64("axes", &[2, 3])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "one"], &["t"], vec![("axis", A::I(0))])
+        .node("Concat", "", "ends", &["t", "t"], &["e"], vec![("axis", A::I(0))])
+        .node("Slice", "", "cut", &["mask", "zeros", "e", "axes"], &["m"], vec![])
+        .output("m")
+        .bytes()
+}
+
+#[test]
+fn a_causal_mask_cut_by_a_shape_is_exact_and_runs() {
+    let mut m = Model::load_bytes(&causal_mask()).unwrap();
+    assert_eq!(shape_of(&m, "e"), "e: int64 [2]");
+    assert_eq!(shape_of(&m, "m"), "m: float32 [1, 1, min(seq,16), min(seq,16)]");
+    let out = m.run(vec![f32_tensor(&[2, 5])]).unwrap();
+    assert_eq!(out[0].1.shape(), &[1, 1, 5, 5]);
+    let values = out[0].1.to_plain_array_view::<f32>().unwrap().iter().copied().collect::<Vec<_>>();
+    let want: Vec<f32> = (0..25).map(|i| if i % 5 <= i / 5 { 1.0 } else { 0.0 }).collect();
+    assert_eq!(values, want);
+    // An upper bound on seq replaces the default one.
+    m.assume("seq<=16").unwrap();
+    assert_eq!(shape_of(&m, "m"), "m: float32 [1, 1, seq, seq]");
+}
+
+#[test]
+fn the_value_of_a_shape_tensor_is_reported() {
+    let m = Model::load_bytes(&causal_mask()).unwrap();
+    let json = sliceops::report::analysis_json(&m.analyse().unwrap(), m.graph(), m.assumptions()).unwrap();
+    let e = json["values"].as_array().unwrap().iter().find(|v| v["name"] == "e").unwrap();
+    assert_eq!(e["value"], serde_json::json!(["seq", "seq"]));
+    assert_eq!(e["producer"], serde_json::json!({"node": "ends", "op": "Concat"}));
+}
+
+#[test]
+fn a_slice_end_divided_from_a_dim_is_exact() {
+    // x[..., :H/4]
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::S("H")])
+        .init_i64("one", &[1])
+        .init_i64("four", &[4])
+        .init_i64("zero", &[0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "one"], &["h"], vec![("axis", A::I(0))])
+        .node("Div", "", "quarter", &["h", "four"], &["q"], vec![])
+        .node("Slice", "", "cut", &["x", "zero", "q", "one"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [1, H/4]");
+    assert_eq!(m.run(vec![f32_tensor(&[1, 10])]).unwrap()[0].1.shape(), &[1, 2]);
+}
+
+#[test]
+fn a_float_range_over_a_dim_has_that_length() {
+    // keras' positional embeddings: Range(0.0, float(T), 1.0).
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("batch"), D::S("T")])
+        .init_i64("one", &[1])
+        .init_f32("start", &[], &[0.0])
+        .init_f32("delta", &[], &[1.0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "one"], &["t"], vec![("axis", A::I(0))])
+        .node("Squeeze", "", "squeeze", &["t"], &["t0"], vec![])
+        .node("Cast", "", "cast", &["t0"], &["tf"], vec![("to", A::I(DataType::Float as i64))])
+        .node("Range", "", "range", &["start", "tf", "delta"], &["r"], vec![])
+        .output("r")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "r"), "r: float32 [T]");
+    let out = m.run(vec![f32_tensor(&[1, 4])]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[0f32, 1., 2., 3.]));
+}
+
+#[test]
+fn an_integer_range_over_a_dim_is_not_max_t_0() {
+    // Range(0, T, 1) has length T (a dim is never negative), so a Reshape to [T, 1] types.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("T")])
+        .init_i64("zero", &[0])
+        .init_i64("one", &[1])
+        .init_i64("target", &[-1, 1])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Squeeze", "", "squeeze", &["s", "zero"], &["t"], vec![])
+        .node("Squeeze", "", "squeeze0", &["zero", "zero"], &["z"], vec![])
+        .node("Squeeze", "", "squeeze1", &["one", "zero"], &["o"], vec![])
+        .node("Range", "", "range", &["z", "t", "o"], &["r"], vec![])
+        .node("Reshape", "", "reshape", &["r", "target"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "r"), "r: int64 [T]");
+    assert_eq!(shape_of(&m, "y"), "y: int64 [T, 1]");
+}
+
+#[test]
+fn flatten_over_two_symbols_is_their_product() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("batch"), D::S("seq"), D::N(8)])
+        .node("Flatten", "", "flatten", &["x"], &["y"], vec![("axis", A::I(2))])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [batch*seq, 8]");
+    assert_eq!(m.run(vec![f32_tensor(&[2, 3, 8])]).unwrap()[0].1.shape(), &[6, 8]);
+}
+
+#[test]
+fn a_reshape_to_a_shape_built_from_shape_gather_concat_types() {
+    // x.view(x.size(0), x.size(1), 2, -1)
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("batch"), D::S("seq"), D::N(8)])
+        .init_i64("first_two", &[0, 1])
+        .init_i64("tail", &[2, -1])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "first_two"], &["bs"], vec![("axis", A::I(0))])
+        .node("Concat", "", "concat", &["bs", "tail"], &["target"], vec![("axis", A::I(0))])
+        .node("Reshape", "", "reshape", &["x", "target"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [batch, seq, 2, 4]");
+}
+
+#[test]
+fn dims_a_concat_needs_equal_are_a_requirement() {
+    // An FPN: a map of height (H+15)/16 concatenated with an upsampled one of height 2*((H+31)/32).
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::N(2), D::S("H")])
+        .init_i64("zero", &[0])
+        .init_i64("big", &[i64::MAX])
+        .init_i64("axis2", &[2])
+        .init_i64("s16", &[16])
+        .init_i64("s32", &[32])
+        .node("Slice", "", "stride16", &["x", "zero", "big", "axis2", "s16"], &["a"], vec![])
+        .node("Slice", "", "stride32", &["x", "zero", "big", "axis2", "s32"], &["b"], vec![])
+        .node("Concat", "", "upsample", &["b", "b"], &["bb"], vec![("axis", A::I(2))])
+        .node("Concat", "", "fpn", &["a", "bb"], &["y"], vec![("axis", A::I(1))])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "a"), "a: float32 [1, 2, (H+15)/16]");
+    assert_eq!(shape_of(&m, "bb"), "bb: float32 [1, 2, 2*((H+31)/32)]");
+    assert_eq!(shape_of(&m, "y"), "y: float32 [1, 4, (H+15)/16]");
+    let analysis = m.analyse().unwrap();
+    let reqs: Vec<String> = analysis.requirements.iter().map(|r| format!("{r} ({}, {})", r.node, r.op)).collect();
+    assert_eq!(reqs, vec!["(H+15)/16 == 2*((H+31)/32) (fpn, Concat)"]);
+    // It holds for H = 64, and running checks it: H = 48 breaks it.
+    assert_eq!(m.run(vec![f32_tensor(&[1, 2, 64])]).unwrap()[0].1.shape(), &[1, 4, 4]);
+    let err = format!("{:#}", m.run(vec![f32_tensor(&[1, 2, 48])]).unwrap_err());
+    assert!(err.contains("fpn") || err.contains("Concat") || err.contains("concat"), "{err}");
+}
+
+#[test]
+fn an_expand_to_a_computed_shape_types() {
+    // tf2onnx's BroadcastTo: ones expanded to [N, 3], the shape computed from Shape(x).
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(5)])
+        .init_f32("one", &[1], &[1.0])
+        .init_i64("zero", &[0])
+        .init_i64("three", &[3])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "zero"], &["n"], vec![("axis", A::I(0))])
+        .node("Concat", "", "concat", &["n", "three"], &["target"], vec![("axis", A::I(0))])
+        .node("Expand", "", "expand", &["one", "target"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [N, 3]");
+}
+
+#[test]
+fn exporter_sentinels_resolve_as_at_run_time() {
+    // tf2onnx: x[-1:INT32_MAX] on a symbolic axis, then the shrink (Squeeze) of it.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .init_i64("start", &[-1])
+        .init_i64("end", &[i32::MAX as i64])
+        .init_i64("end64", &[i64::MAX])
+        .init_i64("zero", &[0])
+        .node("Slice", "", "last", &["x", "start", "end", "zero"], &["l"], vec![])
+        .node("Slice", "", "all", &["x", "zero", "end64", "zero"], &["a"], vec![])
+        .output("l")
+        .output("a")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "l"), "l: float32 [min(N,1), 3]");
+    assert_eq!(shape_of(&m, "a"), "a: float32 [N, 3]");
+    let mut m = m;
+    m.assume("N>=1").unwrap();
+    assert_eq!(shape_of(&m, "l"), "l: float32 [1, 3]");
+}
+
+#[test]
+fn an_int64_max_cast_to_int64_keeps_its_value() {
+    // tract casts integers to dims through i32, which made INT64_MAX -1 where it meets a Shape.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N")])
+        .init_i64("big", &[i64::MAX])
+        .init_i64("zero", &[0])
+        .node("Cast", "", "cast", &["big"], &["end"], vec![("to", A::I(DataType::Int64 as i64))])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Min", "", "min", &["end", "s"], &["e"], vec![])
+        .node("Slice", "", "cut", &["x", "zero", "end", "zero"], &["y"], vec![])
+        .output("y")
+        .output("e")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [N]");
+    let out = m.run(vec![f32_tensor(&[4])]).unwrap();
+    assert_eq!(out[0].1.shape(), &[4]);
+    assert_eq!(out[1].1, tensor1(&[4i64]));
+}
+
+/// `If(cond)`: the then branch squeezes axis 0 of `x`, the else branch axis 1 (not 1 for these
+/// shapes: analysing it with them fails, as silero-vad's 8 kHz branch does at 16 kHz).
+fn if_model(else_output_axis: i64) -> Vec<u8> {
+    let then_branch = Builder::new(13)
+        .init_i64("then_axes", &[0])
+        .node("Squeeze", "", "then_squeeze", &["x", "then_axes"], &["then_y"], vec![])
+        .output("then_y")
+        .graph("then");
+    let else_branch = Builder::new(13)
+        .init_i64("else_axes", &[else_output_axis])
+        .node("Squeeze", "", "else_squeeze", &["x", "else_axes"], &["else_y"], vec![])
+        .output("else_y")
+        .graph("else");
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::S("K")])
+        .input("cond", DataType::Bool, &[])
+        .node(
+            "If",
+            "",
+            "branch",
+            &["cond"],
+            &["y"],
+            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
+        )
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn an_if_runs_the_branch_taken_when_the_other_cannot_be_analysed() {
+    let m = Model::load_bytes(&if_model(1)).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [K]");
+    let out = m.run(vec![f32_tensor(&[1, 4]), tensor0(true)]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[0f32, 1., 2., 3.]));
+    // Taking the branch that cannot run with these shapes is an error at run time, naming it.
+    let err = format!("{:#}", m.run(vec![f32_tensor(&[1, 4]), tensor0(false)]).unwrap_err());
+    assert!(err.contains("branch"), "{err}");
+}
+
+#[test]
+fn branches_returning_different_shapes_give_a_fresh_dim() {
+    // Squeezing axis 0 of [1, K] or of [1, 1]-shaped... here both branches are valid for K = 1 only
+    // if else squeezes axis 1; use axis 0 in both but different inputs via Identity: the else branch
+    // returns x itself, rank 2, so ranks differ -> unknown; same rank, different dims -> fresh.
+    let then_branch = Builder::new(13)
+        .init_i64("t_starts", &[0])
+        .init_i64("t_ends", &[1])
+        .init_i64("t_axes", &[1])
+        .node("Slice", "", "then_cut", &["x", "t_starts", "t_ends", "t_axes"], &["then_y"], vec![])
+        .output("then_y")
+        .graph("then");
+    let else_branch =
+        Builder::new(13).node("Identity", "", "else_same", &["x"], &["else_y"], vec![]).output("else_y").graph("else");
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::S("K")])
+        .input("cond", DataType::Bool, &[])
+        .node(
+            "If",
+            "",
+            "branch",
+            &["cond"],
+            &["y"],
+            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
+        )
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [2, branch_0_1]");
+    let a = m.analyse().unwrap();
+    let fresh = a.symbols.iter().find(|s| s.name == "branch_0_1").unwrap();
+    assert!(matches!(&fresh.origin, sliceops::analysis::Origin::Node { node, .. } if node == "branch"), "{fresh:?}");
+    assert_eq!(m.run(vec![f32_tensor(&[2, 3]), tensor0(true)]).unwrap()[0].1.shape(), &[2, 1]);
+    assert_eq!(m.run(vec![f32_tensor(&[2, 3]), tensor0(false)]).unwrap()[0].1.shape(), &[2, 3]);
+}
+
+#[test]
+fn a_graph_output_that_is_a_graph_input_runs() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N")])
+        .node("Relu", "", "r", &["x"], &["y"], vec![])
+        .output("x")
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let out = m.run(vec![f32_tensor(&[3])]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[0f32, 1., 2.]));
+    assert_eq!(out[1].0, "y");
+}
+
+#[test]
+fn run_keeps_one_plan_per_input_shapes() {
+    let m = Model::load_bytes(&causal_mask()).unwrap();
+    assert_eq!(m.plans_made(), 0);
+    m.run(vec![f32_tensor(&[1, 5])]).unwrap();
+    m.run(vec![f32_tensor(&[1, 5])]).unwrap();
+    assert_eq!(m.plans_made(), 1);
+    m.run(vec![f32_tensor(&[2, 7])]).unwrap();
+    assert_eq!(m.plans_made(), 2);
+    m.run(vec![f32_tensor(&[1, 5])]).unwrap();
+    assert_eq!(m.plans_made(), 2);
+}
+
+#[test]
+fn every_onnx_element_type_is_analysed_by_name() {
+    use tract_onnx::pb;
+    let mut b = Builder::new(21)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .input("names", DataType::String, &[D::S("K")])
+        .node("Cast", "", "to_bf16", &["x"], &["xb"], vec![("to", A::I(DataType::Bfloat16 as i64))])
+        .node("Cast", "", "to_f8", &["x"], &["x8"], vec![("to", A::I(DataType::Float8e4m3fn as i64))])
+        .node("Identity", "", "same_names", &["names"], &["n"], vec![])
+        .output("xb")
+        .output("x8")
+        .output("n");
+    // An int4 initializer [1, -2, 7]: two values per byte, low nibble first.
+    b = b
+        .init("w", DataType::Int4, &[3], vec![0xe1, 0x07])
+        .node("Identity", "", "w_same", &["w"], &["wi"], vec![])
+        .output("wi");
+    let bytes = b.bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let lines = infer_lines(&m);
+    assert_eq!(
+        lines,
+        vec![
+            "x: float32 [N, 3]",
+            "names: str [K]",
+            "xb: bfloat16 [N, 3]",
+            "x8: float8_e4m3fn [N, 3]",
+            "n: str [K]",
+            "wi: int4 [3]",
+        ]
+    );
+    let strings = tract_ndarray::arr1(&["a".to_string()]).into_tensor();
+    let err = format!("{:#}", m.run(vec![f32_tensor(&[2, 3]), strings]).unwrap_err());
+    assert!(err.contains("bfloat16") && err.contains("run does not"), "{err}");
+    let _ = pb::ModelProto::default();
+}
