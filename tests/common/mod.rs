@@ -4,6 +4,7 @@
 
 pub mod fixtures;
 pub mod onnx_build;
+pub mod real;
 pub mod reference;
 
 use sliceops::semantics::{SpecEntry, StridedSlice};
