@@ -107,6 +107,13 @@ pub fn analyse(
         }
     }
     let symbols = t.table.finish(&scope);
+    // A requirement is a condition on the inputs; equalities involving sizes a node minted (two
+    // unknowns unified) say nothing about the inputs.
+    let minted: std::collections::HashSet<&str> =
+        symbols.iter().filter(|s| matches!(s.origin, Origin::Node { .. })).map(|s| s.name.as_str()).collect();
+    let on_inputs = |d: &TDim| d.symbols().iter().all(|s| !minted.contains(s.to_string().as_str()));
+    let requirements: Vec<Requirement> =
+        t.requirements.iter().filter(|r| on_inputs(&r.kept) && on_inputs(&r.other)).cloned().collect();
     for a in assumptions {
         for name in assumption_symbols(a) {
             if !symbols.iter().any(|s| s.name == name) {
@@ -123,7 +130,7 @@ pub fn analyse(
         outlets,
         unknown,
         symbols,
-        requirements: t.requirements,
+        requirements,
         fallbacks: t.fallbacks,
         dtypes: t.dtypes,
         type_names: vec![],
