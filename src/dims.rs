@@ -158,6 +158,41 @@ pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
     }
 }
 
+/// [`tidy`], kept only where it gives the same values as `d` at sampled values of its symbols (tract
+/// re-simplifies what `tidy` rebuilds, and some of its rewrites are wrong on negative terms).
+pub fn tidy_checked(d: &TDim) -> TDim {
+    let t = tidy(d);
+    if &t == d || same_values(d, &t) {
+        t
+    } else {
+        d.clone()
+    }
+}
+
+/// Whether two dims evaluate to the same values at sampled values of their symbols (0 to 7, then
+/// pseudo-random up to 299), floor division as dims mean it.
+pub fn same_values(a: &TDim, b: &TDim) -> bool {
+    let mut symbols: Vec<tract_onnx::prelude::Symbol> = a.symbols().into_iter().collect();
+    for s in b.symbols() {
+        if !symbols.contains(&s) {
+            symbols.push(s);
+        }
+    }
+    let mut seed: u64 = 0x853c_49e6_748f_ea9b;
+    for sample in 0..48i64 {
+        let mut values = std::collections::HashMap::new();
+        for s in &symbols {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            values.insert(s.clone(), if sample < 8 { sample } else { ((seed >> 33) % 300) as i64 });
+        }
+        let (x, y) = (crate::analysis::eval_exact(a, &values), crate::analysis::eval_exact(b, &values));
+        if x.is_none() || x != y {
+            return false;
+        }
+    }
+    true
+}
+
 /// `d` with the forms that slicing and concatenating leave behind put back together: cutting an axis
 /// of length `X` at `c` and concatenating the parts (a `roll`, shifted windows) gives
 /// `min(c,X) + max(0,X-c)`, which is `X` for `c, X >= 0`. tract keeps the sum, and a reshape of it

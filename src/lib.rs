@@ -17,6 +17,7 @@
 pub mod analysis;
 pub mod dims;
 pub mod error;
+pub mod fold;
 pub mod graph;
 pub mod kernel;
 mod model;

@@ -26,7 +26,7 @@ pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
 pub use translate::Fallback;
 pub use verify::eval_exact;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use std::collections::HashMap;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -46,8 +46,8 @@ pub struct Analysis {
     pub requirements: Vec<Requirement>,
     /// Nodes whose own rule could not be used.
     pub fallbacks: Vec<Fallback>,
-    /// The type the model declares for values tract holds as dims (`int64` unless listed).
-    pub dtypes: HashMap<OutletId, DatumType>,
+    /// The type the model declares for values tract holds as dims (`int64` unless listed), by name.
+    pub dtypes: HashMap<String, DatumType>,
     /// Names of the ONNX types that tract types stand for in this model (`bfloat16` for float16, ...).
     pub type_names: Vec<(DatumType, &'static str)>,
 }
@@ -99,7 +99,11 @@ pub fn analyse(
     let t = translate::translate(source.inference, &nodes, facts, scope.clone(), table, options.fold_bytes)?;
     let mut outlets = HashMap::new();
     let mut unknown = HashMap::new();
+    let mut dtypes = HashMap::new();
     for (outlet, label) in value_names(source.inference) {
+        if let Some(dt) = t.dtypes.get(&outlet) {
+            dtypes.insert(label.clone(), *dt);
+        }
         if let Some(typed) = t.mapping.get(&outlet) {
             outlets.insert(label, *typed);
         } else if let Some(why) = t.unknown.get(&outlet) {
@@ -132,7 +136,7 @@ pub fn analyse(
         symbols,
         requirements,
         fallbacks: t.fallbacks,
-        dtypes: t.dtypes,
+        dtypes,
         type_names: vec![],
     })
 }
@@ -239,12 +243,13 @@ impl Analysis {
         }
     }
 
-    /// The element type of a typed outlet as the model declares it: tract holds every integer shape
+    /// The element type of a named value as the model declares it: tract holds every integer shape
     /// value as a dim, reported as `int64` unless the model casts it to another integer type.
-    pub fn dtype(&self, outlet: OutletId) -> anyhow::Result<DatumType> {
-        let dt = self.typed.outlet_fact(outlet)?.datum_type;
-        Ok(match self.dtypes.get(&outlet) {
-            Some(declared) if dt.is_tdim() => *declared,
+    pub fn dtype(&self, name: &str) -> anyhow::Result<DatumType> {
+        let outlet = self.outlets.get(name).with_context(|| format!("no fact for value '{name}'"))?;
+        let dt = self.typed.outlet_fact(*outlet)?.datum_type;
+        Ok(match self.dtypes.get(name) {
+            Some(declared) if dt.is_tdim() || dt == DatumType::I64 => *declared,
             _ if dt.is_tdim() => DatumType::I64,
             _ => dt,
         })
@@ -262,7 +267,7 @@ impl Analysis {
             let Some(outlet) = self.outlets.get(name) else { continue };
             let fact = self.typed.outlet_fact(*outlet)?;
             let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
-            let dtype = self.dtype(*outlet)?;
+            let dtype = self.dtype(name)?;
             let dtype_name = self.dtype_name(dtype);
             facts.push(crate::ValueFact { name: name.to_string(), dtype, shape, dtype_name });
         }

@@ -54,7 +54,7 @@ pub struct Translated {
     /// The symbols met.
     pub table: SymbolTable,
     /// Integer types the model declares for values tract holds as dims (symbolic shape values cast to
-    /// `int32`, and what is computed from them), by typed outlet.
+    /// `int32`, and what is computed from them), by outlet of the parsed model.
     pub dtypes: HashMap<OutletId, DatumType>,
 }
 
@@ -283,14 +283,14 @@ impl Translator<'_> {
             let mut outlet = outlet;
             if let Some(k) = fact.konst.as_ref().filter(|k| k.datum_type().is_tdim() && k.rank() <= 1) {
                 let values = crate::graph::dims_of(k)?;
-                let neat: Vec<TDim> = values.iter().map(crate::dims::tidy).collect();
+                let neat: Vec<TDim> = values.iter().map(crate::dims::tidy_checked).collect();
                 if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
                 {
                     let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
                     outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
                 }
             }
-            let shape: TVec<TDim> = fact.shape.iter().map(crate::dims::tidy).collect();
+            let shape: TVec<TDim> = fact.shape.iter().map(crate::dims::tidy_checked).collect();
             if &*shape != fact.shape.dims() {
                 let op = AssumeShape { shape, requirement: String::new() };
                 let node = self.target.unique_name(format!("{name}.tidy"));
@@ -332,18 +332,28 @@ impl Translator<'_> {
             "ReduceMax",
             "ReduceMin",
             "Mod",
+            "Range",
         ];
-        for outlet in outlets {
-            if !self.target.outlet_fact(*outlet)?.datum_type.is_tdim() {
+        for (slot, outlet) in outlets.iter().enumerate() {
+            let dt = self.target.outlet_fact(*outlet)?.datum_type;
+            if !(dt.is_tdim() || dt == DatumType::I64) {
                 continue;
             }
+            let source = OutletId::new(node.id, slot);
             let producer = &self.target.nodes[outlet.node];
             if let Some(cast) = producer.op_as::<crate::graph::SymbolicCast>() {
-                self.dtypes.insert(*outlet, cast.to);
+                self.dtypes.insert(source, cast.to);
             } else if KEEPS_TYPE.contains(&op_type) {
-                let inherited = node.inputs.iter().find_map(|i| self.dtypes.get(&self.mapping[i]).copied());
-                if let Some(dt) = inherited {
-                    self.dtypes.insert(*outlet, dt);
+                // The type of the first integer input, as the model declares it.
+                let inherited = node.inputs.iter().find_map(|i| match self.dtypes.get(i) {
+                    Some(d) => Some(*d),
+                    None => {
+                        let t = self.target.outlet_fact(self.mapping[i]).ok()?.datum_type;
+                        (t.is_integer() && t != DatumType::I64).then_some(t)
+                    }
+                });
+                if let Some(d) = inherited.filter(|d| *d != DatumType::I64) {
+                    self.dtypes.insert(source, d);
                 }
             }
         }
@@ -704,7 +714,7 @@ impl Translator<'_> {
         }
         let outlet = self.target.add_const(self.target.unique_name(&node.name), dims)?;
         if to != DatumType::I64 {
-            self.dtypes.insert(outlet, to);
+            self.dtypes.insert(OutletId::new(node.id, 0), to);
         }
         Ok(Some(outlet))
     }

@@ -1,5 +1,6 @@
 //! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench` (DESIGN.md §5).
 
+mod fold;
 mod infer;
 mod inputs;
 mod run;
@@ -66,6 +67,16 @@ enum Command {
         /// Where to write the folded model.
         #[arg(short = 'o', value_name = "OUT.onnx")]
         output: PathBuf,
+        /// Keep results bit-exact: no fusion that changes floating-point rounding (BatchNormalization
+        /// into Conv, MatMul + Add into Gemm, Add of 0).
+        #[arg(long)]
+        exact: bool,
+        /// Specialize an input's shape, as NAME=D0,D1,... (integers or symbols).
+        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        input_shapes: Vec<String>,
+        /// An assumption about symbols, such as N>=2 (repeatable).
+        #[arg(long = "assume", value_name = "EXPR")]
+        assumptions: Vec<String>,
     },
     /// Rewrite StridedSlice, AsStrided and Paddle-form Slice into standard ONNX.
     Lower {
@@ -113,8 +124,10 @@ pub fn main() -> i32 {
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
         }
-        Command::Fold { model, output } => write_back(&model, &output, sliceops::onnx::fold),
-        Command::Lower { model, output } => write_back(&model, &output, sliceops::onnx::lower),
+        Command::Fold { model, output, exact, input_shapes, assumptions } => {
+            fold::fold(&model, &output, exact, &input_shapes, &assumptions)
+        }
+        Command::Lower { model, output } => write_back(&model, &output, &sliceops::onnx::lower),
         Command::Bench { model, inputs, runs, format } => run::bench(&model, &inputs, runs, format),
     };
     match result {
@@ -129,10 +142,10 @@ pub fn main() -> i32 {
     }
 }
 
-fn write_back(
+pub(crate) fn write_back(
     model: &std::path::Path,
     output: &std::path::Path,
-    transform: fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
+    transform: &dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;

@@ -302,6 +302,18 @@ impl Model {
         Ok(a)
     }
 
+    /// Analyses the model as [`Model::analyse`] does, with these options (not kept).
+    pub fn analyse_with(&self, options: analysis::Options) -> anyhow::Result<Analysis> {
+        let mut a = analysis::analyse(
+            &self.source(),
+            &Binding::Declared(self.input_shapes.clone()),
+            &self.assumptions,
+            options,
+        )?;
+        a.type_names = self.proxies.names.clone();
+        Ok(a)
+    }
+
     /// Analyses the model with its inputs bound to these element types and shapes.
     pub fn analyse_for(&self, inputs: &[(DatumType, Vec<usize>)]) -> anyhow::Result<Analysis> {
         analysis::analyse(

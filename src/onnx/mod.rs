@@ -17,7 +17,7 @@ pub mod proto {
 
 pub use fold::fold;
 pub use lower::lower;
-pub use tensor::{datum_type_of_elem, tensor_to_proto, type_proto};
+pub use tensor::{datum_type_of_elem, f32s_of, ints_of, onnx_data_type, tensor_to_proto, type_proto};
 
 use std::collections::HashSet;
 
