@@ -1,6 +1,7 @@
 //! Fusions that change floating-point rounding (off with `--exact`), as onnxsim does them:
 //! a `BatchNormalization` after a `Conv` is folded into the convolution's weights and bias, and a
-//! 2-D `MatMul` by a constant followed by the `Add` of a constant bias becomes one `Gemm`.
+//! 2-D `MatMul` by a constant followed by the `Add` of a constant bias becomes one `Gemm`, and the
+//! `Add` of a per-channel constant after a `Conv` goes into its bias.
 
 use super::facts::Facts;
 use super::graph::{attr, is_onnx, op_type, producers, readers};
@@ -132,6 +133,73 @@ pub fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut 
         mm.output = vec![out];
         remove.insert(add_ix);
         report.count("MatMul + Add made a Gemm (not bit-exact)", 1);
+    }
+    let mut ix = 0;
+    graph.node.retain(|_| {
+        ix += 1;
+        !remove.contains(&(ix - 1))
+    });
+    Ok(true)
+}
+
+/// Folds `Add(Conv(x, W, B?), C)` with a constant per-channel `C` (shape `[M]`, `[M, 1, 1]` or
+/// `[1, M, 1, 1]` for a 2-D convolution) into the convolution's bias; returns whether anything changed.
+pub fn add_into_conv_bias(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
+    let producers = producers(graph);
+    let readers = readers(graph);
+    let mut plans = vec![];
+    for (ix, add) in graph.node.iter().enumerate() {
+        if op_type(add) != "Add" || !is_onnx(add) || add.input.len() != 2 {
+            continue;
+        }
+        for (conv_in, c_in) in [(0, 1), (1, 0)] {
+            let Some(&c) = producers.get(&add.input[conv_in]) else { continue };
+            let conv = &graph.node[c];
+            if op_type(conv) != "Conv" || !is_onnx(conv) || readers.get(&add.input[conv_in]).copied() != Some(1) {
+                continue;
+            }
+            let Some((wdims, _)) = f32_init(graph, conv.input.get(1)) else { continue };
+            let m = *wdims.first().unwrap_or(&0);
+            let rank = wdims.len();
+            let Some((cdims, cvals)) = f32_init(graph, add.input.get(c_in)) else { continue };
+            // Per output channel, broadcasting onto [N, M, spatial...] and nothing more.
+            let per_channel = cvals.len() as i64 == m
+                && (cdims == [m] && rank == 2
+                    || cdims.len() + 1 == rank && cdims.first() == Some(&m) && cdims[1..].iter().all(|&d| d == 1)
+                    || cdims.len() == rank
+                        && cdims.first() == Some(&1)
+                        && cdims.get(1) == Some(&m)
+                        && cdims[2..].iter().all(|&d| d == 1));
+            let out_rank = facts.get(&add.input[conv_in]).map(|f| f.shape.len());
+            if !per_channel || out_rank != Some(rank) {
+                continue;
+            }
+            let bias = match conv.input.get(2).filter(|b| !b.is_empty()) {
+                Some(_) => match f32_init(graph, conv.input.get(2)) {
+                    Some((_, b)) if b.len() as i64 == m => b,
+                    _ => continue,
+                },
+                None => vec![0.0; m as usize],
+            };
+            let sum: Vec<f32> = bias.iter().zip(&cvals).map(|(b, c)| b + c).collect();
+            plans.push((ix, c, sum));
+            break;
+        }
+    }
+    if plans.is_empty() {
+        return Ok(false);
+    }
+    let mut remove = std::collections::HashSet::new();
+    for (add_ix, conv_ix, sum) in plans {
+        let out = graph.node[add_ix].output[0].clone();
+        let bname = super::graph::fresh_name(graph, &format!("{out}_fused_bias"));
+        graph.initializer.push(f32_tensor(&bname, &[sum.len() as i64], sum)?);
+        let conv = &mut graph.node[conv_ix];
+        conv.input.truncate(2);
+        conv.input.push(bname);
+        conv.output[0] = out;
+        remove.insert(add_ix);
+        report.count("Add of a per-channel constant folded into the Conv bias (not bit-exact)", 1);
     }
     let mut ix = 0;
     graph.node.retain(|_| {

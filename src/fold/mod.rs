@@ -10,12 +10,15 @@
 //! - [`reshape`]: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s and
 //!   `Unsqueeze`s merge;
 //! - [`noops`]: nodes returning their input unchanged, and pairs undoing each other, go;
-//! - [`fuse`] (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`;
+//! - [`cse`]: repeated nodes (same op, attributes and inputs) merge;
+//! - [`fuse`] (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
+//!   a per-channel `Add` into the `Conv` bias;
 //! - [`dead`]: what nothing reads goes;
 //! - [`annotate`]: a type and shape on every value.
 
 mod annotate;
 mod constants;
+mod cse;
 mod dead;
 mod facts;
 mod fuse;
@@ -90,9 +93,11 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
         changed |= reshape::constant_targets(graph, &facts, &mut report)?;
         changed |= noops::remove_noops(graph, &facts, options.exact, &mut report)?;
         changed |= reshape::merge_chains(graph, opset, &mut report)?;
+        changed |= cse::merge_repeats(graph, &mut report);
         if !options.exact {
             changed |= fuse::batchnorm_into_conv(graph, &mut report)?;
             changed |= fuse::matmul_add_into_gemm(graph, &facts, &mut report)?;
+            changed |= fuse::add_into_conv_bias(graph, &facts, &mut report)?;
         }
         changed |= dead::remove_dead(graph, &outside, &mut report);
         if !changed {

@@ -3,7 +3,8 @@
 //! Always (bit-exact): `Identity`; `Dropout` with its mask unused (inference); `Cast` to the type the
 //! value has; a `Slice`, `Reshape`, `Expand`, `Pad`, `Tile` or `Concat` that leaves the shape and
 //! data as they are; a `Transpose` by the identity permutation, and two that cancel; an `Unsqueeze`
-//! undone by a `Squeeze` of the same axes; `Mul`/`Div` by 1 and `Sub` of 0 (broadcasting nothing).
+//! undone by a `Squeeze` of the same axes; `Mul`/`Div` by 1 and `Sub` of 0 (broadcasting nothing);
+//! `And` with true and `Or` with false.
 //! Not bit-exact, off with `--exact`: `Add` of 0 (which turns -0.0 into +0.0).
 
 use super::facts::Facts;
@@ -150,15 +151,32 @@ fn passthrough(
             return Some((prev.input.first()?.clone(), "Unsqueeze undone by Squeeze removed"));
         }
         "Mul" | "Div" | "Sub" | "Add" => {
-            let neutral = if matches!(op_type(node), "Mul" | "Div") { 1.0 } else { 0.0 };
-            let y = node.input.get(1)?;
-            if op_type(node) == "Add" && exact {
+            let kind = op_type(node);
+            let neutral = if matches!(kind, "Mul" | "Div") { 1.0 } else { 0.0 };
+            if kind == "Add" && exact {
                 return None;
             }
-            if !same() || !constant_all(facts, y, neutral) || !facts.get(&x)?.datum_type.is_float() {
-                return None;
+            // The neutral constant on either side of a commutative op, on the right of the others.
+            let sides: &[(usize, usize)] = if matches!(kind, "Mul" | "Add") { &[(0, 1), (1, 0)] } else { &[(0, 1)] };
+            for &(v, c) in sides {
+                let (Some(value), Some(constant)) = (node.input.get(v), node.input.get(c)) else { continue };
+                let float = facts.get(value).is_some_and(|f| f.datum_type.is_float());
+                if float && same_shape(facts, value, out) && constant_all(facts, constant, neutral) {
+                    return Some((value.clone(), "arithmetic with a neutral constant removed"));
+                }
             }
-            "arithmetic with a neutral constant removed"
+            return None;
+        }
+        "And" | "Or" => {
+            // x AND true, x OR false.
+            let neutral = if op_type(node) == "And" { 1.0 } else { 0.0 };
+            for (v, c) in [(0, 1), (1, 0)] {
+                let (Some(value), Some(constant)) = (node.input.get(v), node.input.get(c)) else { continue };
+                if same_shape(facts, value, out) && constant_all(facts, constant, neutral) {
+                    return Some((value.clone(), "logic with a neutral constant removed"));
+                }
+            }
+            return None;
         }
         _ => return None,
     };
