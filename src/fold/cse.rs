@@ -75,3 +75,49 @@ pub fn merge_repeats(graph: &mut GraphProto, report: &mut Report) -> bool {
     }
     true
 }
+
+/// Initializers holding the same values under different names become one (exporters repeat shape
+/// constants per use), so the nodes reading them can merge too; returns whether anything changed.
+pub fn merge_initializers(graph: &mut GraphProto, outside: &HashSet<String>, report: &mut Report) -> bool {
+    let inputs: HashSet<String> = graph.input.iter().filter_map(|i| i.name.clone()).collect();
+    let mut first: HashMap<Vec<u8>, String> = HashMap::new();
+    let mut alias: HashMap<String, String> = HashMap::new();
+    for t in &graph.initializer {
+        let Some(name) = t.name.clone() else { continue };
+        // An initializer that is also a graph input can be overridden by the caller: not merged.
+        if inputs.contains(&name) || outside.contains(&name) || t.data_location.is_some_and(|l| l != 0) {
+            continue;
+        }
+        let mut content = t.clone();
+        content.name = None;
+        content.doc_string = None;
+        let key = content.encode_to_vec();
+        match first.get(&key) {
+            Some(f) => {
+                alias.insert(name, f.clone());
+            }
+            None => {
+                first.insert(key, name);
+            }
+        }
+    }
+    if alias.is_empty() {
+        return false;
+    }
+    let outputs = output_names(graph);
+    alias.retain(|from, _| !outputs.contains(from));
+    for n in &mut graph.node {
+        for i in &mut n.input {
+            if let Some(a) = alias.get(i.as_str()) {
+                *i = a.clone();
+            }
+        }
+    }
+    if graph.node.iter().any(has_subgraphs) {
+        for (from, to) in &alias {
+            rename_reads(graph, from, to);
+        }
+    }
+    report.count("identical initializers merged", alias.len());
+    !alias.is_empty()
+}

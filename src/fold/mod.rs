@@ -84,8 +84,7 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
         .and_then(|o| o.version)
         .unwrap_or(1);
     let outside = names_used_outside(&model);
-    let mut report = Report::default();
-    report.nodes_before = model.graph.as_ref().map_or(0, |g| g.node.len());
+    let mut report = Report { nodes_before: model.graph.as_ref().map_or(0, |g| g.node.len()), ..Report::default() };
     for _ in 0..MAX_ROUNDS {
         let facts = facts_of(&model, dir, options)?;
         let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
@@ -93,6 +92,8 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
         changed |= reshape::constant_targets(graph, &facts, &mut report)?;
         changed |= noops::remove_noops(graph, &facts, options.exact, &mut report)?;
         changed |= reshape::merge_chains(graph, opset, &mut report)?;
+        changed |= reshape::merge_concats(graph, &mut report);
+        changed |= cse::merge_initializers(graph, &outside, &mut report);
         changed |= cse::merge_repeats(graph, &mut report);
         if !options.exact {
             changed |= fuse::batchnorm_into_conv(graph, &mut report)?;

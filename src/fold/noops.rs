@@ -20,12 +20,20 @@ pub fn remove_noops(graph: &mut GraphProto, facts: &Facts, exact: bool, report: 
     let readers = readers(graph);
     let mut alias: HashMap<String, String> = HashMap::new();
     let mut removed: HashSet<usize> = HashSet::new();
+    let mut output_renames: Vec<(usize, String, String)> = vec![];
     for (ix, node) in graph.node.iter().enumerate() {
         let Some((input, kind)) = passthrough(node, facts, exact, &graph.node, &producers, &readers) else { continue };
         let output = node.output[0].clone();
         if outputs.contains(&output) {
-            // A graph output keeps its name: the node stays unless the value it passes is a graph input
-            // or initializer... which it cannot be renamed from either.
+            // A graph output keeps its name: the producer of the value passed through is renamed to
+            // it instead, when nothing else reads that value and it is not itself a graph output.
+            let Some(&p) = producers.get(&input) else { continue };
+            if readers.get(&input).copied() != Some(1) || outputs.contains(&input) || alias.contains_key(&input) {
+                continue;
+            }
+            output_renames.push((p, input.clone(), output));
+            removed.insert(ix);
+            report.count(kind, 1);
             continue;
         }
         let input = resolve(&alias, &input);
@@ -35,6 +43,13 @@ pub fn remove_noops(graph: &mut GraphProto, facts: &Facts, exact: bool, report: 
     }
     if removed.is_empty() {
         return Ok(false);
+    }
+    for (p, from, to) in &output_renames {
+        for o in &mut graph.node[*p].output {
+            if o == from {
+                *o = to.clone();
+            }
+        }
     }
     let subgraphs = graph.node.iter().any(super::graph::has_subgraphs);
     let mut ix = 0;

@@ -148,3 +148,41 @@ fn constant_ints(graph: &GraphProto, name: Option<&String>) -> Option<Vec<i64>> 
     let t = graph.initializer.iter().find(|t| t.name.as_ref() == Some(name))?;
     crate::onnx::ints_of(t)
 }
+
+/// `Concat(a, Concat(b, c))` along one axis is `Concat(a, b, c)` when the inner one has no other
+/// reader; returns whether anything changed.
+pub fn merge_concats(graph: &mut GraphProto, report: &mut Report) -> bool {
+    let producers = producers(graph);
+    let readers = readers(graph);
+    let mut changed = false;
+    for ix in 0..graph.node.len() {
+        let node = &graph.node[ix];
+        if op_type(node) != "Concat" || !is_onnx(node) {
+            continue;
+        }
+        let axis = attr_i(node, "axis");
+        let mut inputs = vec![];
+        let mut merged = false;
+        for i in &node.input {
+            match producers.get(i).map(|&p| &graph.node[p]) {
+                Some(inner)
+                    if op_type(inner) == "Concat"
+                        && is_onnx(inner)
+                        && attr_i(inner, "axis") == axis
+                        && readers.get(i).copied() == Some(1)
+                        && !inner.input.iter().any(|x| x.is_empty()) =>
+                {
+                    inputs.extend(inner.input.iter().cloned());
+                    merged = true;
+                }
+                _ => inputs.push(i.clone()),
+            }
+        }
+        if merged {
+            graph.node[ix].input = inputs;
+            report.count("consecutive Concats merged", 1);
+            changed = true;
+        }
+    }
+    changed
+}
