@@ -23,6 +23,7 @@ pub mod npy;
 pub mod onnx;
 pub mod report;
 pub mod semantics;
+pub mod symbolic;
 pub mod view;
 
 pub use error::{SliceError, SliceResult};

@@ -148,7 +148,8 @@ impl Model {
         let shape: TVec<TDim> = dims
             .iter()
             .map(|d| {
-                self.inference.symbols.parse_tdim(d.trim()).with_context(|| format!("bad dim '{d}' for input '{name}'"))
+                crate::symbolic::parse_dim(&self.inference.symbols, d)
+                    .with_context(|| format!("bad dim '{}' for input '{name}'", crate::symbolic::excerpt(d)))
             })
             .collect::<anyhow::Result<_>>()?;
         let mut fact = self.inference.input_fact(ix)?.clone();
@@ -157,9 +158,15 @@ impl Model {
         Ok(())
     }
 
-    /// Adds an assumption about symbols, such as `N>=2`, used to simplify shapes.
+    /// Adds an assumption about symbols, such as `N>=2` (or several joined with `&&`), used to simplify
+    /// shapes.
     pub fn assume(&mut self, expr: &str) -> anyhow::Result<()> {
-        self.inference.symbols.add_assertion(expr).with_context(|| format!("bad assumption '{expr}'"))
+        let context = || format!("bad assumption '{}'", crate::symbolic::excerpt(expr));
+        // tract's own parser is recursive: it only ever reads our canonical, depth-bounded text.
+        for a in crate::symbolic::parse_assumption(&self.inference.symbols, expr).with_context(context)? {
+            self.inference.symbols.add_assertion(a.tract_text()).with_context(context)?;
+        }
+        Ok(())
     }
 
     /// The typed model: every value's fact is exact (not yet decluttered).
