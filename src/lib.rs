@@ -17,6 +17,7 @@
 pub mod dims;
 pub mod error;
 pub mod graph;
+pub mod io;
 pub mod kernel;
 mod model;
 pub mod npy;
