@@ -93,6 +93,12 @@ pub fn main() -> i32 {
             return e.exit_code();
         }
     };
+    // A write past the file size limit (`ulimit -f`) is an error to report, with the temporary file
+    // removed and the target untouched, not a signal that kills the process mid-write.
+    // Safety: SIG_IGN installs no handler; this runs once, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // Outputs are allocated run after run: keep large buffers for reuse (see tune_allocator).
     sliceops::kernel::tune_allocator();
     // The library turns a panic inside tract into an error, reported as one `error:` line below; the
@@ -122,8 +128,10 @@ fn write_back(
     transform: fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
+    use std::io::Write;
     let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
     let out = transform(&bytes, model.parent())?;
-    std::fs::write(output, out).with_context(|| format!("cannot write {}", output.display()))?;
-    Ok(())
+    drop(bytes);
+    // Atomic: with `-o` equal to the input, the input stays whole until the new model is complete.
+    sliceops::io::atomic::write_atomic(output, |f| Ok(f.write_all(&out)?))
 }

@@ -1,0 +1,327 @@
+//! Hostile files, part 2 (issue 15): `.npy` headers with one answer, atomic writes (a failed write
+//! leaves the target untouched and no temporary file), only regular files read, bounded sizes,
+//! external data and `uint64_data` initializers, write-back without dangling references, unique node
+//! names in linear time, hostile dim expressions. Every test is bounded: small generated files,
+//! deadlines on every CLI call, resource limits where the point is memory or file size.
+
+mod common;
+
+use common::cli::{files_in, scratch, sliceops, sliceops_limited, Limits};
+use common::onnx_build::{Builder, D};
+use std::path::{Path, PathBuf};
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::prelude::*;
+
+fn dir(test: &str) -> PathBuf {
+    scratch("hostile_files", test)
+}
+
+/// A version 1.0 `.npy` file with the given header text and data.
+fn npy_with_header(text: &str, data: &[u8]) -> Vec<u8> {
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((text.len() as u16).to_le_bytes());
+    out.extend(text.as_bytes());
+    out.extend(data);
+    out
+}
+
+/// `.npy` bytes of a tensor, written by the crate.
+fn npy_of(t: &Tensor) -> Vec<u8> {
+    let mut bytes = vec![];
+    sliceops::npy::write_npy_to(&mut bytes, t).unwrap();
+    bytes
+}
+
+/// `y = x[1::2]` over float [N] (ONNX Slice).
+fn half_model() -> Vec<u8> {
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N")])
+        .init_i64("starts", &[1])
+        .init_i64("ends", &[i64::MAX])
+        .init_i64("axes", &[0])
+        .init_i64("steps", &[2])
+        .node("Slice", "", "slice", &["x", "starts", "ends", "axes", "steps"], &["y"], vec![])
+        .output("y")
+        .bytes()
+}
+
+fn f32s(n: usize) -> Tensor {
+    tract_ndarray::Array1::from_iter((0..n).map(|v| v as f32)).into_tensor()
+}
+
+fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}
+
+// ------------------------------------------------------------------------------------------------
+// .npy: one parser, one answer.
+
+#[test]
+fn npy_with_a_duplicated_shape_is_refused_by_the_cli() {
+    let d = dir("npy_with_a_duplicated_shape_is_refused_by_the_cli");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, half_model()).unwrap();
+    // The first shape matches the data; the second claims 4 TB.
+    let x = d.join("x.npy");
+    let text = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'shape': (1099511627776,), }";
+    std::fs::write(&x, npy_with_header(text, &[0; 16])).unwrap();
+    let out = d.join("out");
+    let run = sliceops(&[
+        "run",
+        &path_arg(&model),
+        "--input",
+        &format!("x={}", x.display()),
+        "--output-dir",
+        &path_arg(&out),
+    ]);
+    assert_eq!(run.error(), format!("error: input 'x': {}: the .npy header has the key 'shape' twice", x.display()));
+    assert!(!out.exists());
+}
+
+#[test]
+fn npy_inputs_that_are_not_regular_files_are_refused() {
+    let d = dir("npy_inputs_that_are_not_regular_files_are_refused");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, half_model()).unwrap();
+    let fifo = d.join("fifo.npy");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // Safety: mkfifo reads the NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, what) in [(fifo.as_path(), "a named pipe (FIFO)"), (Path::new("/dev/zero"), "a character device")] {
+        let run = sliceops(&["run", &path_arg(&model), "--input", &format!("x={}", path.display())]);
+        assert_eq!(
+            run.error(),
+            format!("error: input 'x': cannot read {}: it is {what}, not a regular file", path.display())
+        );
+    }
+}
+
+#[test]
+fn every_fixture_npy_is_rewritten_byte_for_byte() {
+    // numpy wrote these; our writer must give the same bytes for what our reader read.
+    let mut count = 0;
+    for f in common::fixtures::fixtures() {
+        for sub in ["inputs", "expected"] {
+            let Ok(entries) = std::fs::read_dir(f.dir().join(sub)) else { continue };
+            for e in entries {
+                let path = e.unwrap().path();
+                let original = std::fs::read(&path).unwrap();
+                let t = sliceops::npy::read_npy(&path).unwrap();
+                assert_eq!(npy_of(&t), original, "{}", path.display());
+                count += 1;
+            }
+        }
+    }
+    assert!(count > 100, "only {count} fixture files");
+}
+
+/// The peak resident memory of this process, or of its largest waited-for child, in KiB.
+fn max_rss_kib(who: libc::c_int) -> i64 {
+    // Safety: getrusage fills the zeroed struct it is given and reads nothing else.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(who, &mut usage), 0);
+        usage.ru_maxrss
+    }
+}
+
+/// This process's peak resident memory since it started its program (`VmHWM`), in KiB. Unlike
+/// `getrusage`, it does not carry over the parent's peak across `fork` and `exec`.
+fn peak_rss_kib() -> i64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap();
+    line.trim().trim_end_matches("kB").trim().parse().unwrap()
+}
+
+const MEMORY_CHILD: &str = "SLICEOPS_HOSTILE_FILES_MEMORY_CHILD";
+
+/// Runs one test of this binary in a child process with `env` set; returns its stdout.
+fn in_child(test: &str, value: &str) -> String {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(MEMORY_CHILD, value);
+    let run = common::cli::run_command(command, Limits::default());
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    run.stdout
+}
+
+/// The two numbers after `tag` in a child's output.
+fn reported(stdout: &str, tag: &str) -> (i64, i64) {
+    let line = stdout.lines().find_map(|l| l.strip_prefix(tag)).unwrap_or_else(|| panic!("no {tag} in {stdout}"));
+    let v: Vec<i64> = line.split_whitespace().map(|s| s.parse().unwrap()).collect();
+    (v[0], v[1])
+}
+
+/// 64 MiB of float32.
+const BIG: usize = 16 << 20;
+
+#[test]
+fn reading_npy_holds_the_data_once() {
+    if let Ok(path) = std::env::var(MEMORY_CHILD) {
+        let before = peak_rss_kib();
+        let t = sliceops::npy::read_npy(Path::new(&path)).unwrap();
+        assert_eq!(t.len(), BIG);
+        assert_eq!(t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[BIG - 1], (BIG - 1) as f32);
+        println!("\nRSS {before} {}", peak_rss_kib());
+        return;
+    }
+    let d = dir("reading_npy_holds_the_data_once");
+    let x = d.join("x.npy");
+    std::fs::write(&x, npy_of(&f32s(BIG))).unwrap();
+    let (before, after) = reported(&in_child("reading_npy_holds_the_data_once", &path_arg(&x)), "RSS ");
+    let data_kib = (BIG * 4 / 1024) as i64;
+    let grown = after - before;
+    assert!(grown <= data_kib + data_kib / 10, "reading {data_kib} KiB of data took {grown} KiB");
+}
+
+#[test]
+fn run_holds_input_and_output_once() {
+    if let Ok(spec) = std::env::var(MEMORY_CHILD) {
+        // Two runs in turn, each peak read after it: a tiny input, then the big one.
+        let (model, small, big, out) = {
+            let p: Vec<&str> = spec.split('\n').collect();
+            (p[0].to_string(), p[1].to_string(), p[2].to_string(), p[3].to_string())
+        };
+        sliceops(&["run", &model, "--input", &format!("x={small}"), "--output-dir", &out]).ok();
+        let baseline = max_rss_kib(libc::RUSAGE_CHILDREN);
+        sliceops(&["run", &model, "--input", &format!("x={big}"), "--output-dir", &out]).ok();
+        // Each child's peak starts from its parent's (this process, small) at fork.
+        println!("\nRSS {baseline} {}", max_rss_kib(libc::RUSAGE_CHILDREN));
+        return;
+    }
+    let d = dir("run_holds_input_and_output_once");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, half_model()).unwrap();
+    let (small, big) = (d.join("small.npy"), d.join("big.npy"));
+    std::fs::write(&small, npy_of(&f32s(16))).unwrap();
+    std::fs::write(&big, npy_of(&f32s(BIG))).unwrap();
+    let out = d.join("out");
+    let spec = [&model, &small, &big, &out].map(|p| path_arg(p)).join("\n");
+    let (baseline, peak) = reported(&in_child("run_holds_input_and_output_once", &spec), "RSS ");
+    let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
+    assert_eq!(y.len(), BIG / 2);
+    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..3], [1.0, 3.0, 5.0]);
+    let (input, output) = ((BIG * 4 / 1024) as i64, (BIG * 2 / 1024) as i64);
+    let grown = peak - baseline;
+    assert!(
+        grown <= (input + output) + (input + output) / 10,
+        "run on {input} KiB in, {output} KiB out grew by {grown} KiB over a tiny run"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Atomic writes.
+
+/// `y = x + w` over float [4096] with `w` a 16 KiB initializer, so that fold and lower write it back.
+fn weighted_model() -> Vec<u8> {
+    let w: Vec<f32> = (0..4096).map(|v| v as f32).collect();
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4096)])
+        .init_f32("w", &[4096], &w)
+        .node("Add", "", "add", &["x", "w"], &["y"], vec![])
+        .output("y")
+        .bytes()
+}
+
+/// The temporary files left in `dir` (`.NAME.tmp-PID-N`).
+fn temporaries(dir: &Path) -> Vec<String> {
+    files_in(dir).into_iter().filter(|n| n.contains(".tmp-")).collect()
+}
+
+#[test]
+fn fold_and_lower_onto_their_input_under_a_file_size_limit_leave_it_whole() {
+    let d = dir("fold_and_lower_onto_their_input_under_a_file_size_limit_leave_it_whole");
+    let model = d.join("model.onnx");
+    let original = weighted_model();
+    for cmd in ["fold", "lower"] {
+        std::fs::write(&model, &original).unwrap();
+        let limits = Limits { file_size: Some(8 << 10), ..Limits::default() };
+        let run = sliceops_limited(&[cmd, &path_arg(&model), "-o", &path_arg(&model)], limits);
+        assert_eq!(
+            run.error(),
+            format!("error: cannot write {}: File too large (os error 27)", model.display()),
+            "{cmd}"
+        );
+        assert_eq!(std::fs::read(&model).unwrap(), original, "{cmd}: the input changed");
+        assert_eq!(temporaries(&d), Vec::<String>::new(), "{cmd}");
+        // Without the limit, writing over the input works and gives a model that runs.
+        sliceops(&[cmd, &path_arg(&model), "-o", &path_arg(&model)]).ok();
+        let x = d.join("x.npy");
+        std::fs::write(&x, npy_of(&f32s(4096))).unwrap();
+        let out = d.join(format!("out_{cmd}"));
+        sliceops(&[
+            "run",
+            &path_arg(&model),
+            "--input",
+            &format!("x={}", x.display()),
+            "--output-dir",
+            &path_arg(&out),
+        ])
+        .ok();
+        let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
+        assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..3], [0.0, 2.0, 4.0], "{cmd}");
+        assert_eq!(temporaries(&d), Vec::<String>::new(), "{cmd}");
+    }
+}
+
+#[test]
+fn run_outputs_are_all_or_nothing() {
+    let d = dir("run_outputs_are_all_or_nothing");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, half_model()).unwrap();
+    let x = d.join("x.npy");
+    std::fs::write(&x, npy_of(&f32s(8192))).unwrap();
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("y.npy"), b"the previous output").unwrap();
+    // The 16 KiB output does not fit under an 8 KiB limit: the previous file stays as it was.
+    let limits = Limits { file_size: Some(8 << 10), ..Limits::default() };
+    let args = ["run", &path_arg(&model), "--input", &format!("x={}", x.display()), "--output-dir", &path_arg(&out)];
+    let run = sliceops_limited(&args, limits);
+    assert_eq!(
+        run.error(),
+        format!("error: cannot write {}: File too large (os error 27)", out.join("y.npy").display())
+    );
+    assert_eq!(std::fs::read(out.join("y.npy")).unwrap(), b"the previous output");
+    assert_eq!(files_in(&out), vec!["y.npy"]);
+    sliceops(&args).ok();
+    assert_eq!(
+        std::fs::read(out.join("y.npy")).unwrap(),
+        npy_of(&tract_ndarray::Array1::from_iter((0..4096).map(|v| (2 * v + 1) as f32)).into_tensor())
+    );
+    assert_eq!(files_in(&out), vec!["y.npy"]);
+}
+
+#[test]
+fn a_string_output_writes_no_file_at_all() {
+    let d = dir("a_string_output_writes_no_file_at_all");
+    let strings = tract_onnx::pb::TensorProto {
+        name: "s".into(),
+        data_type: DataType::String as i32,
+        dims: vec![2],
+        string_data: vec![b"a".to_vec(), b"b".to_vec()],
+        ..Default::default()
+    };
+    let model_bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2)])
+        .initializer(strings)
+        .node("Identity", "", "ix", &["x"], &["y"], vec![])
+        .node("Identity", "", "is", &["s"], &["z"], vec![])
+        .output("y")
+        .output("z")
+        .bytes();
+    let model = d.join("model.onnx");
+    std::fs::write(&model, model_bytes).unwrap();
+    let x = d.join("x.npy");
+    std::fs::write(&x, npy_of(&f32s(2))).unwrap();
+    let out = d.join("out");
+    let run = sliceops(&[
+        "run",
+        &path_arg(&model),
+        "--input",
+        &format!("x={}", x.display()),
+        "--output-dir",
+        &path_arg(&out),
+    ]);
+    assert_eq!(run.error(), "error: output 'z': a tensor of str cannot be written as .npy (only numbers and bool can)");
+    assert!(!out.exists(), "the output folder was created: {:?}", files_in(&out));
+}
