@@ -7,8 +7,8 @@ use thiserror::Error;
 
 /// The longest header read (numpy itself refuses headers over 10,000 bytes by default).
 pub const MAX_HEADER_LEN: usize = 65536;
-/// The most dims a shape may have (numpy's own limit).
-pub const MAX_DIMS: usize = 64;
+/// The most dims a shape may have (numpy stops at 64; sliceops writes higher ranks, which tract allows).
+pub const MAX_DIMS: usize = 1024;
 /// The magic string that starts every `.npy` file.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
