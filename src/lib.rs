@@ -19,6 +19,7 @@ pub mod error;
 pub mod graph;
 pub mod io;
 pub mod kernel;
+pub mod load;
 mod model;
 pub mod npy;
 pub mod onnx;

@@ -40,10 +40,10 @@ pub fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
 }
 
 impl Model {
-    /// Loads a model file (external data is looked up next to it).
+    /// Loads a model file (a regular file of at most 2 GiB; external data is looked up next to it).
     pub fn load_path(path: impl AsRef<Path>) -> anyhow::Result<Model> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = crate::load::read_model_file(path)?;
         Self::load_proto(decode_proto(&bytes)?, path.parent().and_then(|p| p.to_str()))
     }
 
@@ -57,10 +57,12 @@ impl Model {
         Self::load_proto(decode_proto(bytes)?, dir.and_then(|d| d.to_str()))
     }
 
-    fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+    fn load_proto(mut proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
         if let Some(g) = &proto.graph {
             check_structure(g)?;
         }
+        // External data checked and read by us (tract never opens a file); uint64_data made readable.
+        crate::load::prepare_for_tract(&mut proto, dir.map(Path::new))?;
         let named = unique_node_names(&proto);
         let parsed = guard("parsing the model", || graph::onnx().parse(named.as_ref().unwrap_or(&proto), dir))?;
         if !parsed.unresolved_inputs.is_empty() {

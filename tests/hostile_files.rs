@@ -325,3 +325,207 @@ fn a_string_output_writes_no_file_at_all() {
     assert_eq!(run.error(), "error: output 'z': a tensor of str cannot be written as .npy (only numbers and bool can)");
     assert!(!out.exists(), "the output folder was created: {:?}", files_in(&out));
 }
+
+// ------------------------------------------------------------------------------------------------
+// Only regular files, bounded size.
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // Safety: mkfifo reads the NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+#[test]
+fn model_files_must_be_regular_and_at_most_2_gib() {
+    let d = dir("model_files_must_be_regular_and_at_most_2_gib");
+    let fifo = d.join("fifo.onnx");
+    mkfifo(&fifo);
+    // Sparse: 2 GiB of apparent size, no disk used.
+    let big = d.join("big.onnx");
+    std::fs::File::create(&big).unwrap().set_len(1 << 31).unwrap();
+    let cases = [
+        (PathBuf::from("/dev/zero"), "it is a character device, not a regular file".to_string()),
+        (fifo.clone(), "it is a named pipe (FIFO), not a regular file".to_string()),
+        (big.clone(), "it is 2147483648 bytes long; an ONNX model is at most 2 GiB (protobuf's limit)".to_string()),
+    ];
+    let out = d.join("out.onnx");
+    for (path, why) in &cases {
+        for args in [vec!["infer", &path_arg(path)], vec!["fold", &path_arg(path), "-o", &path_arg(&out)]] {
+            let run = sliceops(&args);
+            assert_eq!(run.error(), format!("error: cannot read {}: {why}", path.display()), "{args:?}");
+        }
+        let err = sliceops::Model::load_path(path).unwrap_err();
+        assert_eq!(format!("{err:#}"), format!("cannot read {}: {why}", path.display()));
+    }
+    assert!(!out.exists());
+}
+
+/// An external-data initializer `w` (float [4]) with the given `external_data` entries.
+fn external_w(entries: &[(&str, &str)]) -> tract_onnx::pb::TensorProto {
+    tract_onnx::pb::TensorProto {
+        name: "w".into(),
+        data_type: DataType::Float as i32,
+        dims: vec![4],
+        data_location: Some(tract_onnx::pb::tensor_proto::DataLocation::External as i32),
+        external_data: entries
+            .iter()
+            .map(|(k, v)| tract_onnx::pb::StringStringEntryProto { key: k.to_string(), value: v.to_string() })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// `y = x + w` over float [4], `w` external.
+fn external_model(entries: &[(&str, &str)]) -> Vec<u8> {
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4)])
+        .initializer(external_w(entries))
+        .node("Add", "", "add", &["x", "w"], &["y"], vec![])
+        .output("y")
+        .bytes()
+}
+
+const W: [f32; 4] = [1.5, -2.0, 3.25, 8.0];
+
+/// `w.bin`: 8 padding bytes, then `W`.
+fn write_w_bin(d: &Path) {
+    let mut bytes = vec![0xAB; 8];
+    bytes.extend(W.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(d.join("w.bin"), bytes).unwrap();
+}
+
+#[test]
+fn external_data_is_read_by_us_after_checks() {
+    let d = dir("external_data_is_read_by_us_after_checks");
+    write_w_bin(&d);
+    let x = d.join("x.npy");
+    std::fs::write(&x, npy_of(&f32s(4))).unwrap();
+    // Valid: through the CLI, and through the library from the path and from bytes with a folder.
+    let model = d.join("model.onnx");
+    let bytes = external_model(&[("location", "w.bin"), ("offset", "8"), ("length", "16")]);
+    std::fs::write(&model, &bytes).unwrap();
+    let out = d.join("out");
+    sliceops(&["run", &path_arg(&model), "--input", &format!("x={}", x.display()), "--output-dir", &path_arg(&out)])
+        .ok();
+    let want: Vec<f32> = W.iter().enumerate().map(|(i, w)| i as f32 + w).collect();
+    let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
+    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want);
+    let m = sliceops::Model::load_bytes_in(&bytes, Some(&d)).unwrap();
+    let y = m.run(vec![f32s(4)]).unwrap().remove(0).1;
+    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want);
+    let err = sliceops::Model::load_bytes(&bytes).unwrap_err();
+    assert_eq!(
+        format!("{err:#}"),
+        "tensor 'w' keeps its data in the external file 'w.bin', but the model was given without a folder to find it in"
+    );
+}
+
+#[test]
+fn external_data_locations_and_ranges_are_checked() {
+    let d = dir("external_data_locations_and_ranges_are_checked");
+    write_w_bin(&d);
+    let folder = d.canonicalize().unwrap();
+    mkfifo(&d.join("fifo.bin"));
+    std::fs::create_dir_all(d.join("sub.bin")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", d.join("link.bin")).unwrap();
+    let outside = d.parent().unwrap().join("outside.bin");
+    std::fs::write(&outside, [0u8; 16]).unwrap();
+    let fifo = folder.join("fifo.bin");
+    let sub = folder.join("sub.bin");
+    let cases: Vec<(Vec<(&str, &str)>, String)> = vec![
+        (vec![("location", "fifo.bin")], format!("tensor 'w': external data: cannot read {}: it is a named pipe (FIFO), not a regular file", fifo.display())),
+        (vec![("location", "sub.bin")], format!("tensor 'w': external data: cannot read {}: it is a directory, not a regular file", sub.display())),
+        (vec![("location", "")], "tensor 'w' keeps its data in an external file but gives no location".into()),
+        (vec![("offset", "0")], "tensor 'w' keeps its data in an external file but gives no location".into()),
+        (vec![("location", "../outside.bin")], "tensor 'w': external data location '../outside.bin' must be a relative path inside the model's folder".into()),
+        (vec![("location", "/etc/hostname")], "tensor 'w': external data location '/etc/hostname' must be a relative path inside the model's folder".into()),
+        (vec![("location", "link.bin")], "tensor 'w': external data location 'link.bin' resolves outside the model's folder".into()),
+        (vec![("location", "w.bin"), ("offset", "8"), ("length", "100")], "tensor 'w': its external data (offset 8, length 100) goes past the end of 'w.bin' (24 bytes)".into()),
+        (vec![("location", "w.bin"), ("offset", "1000")], "tensor 'w': its external data offset 1000 is past the end of 'w.bin' (24 bytes)".into()),
+        (vec![("location", "w.bin"), ("offset", "18446744073709551615"), ("length", "16")], "tensor 'w': its external data offset 18446744073709551615 is past the end of 'w.bin' (24 bytes)".into()),
+        (vec![("location", "w.bin"), ("offset", "-8")], "tensor 'w': its external data offset '-8' is not a non-negative integer".into()),
+        (vec![("location", "w.bin"), ("offset", "8"), ("length", "12")], "tensor 'w' needs 16 bytes of data but its external data has 12".into()),
+        (vec![("location", "w.bin")], "tensor 'w' needs 16 bytes of data but its external data has 24".into()),
+        (vec![("location", "w.bin"), ("location", "x.bin")], "tensor 'w': its external data gives 'location' twice".into()),
+        (vec![("location", "nope.bin")], format!("tensor 'w': cannot find its external data file 'nope.bin' in {}: No such file or directory (os error 2)", folder.display())),
+    ];
+    let out = d.join("out.onnx");
+    for (i, (entries, want)) in cases.iter().enumerate() {
+        let model = d.join(format!("model{i}.onnx"));
+        std::fs::write(&model, external_model(entries)).unwrap();
+        for args in [vec!["infer", &path_arg(&model)], vec!["fold", &path_arg(&model), "-o", &path_arg(&out)]] {
+            assert_eq!(sliceops(&args).error(), format!("error: {want}"), "{entries:?} {args:?}");
+        }
+    }
+    assert!(!out.exists());
+}
+
+#[test]
+fn external_data_in_a_constant_node_attribute_is_read_too() {
+    let d = dir("external_data_in_a_constant_node_attribute_is_read_too");
+    write_w_bin(&d);
+    let mut node_bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4)])
+        .node("Constant", "", "c", &[], &["w"], vec![])
+        .node("Add", "", "add", &["x", "w"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    // The Constant's value: the external tensor.
+    let mut model = <tract_onnx::pb::ModelProto as prost::Message>::decode(&*node_bytes).unwrap();
+    let constant = &mut model.graph.as_mut().unwrap().node[0];
+    constant.attribute.push(tract_onnx::pb::AttributeProto {
+        name: "value".into(),
+        r#type: tract_onnx::pb::attribute_proto::AttributeType::Tensor as i32,
+        t: Some(external_w(&[("location", "w.bin"), ("offset", "8")])),
+        ..Default::default()
+    });
+    node_bytes = prost::Message::encode_to_vec(&model);
+    let m = sliceops::Model::load_bytes_in(&node_bytes, Some(&d)).unwrap();
+    let y = m.run(vec![f32s(4)]).unwrap().remove(0).1;
+    let want: Vec<f32> = W.iter().enumerate().map(|(i, w)| i as f32 + w).collect();
+    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want);
+}
+
+// ------------------------------------------------------------------------------------------------
+// UINT32 / UINT64 initializers in uint64_data.
+
+/// `y = Identity(u)`, `u` an initializer of `dt` with `dims`, its values in `uint64_data`.
+fn uint_model(dt: DataType, dims: &[i64], values: &[u64]) -> Vec<u8> {
+    let u = tract_onnx::pb::TensorProto {
+        name: "u".into(),
+        data_type: dt as i32,
+        dims: dims.to_vec(),
+        uint64_data: values.to_vec(),
+        ..Default::default()
+    };
+    Builder::new(13).initializer(u).node("Identity", "", "id", &["u"], &["y"], vec![]).output("y").bytes()
+}
+
+#[test]
+fn uint64_data_initializers_give_their_exact_values() {
+    let d = dir("uint64_data_initializers_give_their_exact_values");
+    let big = [0u64, (1 << 63) + 5, u64::MAX];
+    let small = [7u64, u32::MAX as u64];
+    let cases = [
+        (uint_model(DataType::Uint64, &[3], &big), tract_ndarray::arr1(&big).into_tensor()),
+        (uint_model(DataType::Uint32, &[2, 1], &small), tract_ndarray::arr2(&[[7u32], [u32::MAX]]).into_tensor()),
+    ];
+    for (i, (bytes, want)) in cases.iter().enumerate() {
+        let got = sliceops::Model::load_bytes(bytes).unwrap().run(vec![]).unwrap().remove(0).1;
+        assert_eq!(&got, want);
+        let model = d.join(format!("model{i}.onnx"));
+        std::fs::write(&model, bytes).unwrap();
+        let out = d.join(format!("out{i}"));
+        sliceops(&["run", &path_arg(&model), "--output-dir", &path_arg(&out)]).ok();
+        assert_eq!(&sliceops::npy::read_npy(&out.join("y.npy")).unwrap(), want);
+    }
+    let err = |bytes: &[u8]| format!("{:#}", sliceops::Model::load_bytes(bytes).unwrap_err());
+    assert_eq!(
+        err(&uint_model(DataType::Uint32, &[1], &[1 << 32])),
+        "tensor 'u' (uint32) holds 4294967296, out of range"
+    );
+    assert_eq!(
+        err(&uint_model(DataType::Uint64, &[3], &[1, 2])),
+        "tensor 'u' has dims [3] (3 elements) but holds 2 values"
+    );
+}

@@ -127,9 +127,8 @@ fn write_back(
     output: &std::path::Path,
     transform: fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
 ) -> anyhow::Result<()> {
-    use anyhow::Context;
     use std::io::Write;
-    let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
+    let bytes = sliceops::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
     drop(bytes);
     // Atomic: with `-o` equal to the input, the input stays whole until the new model is complete.
