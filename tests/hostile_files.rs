@@ -529,3 +529,140 @@ fn uint64_data_initializers_give_their_exact_values() {
         "tensor 'u' has dims [3] (3 elements) but holds 2 values"
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// Write-back: no dangling external references.
+
+/// Every tensor of a model (our proto types) that still points at external data, by name.
+fn external_tensors(m: &sliceops::onnx::proto::ModelProto) -> Vec<String> {
+    let g = m.graph.as_ref().unwrap();
+    g.initializer
+        .iter()
+        .filter(|t| t.data_location == Some(1) || !t.external_data.is_empty())
+        .map(|t| t.name.clone().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn fold_and_lower_elsewhere_inline_external_data() {
+    let d = dir("fold_and_lower_elsewhere_inline_external_data");
+    let (a, b) = (d.join("a"), d.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    write_w_bin(&a);
+    // A decoy w.bin next to the output: a copied relative reference would silently read it.
+    std::fs::write(b.join("w.bin"), [0u8; 24]).unwrap();
+    let model = a.join("model.onnx");
+    std::fs::write(&model, external_model(&[("location", "w.bin"), ("offset", "8"), ("length", "16")])).unwrap();
+    let x = d.join("x.npy");
+    std::fs::write(&x, npy_of(&f32s(4))).unwrap();
+    let want: Vec<f32> = W.iter().enumerate().map(|(i, w)| i as f32 + w).collect();
+    for cmd in ["fold", "lower"] {
+        let out = b.join(format!("{cmd}.onnx"));
+        let run = sliceops(&[cmd, &path_arg(&model), "-o", &path_arg(&out)]);
+        run.ok();
+        assert_eq!(run.stderr, "note: external data inlined (1 tensor)\n", "{cmd}");
+        let written =
+            <sliceops::onnx::proto::ModelProto as prost::Message>::decode(&*std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(external_tensors(&written), Vec::<String>::new(), "{cmd}");
+        let w = written.graph.as_ref().unwrap().initializer.iter().find(|t| t.name.as_deref() == Some("w")).unwrap();
+        assert_eq!(w.raw_data.as_deref(), Some(&W.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()[..]));
+        let y_dir = d.join(format!("y_{cmd}"));
+        sliceops(&[
+            "run",
+            &path_arg(&out),
+            "--input",
+            &format!("x={}", x.display()),
+            "--output-dir",
+            &path_arg(&y_dir),
+        ])
+        .ok();
+        let y = sliceops::npy::read_npy(&y_dir.join("y.npy")).unwrap();
+        assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want, "{cmd}");
+    }
+    // A model without external data gets no note.
+    let plain = d.join("plain.onnx");
+    std::fs::write(&plain, half_model()).unwrap();
+    let run = sliceops(&["fold", &path_arg(&plain), "-o", &path_arg(&b.join("plain.onnx"))]);
+    assert_eq!(run.ok().stderr, "");
+}
+
+#[test]
+fn over_the_size_limit_large_tensors_go_next_to_the_output() {
+    use sliceops::onnx::proto;
+    let d = dir("over_the_size_limit_large_tensors_go_next_to_the_output");
+    let (a, b) = (d.join("a"), d.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    write_w_bin(&a);
+    let floats = |name: &str, n: usize, scale: f32| proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(DataType::Float as i32),
+        dims: vec![n as i64],
+        raw_data: Some((0..n).flat_map(|v| (v as f32 * scale).to_le_bytes()).collect()),
+        ..Default::default()
+    };
+    let (big, mid, small) = (floats("big", 4096, 1.0), floats("mid", 750, -1.0), floats("small", 4, 0.5));
+    let ext = proto::TensorProto {
+        name: Some("w".into()),
+        data_type: Some(DataType::Float as i32),
+        dims: vec![4],
+        data_location: Some(proto::tensor_proto::DataLocation::External as i32),
+        external_data: [("location", "w.bin"), ("offset", "8")]
+            .iter()
+            .map(|(k, v)| proto::StringStringEntryProto { key: Some(k.to_string()), value: Some(v.to_string()) })
+            .collect(),
+        ..Default::default()
+    };
+    let mut model = proto::ModelProto {
+        ir_version: Some(8),
+        graph: Some(proto::GraphProto {
+            name: Some("g".into()),
+            initializer: vec![mid.clone(), small.clone(), ext, big.clone()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let out = b.join("m.onnx");
+    let (placement, data) = sliceops::onnx::place_external_data(&mut model, Some(&a), &out, 2048).unwrap();
+    let data_file = b.join("m.onnx.data");
+    assert_eq!(placement, sliceops::onnx::Placement::External { file: data_file.clone(), tensors: 2 });
+    assert!(!data_file.exists(), "the data file is renamed into place only on commit");
+    data.unwrap().commit().unwrap();
+    // In walk order: mid (3000 bytes) at 0, big (16384 bytes) at the next multiple of 64.
+    let bytes = std::fs::read(&data_file).unwrap();
+    assert_eq!(bytes.len(), 3008 + 16384);
+    assert_eq!(&bytes[..3000], &mid.raw_data.clone().unwrap()[..]);
+    assert_eq!(&bytes[3000..3008], &[0u8; 8]);
+    assert_eq!(&bytes[3008..], &big.raw_data.clone().unwrap()[..]);
+    let inits = &model.graph.as_ref().unwrap().initializer;
+    let entries = |t: &proto::TensorProto| -> Vec<(String, String)> {
+        t.external_data.iter().map(|e| (e.key.clone().unwrap(), e.value.clone().unwrap())).collect()
+    };
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    assert_eq!(entries(&inits[0]), pairs(&[("location", "m.onnx.data"), ("offset", "0"), ("length", "3000")]));
+    assert_eq!(entries(&inits[3]), pairs(&[("location", "m.onnx.data"), ("offset", "3008"), ("length", "16384")]));
+    assert_eq!((inits[0].raw_data.as_ref(), inits[3].raw_data.as_ref()), (None, None));
+    assert_eq!(inits[1], small);
+    // The external tensor of the input was read in.
+    assert_eq!(inits[2].raw_data.as_deref(), Some(&W.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()[..]));
+    assert_eq!((inits[2].data_location, inits[2].external_data.len()), (None, 0));
+    // The model and its data file load back to the same values.
+    let mut back: tract_onnx::pb::ModelProto = prost::Message::decode(&*prost::Message::encode_to_vec(&model)).unwrap();
+    back.opset_import = vec![tract_onnx::pb::OperatorSetIdProto { domain: String::new(), version: 13 }];
+    let g = back.graph.as_mut().unwrap();
+    g.node.push(tract_onnx::pb::NodeProto {
+        op_type: "Identity".into(),
+        input: vec!["big".into()],
+        output: vec!["y".into()],
+        name: "id".into(),
+        ..Default::default()
+    });
+    g.output.push(tract_onnx::pb::ValueInfoProto { name: "y".into(), ..Default::default() });
+    let path = b.join("m.onnx");
+    std::fs::write(&path, prost::Message::encode_to_vec(&back)).unwrap();
+    let y = sliceops::Model::load_path(&path).unwrap().run(vec![]).unwrap().remove(0).1;
+    assert_eq!(y.try_as_plain_ram().unwrap().as_bytes(), &big.raw_data.unwrap()[..]);
+}

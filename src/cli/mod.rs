@@ -127,10 +127,26 @@ fn write_back(
     output: &std::path::Path,
     transform: fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
 ) -> anyhow::Result<()> {
-    use std::io::Write;
+    use sliceops::onnx::Placement;
     let bytes = sliceops::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
     drop(bytes);
     // Atomic: with `-o` equal to the input, the input stays whole until the new model is complete.
-    sliceops::io::atomic::write_atomic(output, |f| Ok(f.write_all(&out)?))
+    // External data is read from the input's folder, never copied as a reference relative to it.
+    match sliceops::onnx::write_model_file(out, model.parent(), output)? {
+        Placement::Unchanged => {}
+        Placement::Inlined { tensors } => eprintln!("note: external data inlined ({tensors} {})", plural(tensors)),
+        Placement::External { file, tensors } => {
+            eprintln!("note: wrote external data to {} ({tensors} {})", file.display(), plural(tensors))
+        }
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        "tensor"
+    } else {
+        "tensors"
+    }
 }
