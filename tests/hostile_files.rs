@@ -133,12 +133,13 @@ fn peak_rss_kib() -> i64 {
     line.trim().trim_end_matches("kB").trim().parse().unwrap()
 }
 
-const MEMORY_CHILD: &str = "SLICEOPS_HOSTILE_FILES_MEMORY_CHILD";
+const CHILD: &str = "SLICEOPS_HOSTILE_FILES_CHILD";
 
-/// Runs one test of this binary in a child process with `env` set; returns its stdout.
+/// Runs one test of this binary in a child process, with [`CHILD`] set to `value` and the CLI calls'
+/// deadline; returns its stdout.
 fn in_child(test: &str, value: &str) -> String {
     let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-    command.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(MEMORY_CHILD, value);
+    command.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, value);
     let run = common::cli::run_command(command, Limits::default());
     assert_eq!(run.code, Some(0), "{run:#?}");
     run.stdout
@@ -156,7 +157,7 @@ const BIG: usize = 16 << 20;
 
 #[test]
 fn reading_npy_holds_the_data_once() {
-    if let Ok(path) = std::env::var(MEMORY_CHILD) {
+    if let Ok(path) = std::env::var(CHILD) {
         let before = peak_rss_kib();
         let t = sliceops::npy::read_npy(Path::new(&path)).unwrap();
         assert_eq!(t.len(), BIG);
@@ -175,7 +176,7 @@ fn reading_npy_holds_the_data_once() {
 
 #[test]
 fn run_holds_input_and_output_once() {
-    if let Ok(spec) = std::env::var(MEMORY_CHILD) {
+    if let Ok(spec) = std::env::var(CHILD) {
         // Two runs in turn, each peak read after it: a tiny input, then the big one.
         let (model, small, big, out) = {
             let p: Vec<&str> = spec.split('\n').collect();
@@ -665,4 +666,48 @@ fn over_the_size_limit_large_tensors_go_next_to_the_output() {
     std::fs::write(&path, prost::Message::encode_to_vec(&back)).unwrap();
     let y = sliceops::Model::load_path(&path).unwrap().run(vec![]).unwrap().remove(0).1;
     assert_eq!(y.try_as_plain_ram().unwrap().as_bytes(), &big.raw_data.unwrap()[..]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Unique node names in linear time.
+
+/// A chain of `n` Identity nodes over float [2], named by `name(i)`.
+fn identity_chain(n: usize, name: impl Fn(usize) -> String) -> Vec<u8> {
+    let mut b = Builder::new(13).input("x", DataType::Float, &[D::N(2)]);
+    for i in 0..n {
+        let input = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
+        let output = if i + 1 == n { "y".to_string() } else { format!("v{i}") };
+        b = b.node("Identity", "", &name(i), &[&input], &[&output], vec![]);
+    }
+    b.output("y").bytes()
+}
+
+/// The node names tract was given (graph order, the input first).
+fn node_names(bytes: &[u8]) -> Vec<String> {
+    let m = sliceops::Model::load_bytes(bytes).unwrap();
+    m.inference_model().nodes().iter().map(|n| n.name.clone()).collect()
+}
+
+#[test]
+fn duplicate_node_names_are_renamed_as_before() {
+    let names = ["n", "n", "n.1", "n", "", "m"];
+    let bytes = identity_chain(names.len(), |i| names[i].to_string());
+    // `n.1` is taken: the duplicates take `n.2` and `n.3`; the unnamed node is named after its output.
+    assert_eq!(node_names(&bytes), ["x", "n", "n.2", "n.1", "n.3", "v4", "m"]);
+}
+
+#[test]
+fn forty_thousand_nodes_sharing_one_name_load_quickly() {
+    // Quadratic renaming took minutes here; the child process has a 60 s deadline.
+    const N: usize = 40_000;
+    if std::env::var(CHILD).is_ok() {
+        let names = node_names(&identity_chain(N, |_| "same".to_string()));
+        let want: Vec<String> =
+            ["x".to_string(), "same".to_string()].into_iter().chain((1..N).map(|i| format!("same.{i}"))).collect();
+        assert_eq!(names, want);
+        println!("\nNAMES {} {}", names.len(), names.iter().collect::<std::collections::HashSet<_>>().len());
+        return;
+    }
+    let stdout = in_child("forty_thousand_nodes_sharing_one_name_load_quickly", "1");
+    assert_eq!(reported(&stdout, "NAMES "), (N as i64 + 1, N as i64 + 1));
 }
