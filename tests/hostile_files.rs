@@ -711,3 +711,129 @@ fn forty_thousand_nodes_sharing_one_name_load_quickly() {
     let stdout = in_child("forty_thousand_nodes_sharing_one_name_load_quickly", "1");
     assert_eq!(reported(&stdout, "NAMES "), (N as i64 + 1, N as i64 + 1));
 }
+
+// ------------------------------------------------------------------------------------------------
+// Write-back keeps the fields of the current ONNX IR.
+
+#[test]
+fn device_configurations_survive_fold_and_lower() {
+    use prost::Message;
+    use sliceops::onnx::proto;
+    let s = |v: &str| Some(v.to_string());
+    let configuration = vec![proto::DeviceConfigurationProto {
+        name: s("pair"),
+        num_devices: Some(2),
+        device: vec!["npu:0".into(), "npu:1".into()],
+    }];
+    let placement = vec![proto::NodeDeviceConfigurationProto {
+        configuration_id: s("pair"),
+        sharding_spec: vec![proto::ShardingSpecProto {
+            tensor_name: s("xs"),
+            device: vec![-1],
+            index_to_device_group_map: vec![proto::IntIntListEntryProto { key: Some(-1), value: vec![0, 1] }],
+            sharded_dim: vec![proto::ShardedDimProto {
+                axis: Some(1),
+                simple_sharding: vec![proto::SimpleShardedDimProto {
+                    dim: Some(proto::simple_sharded_dim_proto::Dim::DimValue(4)),
+                    num_shards: Some(2),
+                }],
+            }],
+        }],
+        pipeline_stage: Some(3),
+    }];
+    let int_attr = |name: &str, v: i64| proto::AttributeProto {
+        name: s(name),
+        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+        i: Some(v),
+        ..Default::default()
+    };
+    let ints = |name: &str, v: &[i64]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(DataType::Int64 as i32),
+        dims: vec![v.len() as i64],
+        int64_data: v.to_vec(),
+        ..Default::default()
+    };
+    let value = |name: &str| {
+        let dims = [
+            proto::tensor_shape_proto::dimension::Value::DimParam("N".into()),
+            proto::tensor_shape_proto::dimension::Value::DimValue(4),
+        ];
+        proto::ValueInfoProto {
+            name: s(name),
+            r#type: Some(proto::TypeProto {
+                value: Some(proto::type_proto::Value::TensorType(proto::type_proto::Tensor {
+                    elem_type: Some(DataType::Float as i32),
+                    shape: Some(proto::TensorShapeProto {
+                        dim: dims
+                            .into_iter()
+                            .map(|d| proto::tensor_shape_proto::Dimension { value: Some(d), denotation: None })
+                            .collect(),
+                    }),
+                })),
+                denotation: None,
+            }),
+            ..Default::default()
+        }
+    };
+    let relu = proto::NodeProto {
+        name: s("relu"),
+        op_type: s("Relu"),
+        domain: s(""),
+        input: vec!["xs".into()],
+        output: vec!["y".into()],
+        device_configurations: placement.clone(),
+        ..Default::default()
+    };
+    let model = proto::ModelProto {
+        ir_version: Some(11),
+        opset_import: vec![
+            proto::OperatorSetIdProto { domain: s(""), version: Some(13) },
+            proto::OperatorSetIdProto { domain: s("ai.sliceops"), version: Some(1) },
+        ],
+        configuration: configuration.clone(),
+        graph: Some(proto::GraphProto {
+            name: s("g"),
+            input: vec![value("x")],
+            output: vec![proto::ValueInfoProto { name: s("y"), ..Default::default() }],
+            initializer: vec![ints("b", &[0]), ints("e", &[0]), ints("st", &[2])],
+            node: vec![
+                proto::NodeProto {
+                    name: s("ss"),
+                    op_type: s("StridedSlice"),
+                    domain: s("ai.sliceops"),
+                    input: vec!["x".into(), "b".into(), "e".into(), "st".into()],
+                    output: vec!["xs".into()],
+                    attribute: vec![int_attr("begin_mask", 1), int_attr("end_mask", 1)],
+                    ..Default::default()
+                },
+                relu.clone(),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let bytes = model.encode_to_vec();
+    let d = dir("device_configurations_survive_fold_and_lower");
+    let path = d.join("model.onnx");
+    std::fs::write(&path, &bytes).unwrap();
+    for (cmd, f) in [
+        ("fold", sliceops::onnx::fold as fn(&[u8], Option<&Path>) -> anyhow::Result<Vec<u8>>),
+        ("lower", sliceops::onnx::lower),
+    ] {
+        let out_path = d.join(format!("{cmd}.onnx"));
+        sliceops(&[cmd, &path_arg(&path), "-o", &path_arg(&out_path)]).ok();
+        for (how, out) in [("library", f(&bytes, Some(&d)).unwrap()), ("CLI", std::fs::read(&out_path).unwrap())] {
+            let back = proto::ModelProto::decode(&*out).unwrap();
+            let encoded =
+                |c: &[proto::DeviceConfigurationProto]| c.iter().map(Message::encode_to_vec).collect::<Vec<_>>();
+            assert_eq!(encoded(&back.configuration), encoded(&configuration), "{cmd} ({how})");
+            let g = back.graph.unwrap();
+            let kept = g.node.iter().find(|n| n.name.as_deref() == Some("relu")).unwrap();
+            assert_eq!(kept.encode_to_vec(), relu.encode_to_vec(), "{cmd} ({how})");
+            if cmd == "lower" {
+                assert!(g.node.iter().all(|n| n.domain.as_deref() != Some("ai.sliceops")), "{how}");
+            }
+        }
+    }
+}
