@@ -837,3 +837,53 @@ fn device_configurations_survive_fold_and_lower() {
         }
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// Hostile dim expressions on the command line.
+
+#[test]
+fn hostile_dim_expressions_are_quick_clear_errors() {
+    let d = dir("hostile_dim_expressions_are_quick_clear_errors");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, half_model()).unwrap();
+    let m = path_arg(&model);
+    let nested = format!("{}N{}", "(".repeat(10_000), ")".repeat(10_000));
+    let minuses = format!("{}N", "-".repeat(100_000));
+    let product = vec!["N"; 20_000].join("*");
+    let excerpt = |t: &str| sliceops::symbolic::excerpt(t);
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--assume".into(), format!("{nested}>=2")],
+            format!("bad assumption '{}': the expression is 20004 bytes long; the limit is 4096", excerpt(&format!("{nested}>=2"))),
+        ),
+        (
+            vec!["--input-shape".into(), format!("x={minuses}")],
+            format!("bad dim '{}' for input 'x': the expression is 100001 bytes long; the limit is 4096", excerpt(&minuses)),
+        ),
+        (
+            vec!["--assume".into(), format!("{product}>=1")],
+            format!("bad assumption '{}': the expression is 40002 bytes long; the limit is 4096", excerpt(&format!("{product}>=1"))),
+        ),
+        (
+            vec!["--assume".into(), format!("{}N{}>=1", "(".repeat(65), ")".repeat(65))],
+            format!("bad assumption '{}': nesting deeper than 64 parentheses at column 65", excerpt(&format!("{}N{}>=1", "(".repeat(65), ")".repeat(65)))),
+        ),
+        (
+            vec!["--assume".into(), "N>=2 || N<=9".into()],
+            "bad assumption 'N>=2 || N<=9': unexpected '||' at column 6: assumptions can only be joined with && (all of them hold)".into(),
+        ),
+        (
+            vec!["--input-shape".into(), "x=N/M".into()],
+            "bad dim 'N/M' for input 'x': division by a symbolic expression is not supported (at column 2): divide by a positive integer".into(),
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec!["infer".to_string(), m.clone()];
+        args.extend(extra);
+        assert_eq!(sliceops(&args).error(), format!("error: {want}"));
+    }
+    // Valid ones still work: joined assumptions simplify the shapes.
+    let run = sliceops(&["infer", &m, "--assume", "N>=2 && N<=100", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&run.ok().stdout).unwrap();
+    assert_eq!(json["values"][1]["shape"][0], "N/2");
+}
