@@ -35,8 +35,9 @@ impl Dims for Check {
     fn max(&self, _: Vec<()>) {}
 }
 
-/// Builds tract dims, with symbols from a scope. tract's arithmetic simplifies as it goes; the first
-/// pass's limits keep that work small.
+/// Builds tract dims, with symbols from a scope, each operation as tract's own parser does it (so that
+/// tract reading our canonical text builds the same dims). tract's arithmetic simplifies as it goes;
+/// the first pass's limits keep that work small.
 pub(super) struct Build<'s>(pub &'s SymbolScope);
 
 impl Dims for Build<'_> {
@@ -48,7 +49,8 @@ impl Dims for Build<'_> {
         self.0.sym(name).into()
     }
     fn neg(&self, a: TDim) -> TDim {
-        -a
+        // As tract's parser builds `-x`, so that both readings give the same tree.
+        a * -1
     }
     fn add(&self, a: TDim, b: TDim) -> TDim {
         a + b
@@ -62,10 +64,11 @@ impl Dims for Build<'_> {
     fn div(&self, a: TDim, d: u64) -> TDim {
         a / d
     }
+    // Unsimplified, as tract's parser builds them.
     fn min(&self, args: Vec<TDim>) -> TDim {
-        TDim::Min(args).simplify()
+        TDim::Min(args)
     }
     fn max(&self, args: Vec<TDim>) -> TDim {
-        TDim::Max(args).simplify()
+        TDim::Max(args)
     }
 }

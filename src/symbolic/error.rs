@@ -88,6 +88,21 @@ pub enum DimParseError {
         /// The division past the limit.
         column: usize,
     },
+    /// `min` or `max` in an assumption: tract recurses without end reasoning with them.
+    #[error("min and max cannot be used in assumptions (at column {column}): tract cannot reason with them")]
+    MinMaxInAssumption {
+        /// Where the call is.
+        column: usize,
+    },
+    /// `N==N+1`, or equalities that define symbols in terms of each other: tract substitutes the symbol
+    /// on the left of an equality wherever it appears, without end for these.
+    #[error("assuming {text} makes {symbol} stand for an expression of itself (with the equalities already assumed): tract would substitute it without end")]
+    CyclicEquality {
+        /// The assumption, as canonical text.
+        text: String,
+        /// A symbol on the cycle.
+        symbol: String,
+    },
     /// A call to a function other than `min` and `max`.
     #[error("unknown function '{name}' at column {column}: only min(..) and max(..) are supported")]
     UnknownFunction {

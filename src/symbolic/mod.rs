@@ -15,6 +15,7 @@
 
 mod assumption;
 mod build;
+mod cycles;
 mod error;
 mod lex;
 mod parse;

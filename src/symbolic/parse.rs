@@ -41,10 +41,11 @@ pub fn parse_dim(scope: &SymbolScope, text: &str) -> Result<TDim, DimParseError>
 
 /// Parses an assumption such as `N>=2`, or several joined with `&&` (`N>=2 && M==2*N`), one
 /// [`Assumption`] each, with their symbols from `scope`. Hand tract each one's
-/// [`Assumption::tract_text`].
+/// [`Assumption::tract_text`]. Refused as tract cannot use them: `min`/`max`, and equalities that
+/// would define a symbol in terms of itself, alone or with the equalities already in `scope`.
 pub fn parse_assumption(scope: &SymbolScope, text: &str) -> Result<Vec<Assumption>, DimParseError> {
     run(&Check, text, Mode::Assumption)?;
-    run(&Build(scope), text, Mode::Assumption)?
+    let assumptions = run(&Build(scope), text, Mode::Assumption)?
         .into_iter()
         .map(|clause| {
             let (comparison, rhs) =
@@ -57,7 +58,16 @@ pub fn parse_assumption(scope: &SymbolScope, text: &str) -> Result<Vec<Assumptio
                 symbols: clause.symbols,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, DimParseError>>()?;
+    super::cycles::check_substitutions(scope, &assumptions)?;
+    Ok(assumptions)
+}
+
+/// The canonical text of a dim expression (what tract is handed for an assumption's side).
+#[cfg(test)]
+pub(super) fn canonical_dim(text: &str) -> Result<String, DimParseError> {
+    let clause = run(&Check, text, Mode::Dim)?.into_iter().next().ok_or(DimParseError::Empty)?;
+    Ok(clause.lhs.text)
 }
 
 /// The symbols a dim expression or an assumption names, in order of first appearance, once each
@@ -100,7 +110,9 @@ struct Clause<D> {
     end: usize,
 }
 
-/// How tightly a value's canonical text binds, in tract's grammar.
+/// How tightly a value's canonical text binds, in tract's grammar. tract reads `a+b-c` as `a+(b-c)`
+/// (its `-` binds tighter than `+`): the same value as our `(a+b)-c`, so sums and differences print
+/// flat, keeping the text's nesting no deeper than the parsed text's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Prec {
     Sum,
@@ -574,6 +586,9 @@ impl<B: Dims> Parser<'_, '_, B> {
             let v = *folded.ok_or(DimParseError::NoArguments { name: func.name(), column })?;
             self.values.push(self.constant(v));
             return Ok(());
+        }
+        if self.mode == Mode::Assumption {
+            return Err(DimParseError::MinMaxInAssumption { column });
         }
         self.calls += 1;
         if self.calls > MAX_MINMAX {

@@ -2,33 +2,67 @@
 //! that text back to the same dims) and of errors (exact messages), and hostile sizes.
 
 use super::*;
-use tract_onnx::prelude::{Assertion, SymbolScope, TDim};
+use tract_onnx::prelude::{Assertion, SymbolScope, SymbolValues, TDim};
 
 fn dim(text: &str) -> Result<String, String> {
     let scope = SymbolScope::default();
     parse_dim(&scope, text).map(|d| d.to_string()).map_err(|e| e.to_string())
 }
 
-/// The canonical text of an expression: the left side of `EXPR==0`.
+/// The canonical text of an expression.
 fn canonical(text: &str) -> String {
-    let scope = SymbolScope::default();
-    let a = parse_assumption(&scope, &format!("{text}==0")).unwrap();
-    a[0].tract_text().strip_suffix("==0").unwrap().to_string()
+    super::parse::canonical_dim(text).unwrap()
 }
 
-/// tract's own reading of an assumption's canonical text must be the dims we built.
+/// tract's own reading of a dim's canonical text has the dim's value (see [`tract_reads_back`]).
+fn tract_reads_dim_back(text: &str) {
+    let scope = SymbolScope::default();
+    let ours = parse_dim(&scope, text).unwrap();
+    let fresh = SymbolScope::default();
+    let canon = canonical(text);
+    let theirs = fresh.parse_tdim(&canon).unwrap();
+    if !canon.contains('/') {
+        assert_same_value(&fresh, &theirs, &scope, &ours, &canon);
+    }
+}
+
+/// tract's own reading of an assumption's canonical text must be the comparison we built, of the same
+/// dims. tract builds them with the same operations (grouping `a+b-c` as `a+(b-c)`), but its
+/// simplification iterates hash maps, so the trees may differ in form: the dims are compared by value,
+/// with every symbol set to 1, to 97, and to distinct values from 1000 up. Not where the text divides:
+/// tract rewrites divisions in ways that hold only for non-negative numerators (as dims have), and a
+/// numerator of the text may be negative at these values.
 fn tract_reads_back(scope: &SymbolScope, a: &Assumption) {
-    let before = scope.all_assertions().len();
-    scope.add_assertion(a.tract_text()).unwrap();
-    let added = scope.all_assertions().remove(before);
-    let want = match a.comparison {
-        Comparison::Eq => Assertion::Eq(a.lhs.clone(), a.rhs.clone()),
-        Comparison::Le => Assertion::LTE(a.lhs.clone(), a.rhs.clone()),
-        Comparison::Ge => Assertion::GTE(a.lhs.clone(), a.rhs.clone()),
-        Comparison::Lt => Assertion::LT(a.lhs.clone(), a.rhs.clone()),
-        Comparison::Gt => Assertion::GT(a.lhs.clone(), a.rhs.clone()),
+    let fresh = SymbolScope::default();
+    fresh.add_assertion(a.tract_text()).unwrap();
+    let added = fresh.all_assertions().remove(0);
+    let (lhs, rhs) = match (a.comparison, &added) {
+        (Comparison::Eq, Assertion::Eq(l, r))
+        | (Comparison::Le, Assertion::LTE(l, r))
+        | (Comparison::Ge, Assertion::GTE(l, r))
+        | (Comparison::Lt, Assertion::LT(l, r))
+        | (Comparison::Gt, Assertion::GT(l, r)) => (l, r),
+        _ => panic!("tract reads {:?} as {added:?}", a.tract_text()),
     };
-    assert_eq!(added, want, "tract reads {:?} differently", a.tract_text());
+    if a.tract_text().contains('/') {
+        return;
+    }
+    assert_same_value(&fresh, lhs, scope, &a.lhs, a.tract_text());
+    assert_same_value(&fresh, rhs, scope, &a.rhs, a.tract_text());
+}
+
+/// `got` (symbols of `got_scope`) and `want` (of `want_scope`) have the same values, symbols matched by
+/// name.
+fn assert_same_value(got_scope: &SymbolScope, got: &TDim, want_scope: &SymbolScope, want: &TDim, text: &str) {
+    let names: Vec<String> = want_scope.all_symbols().iter().map(|s| s.to_string()).collect();
+    for assign in [|_: usize| 1i64, |_| 97, |i| 1000 + 7 * i as i64] {
+        let (mut g, mut w) = (SymbolValues::default(), SymbolValues::default());
+        for (i, name) in names.iter().enumerate() {
+            g.set(&got_scope.sym(name), assign(i));
+            w.set(&want_scope.sym(name), assign(i));
+        }
+        assert_eq!(got.maybe_eval_to_i64(&g), want.maybe_eval_to_i64(&w), "{text:?}: {got} against {want}");
+    }
 }
 
 #[test]
@@ -56,6 +90,9 @@ fn valid_dims() {
         ("2-3-4", "-5", "-5"),
         ("N-(M-1)", "N+1+-1*M", "N-(M-1)"),
         ("N-M-1", "N+-1+-1*M", "N-M-1"),
+        // tract reads `a+b-c` as `a+(b-c)`: the canonical text keeps our grouping (found by fuzzing).
+        ("N+2-3", "N+-1", "N+2-3"),
+        ("a+2-b+3-c", "a+5+-1*b+-1*c", "a+2-b+3-c"),
         ("--N", "N", "N"),
         ("---N", "-1*N", "-N"),
         ("-(-N)", "N", "-(-N)"),
@@ -86,12 +123,21 @@ fn valid_dims() {
         if got != *canon {
             failures.push(format!("{text:?}: canonical text {got:?}, want {canon:?}"));
         }
-        let scope = SymbolScope::default();
-        for a in parse_assumption(&scope, &format!("{text}==0")).unwrap() {
-            tract_reads_back(&scope, &a);
-        }
+        tract_reads_dim_back(text);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn tract_reads_sums_and_differences_to_the_same_values() {
+    // tract reads `a+b-c` as `a+(b-c)`: the same value (found by fuzzing, where the forms differed).
+    let text = "min(N-r+2-3, M+(K-2)-M*K+1)-(N+1)";
+    assert_eq!(canonical(text), "min(N-r+2-3,M+K-2-M*K+1)-(N+1)");
+    tract_reads_dim_back(text);
+    let scope = SymbolScope::default();
+    for a in parse_assumption(&scope, "N-r+2-3==M+K-2-M*K+1").unwrap() {
+        tract_reads_back(&scope, &a);
+    }
 }
 
 /// A text, the canonical text of each assumption in it, the symbols of each.
@@ -109,7 +155,7 @@ fn valid_assumptions() {
         ("N>=2 && M==N+1", &["N>=2", "M==N+1"], &[&["N"], &["M", "N"]]),
         ("P+S<4096", &["P+S<4096"], &[&["P", "S"]]),
         ("N*M/2 >= -N", &["(N*M)/2>=-N"], &[&["N", "M"]]),
-        ("min(N,M)>=1", &["min(N,M)>=1"], &[&["N", "M"]]),
+        ("N==2*M && M==K+1", &["N==2*M", "M==K+1"], &[&["N", "M"], &["M", "K"]]),
     ];
     for (text, canon, symbols) in table {
         let scope = SymbolScope::default();
@@ -235,6 +281,16 @@ fn assumption_errors() {
         ("(N>=2)", "unexpected '>=' at column 3: compare whole expressions, not inside parentheses"),
         (">=2", "unexpected '>=' at column 1: expected a number, a symbol, '(' or '-'"),
         ("N>=M/K", "division by a symbolic expression is not supported (at column 5): divide by a positive integer"),
+        ("min(N,M)>=1", "min and max cannot be used in assumptions (at column 1): tract cannot reason with them"),
+        ("N>=2 && N<=max(M,4)", "min and max cannot be used in assumptions (at column 12): tract cannot reason with them"),
+        (
+            "N==N+1",
+            "assuming N==N+1 makes N stand for an expression of itself (with the equalities already assumed): tract would substitute it without end",
+        ),
+        (
+            "N==M+1 && M==2*N",
+            "assuming N==M+1 makes N stand for an expression of itself (with the equalities already assumed): tract would substitute it without end",
+        ),
     ];
     let mut failures = vec![];
     for (text, want) in table {
@@ -244,6 +300,20 @@ fn assumption_errors() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn equalities_already_assumed_count_for_cycles() {
+    let scope = SymbolScope::default();
+    for a in parse_assumption(&scope, "M==K+1 && K==2*P").unwrap() {
+        scope.add_assertion(a.tract_text()).unwrap();
+    }
+    assert_eq!(
+        parse_assumption(&scope, "P==M-3").unwrap_err().to_string(),
+        "assuming P==M-3 makes P stand for an expression of itself (with the equalities already assumed): tract would substitute it without end"
+    );
+    // Not a substitution (no bare symbol on the left), and an acyclic one: both fine.
+    assert_eq!(parse_assumption(&scope, "2*P==M-3 && Q==M").unwrap().len(), 2);
 }
 
 #[test]
@@ -329,10 +399,13 @@ fn worst_canonical_text_is_read_by_tract_on_a_small_stack() {
             for a in parse_assumption(&scope, &text).unwrap() {
                 scope.add_assertion(a.tract_text()).unwrap();
             }
-            scope.all_assertions().len()
+            // And simplifies under it.
+            let n = scope.sym("N");
+            let d = ((TDim::from(n.clone()) + 1) / 2u64 - 1).simplify();
+            (scope.all_assertions().len(), d.maybe_eval_to_i64(&SymbolValues::default().with(&n, 9)))
         })
         .unwrap();
-    assert_eq!(handle.join().unwrap(), 1);
+    assert_eq!(handle.join().unwrap(), (1, Some(4)));
 }
 
 #[test]
