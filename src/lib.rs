@@ -19,12 +19,15 @@ pub mod dims;
 pub mod error;
 pub mod fold;
 pub mod graph;
+pub mod io;
 pub mod kernel;
+pub mod load;
 mod model;
 pub mod npy;
 pub mod onnx;
 pub mod report;
 pub mod semantics;
+pub mod symbolic;
 pub mod view;
 
 pub use error::{NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};

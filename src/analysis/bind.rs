@@ -8,8 +8,8 @@
 //!   gets a symbol of its own, named after its input and axis (`image_d2`), so paddle2onnx's `?` for
 //!   height and `?` for width stay two dims.
 
-use super::parse_shim::parse_dim;
 use super::symbols::{Origin, SymbolTable};
+use crate::symbolic::parse_dim;
 use anyhow::{bail, Context};
 use std::collections::HashMap;
 use tract_onnx::pb::{self, tensor_shape_proto::dimension::Value as DimValue};
@@ -128,8 +128,9 @@ pub fn input_facts(
                 }
                 let mut dims = Vec::with_capacity(given.len());
                 for (axis, text) in given.iter().enumerate() {
-                    let dim = parse_dim(scope, text)
-                        .with_context(|| format!("bad dim '{text}' for input '{}'", input.name))?;
+                    let dim = parse_dim(scope, text).with_context(|| {
+                        format!("bad dim '{}' for input '{}'", crate::symbolic::excerpt(text), input.name)
+                    })?;
                     for sym in dim.symbols() {
                         table.record(scope, &sym, Origin::Given { input: input.name.clone(), axis })?;
                     }

@@ -112,6 +112,12 @@ pub fn main() -> i32 {
             return e.exit_code();
         }
     };
+    // A write past the file size limit (`ulimit -f`) is an error to report, with the temporary file
+    // removed and the target untouched, not a signal that kills the process mid-write.
+    // Safety: SIG_IGN installs no handler; this runs once, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // Outputs are allocated run after run: keep large buffers for reuse (see tune_allocator).
     sliceops::kernel::tune_allocator();
     // The library turns a panic inside tract into an error, reported as one `error:` line below; the
@@ -147,9 +153,26 @@ pub(crate) fn write_back(
     output: &std::path::Path,
     transform: &dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
 ) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
+    use sliceops::onnx::Placement;
+    let bytes = sliceops::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
-    std::fs::write(output, out).with_context(|| format!("cannot write {}", output.display()))?;
+    drop(bytes);
+    // Atomic: with `-o` equal to the input, the input stays whole until the new model is complete.
+    // External data is read from the input's folder, never copied as a reference relative to it.
+    match sliceops::onnx::write_model_file(out, model.parent(), output)? {
+        Placement::Unchanged => {}
+        Placement::Inlined { tensors } => eprintln!("note: external data inlined ({tensors} {})", plural(tensors)),
+        Placement::External { file, tensors } => {
+            eprintln!("note: wrote external data to {} ({tensors} {})", file.display(), plural(tensors))
+        }
+    }
     Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        "tensor"
+    } else {
+        "tensors"
+    }
 }

@@ -86,10 +86,10 @@ pub fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
 }
 
 impl Model {
-    /// Loads a model file (external data is looked up next to it).
+    /// Loads a model file (a regular file of at most 2 GiB; external data is looked up next to it).
     pub fn load_path(path: impl AsRef<Path>) -> anyhow::Result<Model> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = crate::load::read_model_file(path)?;
         Self::load_proto(decode_proto(&bytes)?, path.parent().and_then(|p| p.to_str()))
     }
 
@@ -103,9 +103,11 @@ impl Model {
         Self::load_proto(decode_proto(bytes)?, dir.and_then(|d| d.to_str()))
     }
 
-    fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+    fn load_proto(mut proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
         let graph = proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
         prepare::check_structure(graph)?;
+        // External data checked and read by us (tract never opens a file); uint64_data made readable.
+        crate::load::prepare_for_tract(&mut proto, dir.map(Path::new))?;
         let mut typed_proto = proto.clone();
         let proxies = types::replace(&mut typed_proto)?;
         let prepared = prepare::for_tract(&typed_proto);
@@ -243,9 +245,11 @@ impl Model {
         let ix = self.input_index(name)?;
         let scratch = SymbolScope::default();
         for d in dims {
-            let dim = analysis::parse_dim(&scratch, d).with_context(|| format!("bad dim '{d}' for input '{name}'"))?;
+            let shown = crate::symbolic::excerpt(d);
+            let dim = crate::symbolic::parse_dim(&scratch, d)
+                .with_context(|| format!("bad dim '{shown}' for input '{name}'"))?;
             if dim.as_i64().is_some_and(|v| v < 0) {
-                bail!("bad dim '{d}' for input '{name}': a dim is a size, never negative");
+                bail!("bad dim '{shown}' for input '{name}': a dim is a size, never negative");
             }
         }
         if let Some(declared) = &self.declared[ix].dims {
@@ -263,7 +267,8 @@ impl Model {
         Ok(())
     }
 
-    /// Adds an assumption about symbols, such as `N>=2`, used to simplify shapes.
+    /// Adds an assumption about symbols, such as `N>=2` (or several joined with `&&`), used to simplify
+    /// shapes.
     pub fn assume(&mut self, expr: &str) -> anyhow::Result<()> {
         analysis::check_assumption(expr)?;
         self.assumptions.push(expr.trim().to_string());

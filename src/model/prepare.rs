@@ -69,10 +69,19 @@ pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
     let graph = renamed.graph.as_mut()?;
     let mut taken: HashSet<String> = graph.node.iter().filter_map(effective).collect();
     let mut seen = HashSet::new();
+    // The next suffix to try for each name: every smaller one is taken, so the search resumes there
+    // (linear overall, where restarting from 1 was quadratic for many nodes sharing a name).
+    let mut next_suffix: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for node in &mut graph.node {
         let Some(name) = effective(node) else { continue };
         if !seen.insert(name.clone()) {
-            let fresh = (1u64..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n))?;
+            let i = next_suffix.entry(name.clone()).or_insert(1);
+            let mut fresh = format!("{name}.{i}");
+            while taken.contains(&fresh) {
+                *i += 1;
+                fresh = format!("{name}.{i}");
+            }
+            *i += 1;
             taken.insert(fresh.clone());
             seen.insert(fresh.clone());
             node.name = fresh;

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod fixtures;
 pub mod onnx_build;
 pub mod real;
