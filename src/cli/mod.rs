@@ -148,10 +148,14 @@ pub fn main() -> i32 {
     }
 }
 
+/// A model rewrite: the model's bytes and the folder of its external data in, the new model's bytes out.
+pub(crate) type Transform<'a> = &'a dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>;
+
+/// Reads `model`, rewrites it with `transform` and writes the result to `output` atomically.
 pub(crate) fn write_back(
     model: &std::path::Path,
     output: &std::path::Path,
-    transform: &dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
+    transform: Transform,
 ) -> anyhow::Result<()> {
     use sliceops::onnx::Placement;
     let bytes = sliceops::load::read_model_file(model)?;
