@@ -409,14 +409,37 @@ impl Lowering<'_> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).with_context(|| format!("{label}: the data input is missing"))?;
         let axes = attr_ints(node, "axes").with_context(|| format!("{label}: attribute axes is missing"))?;
+        // Paddle's slice clamps as ONNX's does: with constant parameters over known dims, the bounds are
+        // written resolved, as for a standard Slice.
+        let constant = |slot: usize, role: &str| match input(slot) {
+            Some(t) => self.const_ints(&t),
+            None => attr_ints(node, role),
+        };
+        let steps = match (input(3), attr_ints(node, "strides")) {
+            (None, None) => Some(None),
+            _ => constant(3, "strides").map(Some),
+        };
+        if let (Some(starts), Some(ends), Some(steps)) = (constant(1, "starts"), constant(2, "ends"), steps) {
+            let slice = crate::semantics::Slice { starts, ends, axes: Some(axes.clone()), steps };
+            if let Some(nodes) = self.resolved_slice(node, &data, slice)? {
+                return Ok(nodes);
+            }
+        }
         let mut nodes = vec![];
         let mut args = vec![data];
         for (slot, role) in [(1, "starts"), (2, "ends")] {
             let name = match (input(slot), attr_ints(node, role)) {
                 (Some(t), _) => {
-                    let (n, w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
+                    let (n, mut w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
                     nodes.push(n);
+                    if role == "ends" {
+                        w = self.off_sentinels(node, w, &mut nodes)?;
+                    }
                     w
+                }
+                (None, Some(v)) if role == "ends" => {
+                    let v: Vec<i64> = v.into_iter().map(off_sentinel).collect();
+                    self.init_i64(node, role, &v)?
                 }
                 (None, Some(v)) => self.init_i64(node, role, &v)?,
                 (None, None) => bail!("{label}: {role} is missing"),
@@ -437,6 +460,22 @@ impl Lowering<'_> {
         let (n, _) = self.new_node(node, "Slice", args, node.output.first().cloned(), vec![]);
         nodes.push(n);
         Ok(nodes)
+    }
+
+    /// Runtime int64 ends, with the two values some runtimes special-case moved off (see
+    /// [`off_sentinel`]): `e' = min(e, 2^62)`, then `e' + (e' == INT32_MAX)`.
+    fn off_sentinels(&mut self, node: &NodeProto, ends: String, nodes: &mut Vec<NodeProto>) -> anyhow::Result<String> {
+        let cap = self.init(node, "cap", &tensor0(1i64 << 62))?;
+        let (n, capped) = self.new_node(node, "Min", vec![ends, cap], None, vec![]);
+        nodes.push(n);
+        let int32_max = self.init(node, "int32_max", &tensor0(i64::from(i32::MAX)))?;
+        let (n, is_max) = self.new_node(node, "Equal", vec![capped.clone(), int32_max], None, vec![]);
+        nodes.push(n);
+        let (n, one_if_max) = self.new_node(node, "Cast", vec![is_max], None, vec![int_attr("to", 7)]);
+        nodes.push(n);
+        let (n, moved) = self.new_node(node, "Add", vec![capped, one_if_max], None, vec![]);
+        nodes.push(n);
+        Ok(moved)
     }
 
     fn as_strided(&mut self, node: &NodeProto, op: AsStrided) -> anyhow::Result<Vec<NodeProto>> {
@@ -532,11 +571,21 @@ impl Lowering<'_> {
         };
         let (Some(starts), Some(ends), axes, steps) = params else { return Ok(None) };
         let Some(data) = input(0) else { return Ok(None) };
+        let data = data.clone();
+        self.resolved_slice(node, &data, crate::semantics::Slice { starts, ends, axes, steps })
+    }
+
+    /// `slice` (ONNX clamping) of `data` with its bounds written resolved, when `data`'s dims are known.
+    fn resolved_slice(
+        &mut self,
+        node: &NodeProto,
+        data: &str,
+        slice: crate::semantics::Slice,
+    ) -> anyhow::Result<Option<Vec<NodeProto>>> {
         let Some(dims) = self.shape_of(data).and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
         else {
             return Ok(None);
         };
-        let slice = crate::semantics::Slice { starts, ends, axes, steps };
         let sel = slice.resolve(&dims).map_err(|e| anyhow::anyhow!("{}: {e}", Self::label(node)))?;
         let mut axes = vec![];
         for out in &sel.out {
@@ -544,9 +593,8 @@ impl Lowering<'_> {
                 axes.extend(resolved_axis(*axis as i64, *start, *len, *step, dims[*axis]));
             }
         }
-        let data = data.clone();
         let slice = self.slice_inits(node, &axes)?;
-        self.emit_slice_chain(node, &data, vec![], slice, vec![], vec![]).map(Some)
+        self.emit_slice_chain(node, data, vec![], slice, vec![], vec![]).map(Some)
     }
 
     /// A standard node of a model below opset 13, in its opset-13 form.
@@ -657,5 +705,17 @@ fn range_axis(axis: usize, b: Option<i64>, e: Option<i64>, k: i64, dim: &TDim) -
     if start == 0 && end == i64::MAX && k == 1 {
         return Ok(None);
     }
-    Ok(Some((a, start, end, k)))
+    Ok(Some((a, start, if k < 0 { off_sentinel(end) } else { end }, k)))
+}
+
+/// An end moved off the two values onnxruntime special-cases: with a negative step it reads an end of
+/// exactly `INT32_MAX` or `INT64_MAX` as "through the first element", where ONNX (and numpy) clamp it to
+/// `dim - 1`, which makes the axis empty. `INT64_MAX` becomes `2^62` and `INT32_MAX` becomes `2^31`: the
+/// same end under clamping for every dim below `2^31` (dims are at most 10^9 unless assumed otherwise).
+fn off_sentinel(end: i64) -> i64 {
+    match end {
+        i64::MAX => 1 << 62,
+        e if e == i64::from(i32::MAX) => e + 1,
+        e => e,
+    }
 }
