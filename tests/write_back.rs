@@ -81,10 +81,22 @@ fn lowered_fixtures_are_standard_onnx_with_the_same_outputs() {
         };
         check_outputs("lower", &lowered, &f, &mut failures);
         let model = proto::ModelProto::decode(&*lowered).unwrap();
-        for node in &model.graph.unwrap().node {
+        for node in &model.graph.as_ref().unwrap().node {
             let domain = node.domain.clone().unwrap_or_default();
             if !(domain.is_empty() || domain == "ai.onnx") {
                 failures.push(format!("lower {}: node {:?} of domain {domain} remains", f.name, node.name));
+            }
+        }
+        // Every value lowering created has a full type.
+        let original = proto::ModelProto::decode(&*bytes).unwrap().graph.unwrap();
+        let before: std::collections::HashSet<&String> = original.node.iter().flat_map(|n| &n.output).collect();
+        let graph = model.graph.as_ref().unwrap();
+        let outputs: Vec<_> = graph.output.iter().filter_map(|o| o.name.clone()).collect();
+        for node in &graph.node {
+            for o in node.output.iter().filter(|o| !o.is_empty() && !before.contains(o) && !outputs.contains(o)) {
+                if graph.value_info.iter().find(|v| v.name.as_ref() == Some(o)).and_then(full_type).is_none() {
+                    failures.push(format!("lower {}: the new value {o} has no full type", f.name));
+                }
             }
         }
         let opset =

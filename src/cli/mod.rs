@@ -133,7 +133,7 @@ pub fn main() -> i32 {
         Command::Fold { model, output, exact, input_shapes, assumptions } => {
             fold::fold(&model, &output, exact, &input_shapes, &assumptions)
         }
-        Command::Lower { model, output } => write_back(&model, &output, &sliceops::onnx::lower),
+        Command::Lower { model, output } => fold::lower(&model, &output),
         Command::Bench { model, inputs, runs, format } => run::bench(&model, &inputs, runs, format),
     };
     match result {

@@ -66,6 +66,37 @@ pub fn annotate(graph: &mut proto::GraphProto, facts: &Facts) -> Vec<String> {
     missing
 }
 
+/// Gives each value of `names` that a node of `graph` makes (and that is not a graph output) a
+/// `value_info` if it has none; returns those left without a type. Used by `lower` for the values it
+/// creates, leaving every other annotation as the model had it.
+pub fn annotate_values(
+    graph: &mut proto::GraphProto,
+    facts: &Facts,
+    names: &std::collections::HashSet<String>,
+) -> Vec<String> {
+    let outputs: std::collections::HashSet<&str> = graph.output.iter().filter_map(|o| o.name.as_deref()).collect();
+    let annotated: std::collections::HashSet<String> = graph.value_info.iter().filter_map(|v| v.name.clone()).collect();
+    let mut missing = vec![];
+    let mut infos = vec![];
+    for node in &graph.node {
+        for name in node.output.iter().filter(|o| names.contains(*o) && !outputs.contains(o.as_str())) {
+            if annotated.contains(name) {
+                continue;
+            }
+            match facts.get(name).and_then(type_of) {
+                Some(t) => infos.push(proto::ValueInfoProto {
+                    name: Some(name.clone()),
+                    r#type: Some(t),
+                    ..Default::default()
+                }),
+                None => missing.push(name.clone()),
+            }
+        }
+    }
+    graph.value_info.extend(infos);
+    missing
+}
+
 /// The inferred tensor type, keeping the declared type's other fields: its denotation, and each dim's
 /// denotation where the ranks agree.
 pub fn merge_type(declared: Option<proto::TypeProto>, inferred: proto::TypeProto) -> proto::TypeProto {

@@ -26,6 +26,7 @@ mod graph;
 mod noops;
 mod reshape;
 
+pub(crate) use annotate::annotate_values;
 pub use constants::SMALL;
 pub use facts::{Fact, Facts};
 

@@ -26,7 +26,7 @@ use crate::view::View;
 use crate::Model;
 use anyhow::{bail, Context};
 use prost::Message;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
@@ -88,8 +88,27 @@ const STABLE_TO_13: &[&str] = &[
     "Where",
 ];
 
+/// What `lower` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LowerReport {
+    /// Nodes of the main graph before.
+    pub nodes_before: usize,
+    /// Nodes of the main graph after.
+    pub nodes_after: usize,
+    /// How many nodes of each kind were rewritten.
+    pub changes: BTreeMap<&'static str, usize>,
+    /// Values lowering created that are left without a type and shape.
+    pub unshaped: Vec<String>,
+}
+
 /// Lowers a model (its bytes); `dir` is where its external data lives.
 pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
+    lower_model(bytes, dir).map(|(model, _)| model.encode_to_vec())
+}
+
+/// Lowers a model (its bytes) and says what it rewrote; every value the rewrite creates gets a
+/// `value_info` (element type and shape, symbolic dims named as `infer` names them).
+pub fn lower_model(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<(proto::ModelProto, LowerReport)> {
     let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
     let loaded = Model::load_bytes_in(bytes, dir)?;
     let facts = loaded.value_facts()?;
@@ -114,14 +133,28 @@ pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
         }
     }
     let mut lw = Lowering { facts: &facts, consts, inits: vec![], counter: 0 };
+    let mut report = LowerReport { nodes_before: graph.node.len(), ..LowerReport::default() };
+    let existing: HashSet<String> = graph.node.iter().flat_map(|n| n.output.iter().cloned()).collect();
     let mut nodes = vec![];
     for node in std::mem::take(&mut graph.node) {
         if is_ours(&node) {
+            let kind = match node.op_type.as_deref().unwrap_or("") {
+                "StridedSlice" => "StridedSlice rewritten",
+                "Slice" => "Paddle-form Slice rewritten",
+                "AsStrided" => "AsStrided rewritten",
+                _ => "ATen as_strided rewritten",
+            };
             nodes.extend(lw.lower_node(&node)?);
+            *report.changes.entry(kind).or_default() += 1;
         } else if let Some(resolved) = lw.resolve_standard_slice(&node, opset)? {
             nodes.extend(resolved);
+            *report.changes.entry("standard Slice bounds written resolved").or_default() += 1;
         } else if opset < TARGET_OPSET {
-            nodes.extend(lw.raise_opset(node, opset)?);
+            let raised = lw.raise_opset(node.clone(), opset)?;
+            if raised.len() != 1 || raised[0] != node {
+                *report.changes.entry("nodes rewritten in their opset-13 form").or_default() += 1;
+            }
+            nodes.extend(raised);
         } else {
             nodes.push(node);
         }
@@ -145,7 +178,23 @@ pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
             .opset_import
             .push(proto::OperatorSetIdProto { domain: Some(String::new()), version: Some(TARGET_OPSET) }),
     }
-    Ok(model.encode_to_vec())
+    let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
+    report.nodes_after = graph.node.len();
+    let created: HashSet<String> = graph
+        .node
+        .iter()
+        .flat_map(|n| n.output.iter())
+        .filter(|o| !o.is_empty() && !existing.contains(*o))
+        .cloned()
+        .collect();
+    if !created.is_empty() {
+        // The lowered model is analysed like any other: its new values get the types found there.
+        let lowered = Model::load_bytes_in(&model.encode_to_vec(), dir)?;
+        let facts = crate::fold::Facts::of(&lowered, crate::fold::SMALL)?;
+        let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
+        report.unshaped = crate::fold::annotate_values(graph, &facts, &created);
+    }
+    Ok((model, report))
 }
 
 fn is_ours(node: &NodeProto) -> bool {
@@ -572,7 +621,23 @@ impl Lowering<'_> {
         let (Some(starts), Some(ends), axes, steps) = params else { return Ok(None) };
         let Some(data) = input(0) else { return Ok(None) };
         let data = data.clone();
-        self.resolved_slice(node, &data, crate::semantics::Slice { starts, ends, axes, steps })
+        let written: Vec<SliceAxis> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let a = axes.as_ref().and_then(|a| a.get(i).copied()).unwrap_or(i as i64);
+                let k = steps.as_ref().and_then(|k| k.get(i).copied()).unwrap_or(1);
+                (a, s, ends.get(i).copied().unwrap_or(0), k)
+            })
+            .collect();
+        let slice = crate::semantics::Slice { starts, ends, axes, steps };
+        let Some(resolved) = self.resolved_axes(node, &data, slice)? else { return Ok(None) };
+        if resolved == written {
+            // Written resolved already (a lowered model lowered again).
+            return Ok(None);
+        }
+        let slice = self.slice_inits(node, &resolved)?;
+        self.emit_slice_chain(node, &data, vec![], slice, vec![], vec![]).map(Some)
     }
 
     /// `slice` (ONNX clamping) of `data` with its bounds written resolved, when `data`'s dims are known.
@@ -582,6 +647,18 @@ impl Lowering<'_> {
         data: &str,
         slice: crate::semantics::Slice,
     ) -> anyhow::Result<Option<Vec<NodeProto>>> {
+        let Some(axes) = self.resolved_axes(node, data, slice)? else { return Ok(None) };
+        let slice = self.slice_inits(node, &axes)?;
+        self.emit_slice_chain(node, data, vec![], slice, vec![], vec![]).map(Some)
+    }
+
+    /// The resolved Slice axes of `slice` over `data`, when `data`'s dims are known.
+    fn resolved_axes(
+        &self,
+        node: &NodeProto,
+        data: &str,
+        slice: crate::semantics::Slice,
+    ) -> anyhow::Result<Option<Vec<SliceAxis>>> {
         let Some(dims) = self.shape_of(data).and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
         else {
             return Ok(None);
@@ -593,8 +670,7 @@ impl Lowering<'_> {
                 axes.extend(resolved_axis(*axis as i64, *start, *len, *step, dims[*axis]));
             }
         }
-        let slice = self.slice_inits(node, &axes)?;
-        self.emit_slice_chain(node, data, vec![], slice, vec![], vec![]).map(Some)
+        Ok(Some(axes))
     }
 
     /// A standard node of a model below opset 13, in its opset-13 form.

@@ -18,7 +18,7 @@ pub mod proto {
 
 pub use external::{place_external_data, write_model_file, Placement, PROTOBUF_LIMIT};
 pub use fold::fold;
-pub use lower::lower;
+pub use lower::{lower, lower_model, LowerReport};
 pub use tensor::{datum_type_of_elem, f32s_of, ints_of, onnx_data_type, tensor_to_proto, type_proto};
 
 use std::collections::HashSet;
