@@ -99,21 +99,26 @@ pub(crate) fn tract_node(message: &str) -> Option<(String, String)> {
 
 /// A dim as a parsed structure: an integer, `{"sym": name}`, or `{op: [operands]}` with `op` one of
 /// `add`, `mul`, `div` (floor division by an integer), `min`, `max`, `broadcast`, `ge`, `eq`.
+/// The dim is written in [`crate::dims::canonical`] form, as [`crate::dims::format_dim`] writes it.
 pub fn dim_tree(d: &TDim) -> serde_json::Value {
+    tree(&crate::dims::canonical(d))
+}
+
+fn tree(d: &TDim) -> serde_json::Value {
     use serde_json::json;
-    let list = |terms: &[TDim]| serde_json::Value::Array(terms.iter().map(dim_tree).collect());
+    let list = |terms: &[TDim]| serde_json::Value::Array(terms.iter().map(tree).collect());
     match d {
         TDim::Val(v) => json!(v),
         TDim::Sym(s) => json!({ "sym": s.to_string() }),
         TDim::Add(terms) => json!({ "add": list(terms) }),
         TDim::Mul(terms) => json!({ "mul": list(terms) }),
-        TDim::MulInt(k, x) => json!({ "mul": [k, dim_tree(x)] }),
-        TDim::Div(x, k) => json!({ "div": [dim_tree(x), k] }),
+        TDim::MulInt(k, x) => json!({ "mul": [k, tree(x)] }),
+        TDim::Div(x, k) => json!({ "div": [tree(x), k] }),
         TDim::Min(terms) => json!({ "min": list(terms) }),
         TDim::Max(terms) => json!({ "max": list(terms) }),
         TDim::Broadcast(terms) => json!({ "broadcast": list(terms) }),
-        TDim::Ge(a, b) => json!({ "ge": [dim_tree(a), dim_tree(b)] }),
-        TDim::Eq(a, b) => json!({ "eq": [dim_tree(a), dim_tree(b)] }),
+        TDim::Ge(a, b) => json!({ "ge": [tree(a), tree(b)] }),
+        TDim::Eq(a, b) => json!({ "eq": [tree(a), tree(b)] }),
     }
 }
 
