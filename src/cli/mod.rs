@@ -148,10 +148,13 @@ pub fn main() -> i32 {
     }
 }
 
+/// A model rewrite for [`write_back`]: the input's bytes and folder to the output's bytes.
+pub(crate) type Transform<'a> = dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>> + 'a;
+
 pub(crate) fn write_back(
     model: &std::path::Path,
     output: &std::path::Path,
-    transform: &dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
+    transform: &Transform,
 ) -> anyhow::Result<()> {
     use sliceops::onnx::Placement;
     let bytes = sliceops::load::read_model_file(model)?;
