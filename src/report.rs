@@ -5,6 +5,22 @@ use crate::npy::numpy_name;
 use crate::ValueFact;
 use tract_onnx::prelude::*;
 
+/// What `infer` tells besides the facts, one line each: `warning: ...` for a declared shape that
+/// inference contradicts, `note: node ...` for a node whose own rule could not be used.
+pub fn infer_notes(
+    model: &crate::Model,
+    analysis: &crate::analysis::Analysis,
+    facts: &[ValueFact],
+) -> anyhow::Result<Vec<String>> {
+    let mut notes: Vec<String> = model.shape_warnings(facts)?.into_iter().map(|w| format!("warning: {w}")).collect();
+    for f in &analysis.fallbacks {
+        let what =
+            if f.typed { "its output dims that depend on it are fresh symbols" } else { "its outputs are unknown" };
+        notes.push(format!("note: node '{}' ({}): {what}: {}", f.node, f.op, f.reason));
+    }
+    Ok(notes)
+}
+
 /// A dim as JSON: an integer, or an expression string.
 pub fn dim_json(d: &TDim) -> serde_json::Value {
     match d.as_i64() {

@@ -41,19 +41,17 @@ impl DeclaredInput {
     /// Reads the graph inputs that are not initializers.
     pub fn from_graph(graph: &pb::GraphProto) -> Vec<DeclaredInput> {
         let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
-        graph
-            .input
-            .iter()
-            .filter(|i| !initializers.contains(i.name.as_str()))
-            .map(|i| {
-                let tensor = match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
-                    Some(pb::type_proto::Value::TensorType(t)) => Some(t),
-                    _ => None,
-                };
-                let dims = tensor.and_then(|t| t.shape.as_ref()).map(|s| s.dim.iter().map(declared_dim).collect());
-                DeclaredInput { name: i.name.clone(), elem_type: tensor.map_or(0, |t| t.elem_type), dims }
-            })
-            .collect()
+        graph.input.iter().filter(|i| !initializers.contains(i.name.as_str())).map(DeclaredInput::of_value).collect()
+    }
+
+    /// Reads a declared value (a graph input or output).
+    pub fn of_value(i: &pb::ValueInfoProto) -> DeclaredInput {
+        let tensor = match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(pb::type_proto::Value::TensorType(t)) => Some(t),
+            _ => None,
+        };
+        let dims = tensor.and_then(|t| t.shape.as_ref()).map(|s| s.dim.iter().map(declared_dim).collect());
+        DeclaredInput { name: i.name.clone(), elem_type: tensor.map_or(0, |t| t.elem_type), dims }
     }
 }
 

@@ -27,13 +27,8 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
     configure(&mut m, input_shapes, assumptions)?;
     let analysis = m.analyse()?;
     let facts = analysis.value_facts(m.graph())?;
-    for w in m.shape_warnings(&facts)? {
-        eprintln!("warning: {w}");
-    }
-    for f in &analysis.fallbacks {
-        let what =
-            if f.typed { "its output dims that depend on it are fresh symbols" } else { "its outputs are unknown" };
-        eprintln!("note: node '{}' ({}): {what}: {}", f.node, f.op, f.reason);
+    for note in sliceops::report::infer_notes(&m, &analysis, &facts)? {
+        eprintln!("{note}");
     }
     match format {
         Format::Json => {

@@ -113,6 +113,21 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
     Ok((model, report))
 }
 
+/// Annotates a model (its bytes) without changing anything else: every node output and graph output
+/// gets the type and shape `fold` would write (`exact`, the only other option, does not apply); returns
+/// the model and the values left without a type and shape. `dir` is where its external data lives.
+pub fn annotate_only(
+    bytes: &[u8],
+    dir: Option<&Path>,
+    options: &FoldOptions,
+) -> anyhow::Result<(proto::ModelProto, Vec<String>)> {
+    let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
+    let facts = facts_of(&model, dir, options)?;
+    let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
+    let unshaped = annotate::annotate(graph, &facts);
+    Ok((model, unshaped))
+}
+
 fn facts_of(model: &proto::ModelProto, dir: Option<&Path>, options: &FoldOptions) -> anyhow::Result<Facts> {
     let mut loaded = Model::load_bytes_in(&model.encode_to_vec(), dir)?;
     for (name, dims) in &options.input_shapes {

@@ -5,6 +5,7 @@
 //! model runs whatever its declared dims say, as onnxruntime does; the optimized plan is kept per
 //! input signature, so repeated runs with the same shapes optimize once.
 
+mod feeds;
 mod guard;
 mod plans;
 mod prepare;
@@ -220,6 +221,11 @@ impl Model {
     /// The graph inputs as the model declares them (initializers excluded), in order.
     pub fn declared_inputs(&self) -> &[DeclaredInput] {
         &self.declared
+    }
+
+    /// The graph outputs as the model declares them, in order.
+    pub fn declared_outputs(&self) -> Vec<DeclaredInput> {
+        self.proto.graph.as_ref().map(|g| g.output.iter().map(DeclaredInput::of_value).collect()).unwrap_or_default()
     }
 
     /// The names of the graph inputs that must be fed (initializers excluded).
