@@ -148,10 +148,13 @@ pub fn main() -> i32 {
     }
 }
 
+/// What `fold` and `lower` do to a model's bytes, given the model's folder (for external data).
+pub(crate) type Transform<'a> = &'a dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>;
+
 pub(crate) fn write_back(
     model: &std::path::Path,
     output: &std::path::Path,
-    transform: &dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
+    transform: Transform,
 ) -> anyhow::Result<()> {
     use sliceops::onnx::Placement;
     let bytes = sliceops::load::read_model_file(model)?;

@@ -6,6 +6,7 @@
 //! input signature, so repeated runs with the same shapes optimize once.
 
 mod guard;
+mod memory;
 mod plans;
 mod prepare;
 mod types;
@@ -395,6 +396,7 @@ impl Model {
                 bail!("value '{value}' cannot be computed: {why}");
             }
             let optimized = guard("optimizing the model", || analysis.typed.into_optimized())?;
+            memory::check_values(&optimized)?;
             guard("planning the model", || optimized.into_runnable())
         })
     }
