@@ -14,8 +14,13 @@ pub fn infer_notes(
 ) -> anyhow::Result<Vec<String>> {
     let mut notes: Vec<String> = model.shape_warnings(facts)?.into_iter().map(|w| format!("warning: {w}")).collect();
     for f in &analysis.fallbacks {
-        let what =
-            if f.typed { "its output dims that depend on it are fresh symbols" } else { "its outputs are unknown" };
+        let what = if f.deferred {
+            "computed only when the model runs"
+        } else if f.typed {
+            "its output dims that depend on it are fresh symbols"
+        } else {
+            "its outputs are unknown"
+        };
         notes.push(format!("note: node '{}' ({}): {what}: {}", f.node, f.op, f.reason));
     }
     Ok(notes)

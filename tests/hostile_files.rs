@@ -428,6 +428,7 @@ fn external_data_locations_and_ranges_are_checked() {
     let folder = d.canonicalize().unwrap();
     mkfifo(&d.join("fifo.bin"));
     std::fs::create_dir_all(d.join("sub.bin")).unwrap();
+    std::fs::write(d.join("empty.bin"), b"").unwrap();
     std::os::unix::fs::symlink("/etc/hostname", d.join("link.bin")).unwrap();
     let outside = d.parent().unwrap().join("outside.bin");
     std::fs::write(&outside, [0u8; 16]).unwrap();
@@ -436,6 +437,7 @@ fn external_data_locations_and_ranges_are_checked() {
     let cases: Vec<(Vec<(&str, &str)>, String)> = vec![
         (vec![("location", "fifo.bin")], format!("tensor 'w': external data: cannot read {}: it is a named pipe (FIFO), not a regular file", fifo.display())),
         (vec![("location", "sub.bin")], format!("tensor 'w': external data: cannot read {}: it is a directory, not a regular file", sub.display())),
+        (vec![("location", "empty.bin")], "tensor 'w' needs 16 bytes of data but its external data has 0".into()),
         (vec![("location", "")], "tensor 'w' keeps its data in an external file but gives no location".into()),
         (vec![("offset", "0")], "tensor 'w' keeps its data in an external file but gives no location".into()),
         (vec![("location", "../outside.bin")], "tensor 'w': external data location '../outside.bin' must be a relative path inside the model's folder".into()),
@@ -712,6 +714,49 @@ fn forty_thousand_nodes_sharing_one_name_load_quickly() {
     assert_eq!(reported(&stdout, "NAMES "), (N as i64 + 1, N as i64 + 1));
 }
 
+/// A chain of `n` nodes over float [4, 8], from `x` to `y`: Relu after Relu, or ONNX Slice `v[::-1]`
+/// on axis 0 then axis 1 in turn.
+fn chain_model(n: usize, relu: bool) -> Vec<u8> {
+    let mut b = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4), D::N(8)])
+        .init_i64("st", &[-1])
+        .init_i64("en", &[i64::MIN])
+        .init_i64("ax0", &[0])
+        .init_i64("ax1", &[1])
+        .init_i64("step", &[-1]);
+    for i in 0..n {
+        let input = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
+        let output = if i + 1 == n { "y".to_string() } else { format!("v{i}") };
+        b = if relu {
+            b.node("Relu", "", &format!("n{i}"), &[&input], &[&output], vec![])
+        } else {
+            let axes = if i % 2 == 0 { "ax0" } else { "ax1" };
+            b.node("Slice", "", &format!("n{i}"), &[&input, "st", "en", axes, "step"], &[&output], vec![])
+        };
+    }
+    b.output("y").bytes()
+}
+
+#[test]
+fn fifty_thousand_node_chains_are_analysed_in_linear_time() {
+    // Translating node by node into one tract model was quadratic (tract compares each new node's
+    // name with every node): `infer` on 50,000 Relus took over 120 s. The CLI calls have a 60 s
+    // deadline; `benches/chain_scale.py` measures the scaling.
+    let d = dir("fifty_thousand_node_chains_are_analysed_in_linear_time");
+    for (kind, relu) in [("relu", true), ("slice", false)] {
+        let model = d.join(format!("{kind}.onnx"));
+        std::fs::write(&model, chain_model(50_000, relu)).unwrap();
+        let run = sliceops(&["infer", &path_arg(&model)]);
+        let rows: Vec<&str> = run.ok().stdout.lines().collect();
+        assert_eq!(rows.len(), 50_002, "{kind}: header, x and every node output");
+        assert_eq!(
+            rows[rows.len() - 1].split_whitespace().collect::<Vec<_>>(),
+            ["y", "float32", "[4,", "8]"],
+            "{kind}"
+        );
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Write-back keeps the fields of the current ONNX IR.
 
@@ -886,4 +931,50 @@ fn hostile_dim_expressions_are_quick_clear_errors() {
     let run = sliceops(&["infer", &m, "--assume", "N>=2 && N<=100", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_str(&run.ok().stdout).unwrap();
     assert_eq!(json["values"][1]["shape"][0], "N/2");
+}
+
+// ------------------------------------------------------------------------------------------------
+// A graph output that is a graph input.
+
+#[test]
+fn a_graph_input_that_is_also_an_output_goes_through_every_command() {
+    let d = dir("a_graph_input_that_is_also_an_output_goes_through_every_command");
+    let x = tract_ndarray::arr2(&[[-2f32, -1., 0.], [1., 2., 3.]]).into_tensor();
+    let relu = tract_ndarray::arr2(&[[0f32, 0., 0.], [1., 2., 3.]]).into_tensor();
+    let x_path = d.join("x.npy");
+    std::fs::write(&x_path, npy_of(&x)).unwrap();
+    let x_arg = format!("x={}", x_path.display());
+    let with_node = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .node("Relu", "", "r", &["x"], &["y"], vec![])
+        .output("x")
+        .output("y")
+        .bytes();
+    let no_node = Builder::new(13).input("x", DataType::Float, &[D::S("N"), D::N(3)]).output("x").bytes();
+    type Case<'t> = (&'static str, Vec<u8>, Vec<(&'static str, &'t Tensor)>);
+    let cases: [Case; 2] =
+        [("with_node", with_node, vec![("x", &x), ("y", &relu)]), ("no_node", no_node, vec![("x", &x)])];
+    for (name, bytes, want) in cases {
+        let model = d.join(format!("{name}.onnx"));
+        std::fs::write(&model, bytes).unwrap();
+        let infer = sliceops(&["infer", &path_arg(&model)]);
+        let rows: Vec<String> =
+            infer.ok().stdout.lines().skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        let want_rows: Vec<String> = want.iter().map(|(n, _)| format!("{n} float32 [N, 3]")).collect();
+        assert_eq!(rows, want_rows, "{name}: infer");
+        // The model, then its folded and lowered forms: same outputs, the input's exactly as given.
+        let folded = d.join(format!("{name}.folded.onnx"));
+        let lowered = d.join(format!("{name}.lowered.onnx"));
+        sliceops(&["fold", &path_arg(&model), "-o", &path_arg(&folded)]).ok();
+        sliceops(&["lower", &path_arg(&model), "-o", &path_arg(&lowered)]).ok();
+        for (form, path) in [("model", &model), ("folded", &folded), ("lowered", &lowered)] {
+            let out = d.join(format!("{name}.{form}.out"));
+            sliceops(&["run", &path_arg(path), "--input", &x_arg, "--output-dir", &path_arg(&out)]).ok();
+            let names: Vec<String> = want.iter().map(|(n, _)| format!("{n}.npy")).collect();
+            assert_eq!(files_in(&out), names, "{name} {form}");
+            for (n, t) in &want {
+                assert_eq!(std::fs::read(out.join(format!("{n}.npy"))).unwrap(), npy_of(t), "{name} {form}: {n}");
+            }
+        }
+    }
 }

@@ -7,15 +7,18 @@
 //! unified and reported as [`Requirement`]s, and each symbol's origin is recorded ([`SymbolInfo`]).
 
 mod bind;
+mod budget;
 mod control;
 mod opaque;
 mod rational;
 mod require;
+mod splice;
 mod symbols;
 mod translate;
 mod verify;
 
 pub use bind::{datum_type_of as bind_datum_type, symbol_name, Binding, DeclaredDim, DeclaredInput};
+pub use budget::bytes_of;
 pub use control::{Branch, IfOp};
 pub use opaque::Opaque;
 pub use require::{AssumeShape, Requirement};

@@ -21,6 +21,9 @@ pub struct Opaque {
     pub facts: TVec<TypedFact>,
     /// Why the node's own rule could not be used.
     pub reason: String,
+    /// Whether the node is evaluated only when a plan runs, never out of one (constant folding,
+    /// analysis): its output is over the analysis budget ([`super::budget`]).
+    pub deferred: bool,
 }
 
 impl PartialEq for Opaque {
@@ -50,6 +53,9 @@ impl Op for Opaque {
 
 impl EvalOp for Opaque {
     fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
+        if self.deferred {
+            return Ok(None);
+        }
         let outputs = self.op.eval_out_of_plan(inputs)?;
         if let Some(outputs) = &outputs {
             self.check(outputs)?;

@@ -35,6 +35,9 @@ pub struct Fallback {
     pub reason: String,
     /// Whether its outputs are typed (as an opaque node) or unknown.
     pub typed: bool,
+    /// Whether the node was deferred for its size (typed exactly, computed only when a plan runs:
+    /// [`super::budget`]) rather than for a rule that failed.
+    pub deferred: bool,
 }
 
 /// The result of a translation.
@@ -84,6 +87,7 @@ pub fn translate(
         fold_bytes,
         dtypes: HashMap::new(),
         rationals: HashMap::new(),
+        names: super::splice::Names::default(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -124,6 +128,8 @@ struct Translator<'a> {
     dtypes: HashMap<OutletId, DatumType>,
     /// Float values computed from dims, followed exactly ([`super::rational`]), by typed outlet.
     rationals: HashMap<OutletId, super::rational::Rats>,
+    /// The names of the target's nodes.
+    names: super::splice::Names,
 }
 
 impl Translator<'_> {
@@ -150,12 +156,21 @@ impl Translator<'_> {
             return Ok(());
         }
         let mark = self.target.nodes.len();
-        let outcome = match node.op_as::<tract_onnx::ops::logic::If>() {
-            Some(op) => self.if_node(node, op),
-            None => self.typed_outputs(node, &op_type),
+        let outcome = match self.over_budget(node)? {
+            Some(deferred) => Ok(deferred),
+            None => match node.op_as::<tract_onnx::ops::logic::If>() {
+                Some(op) => self.if_node(node, op),
+                None => self.typed_outputs(node, &op_type),
+            }
+            .map(|outlets| (outlets, String::new())),
         };
+        let mut deferred = false;
         let (outlets, reason) = match outcome {
-            Ok(outlets) => (outlets, None),
+            Ok((outlets, why)) if !why.is_empty() => {
+                deferred = true;
+                (outlets, Some(why))
+            }
+            Ok((outlets, _)) => (outlets, None),
             Err(e) => {
                 if is_invalid(&e) {
                     // A panic says little: the node's own rules may say what is wrong with it.
@@ -179,7 +194,13 @@ impl Translator<'_> {
                         for slot in 0..node.outputs.len() {
                             self.unknown.insert(OutletId::new(id, slot), why.clone());
                         }
-                        self.fallbacks.push(Fallback { node: node.name.clone(), op: op_type, reason, typed: false });
+                        self.fallbacks.push(Fallback {
+                            node: node.name.clone(),
+                            op: op_type,
+                            reason,
+                            typed: false,
+                            deferred: false,
+                        });
                         return Ok(());
                     }
                 }
@@ -191,6 +212,7 @@ impl Translator<'_> {
                 op: op_type.clone(),
                 reason: reason.clone(),
                 typed: true,
+                deferred,
             });
         }
         let mut outlets = outlets;
@@ -570,8 +592,14 @@ impl Translator<'_> {
             }
             return Ok(tvec![outlet]);
         }
+        let inputs_now: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
         let result = guard("translating the model", || {
-            let outlets = node.op.to_typed(self.source, node, &mut self.target, &self.mapping)?;
+            let (source, names) = (self.source, &mut self.names);
+            let outlets = super::splice::wire_alone(&mut self.target, names, &inputs_now, |scratch, wires| {
+                let mapping: HashMap<OutletId, OutletId> =
+                    node.inputs.iter().copied().zip(wires.iter().copied()).collect();
+                node.op.to_typed(source, node, scratch, &mapping)
+            })?;
             ensure!(
                 outlets.len() == node.outputs.len(),
                 "translated into {} outputs, expected {}",
@@ -895,13 +923,43 @@ impl Translator<'_> {
             }
             typed.push(dt.fact(&*dims));
         }
-        let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts: typed, reason: reason.to_string() };
-        let name = self.target.unique_name(&node.name);
+        let op = Opaque {
+            op: node.op.clone(),
+            node: node.name.clone(),
+            facts: typed,
+            reason: reason.to_string(),
+            deferred: false,
+        };
+        Ok(Some(self.add_opaque(op, &inputs)?))
+    }
+
+    /// Adds `op` reading `inputs`; its outlets.
+    fn add_opaque(&mut self, op: Opaque, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+        let name = self.target.unique_name(&op.node);
         let id = self.target.add_node(name, op.clone(), op.facts.clone())?;
         for (ix, input) in inputs.iter().enumerate() {
             self.target.add_edge(*input, InletId::new(id, ix))?;
         }
-        Ok(Some((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect()))
+        Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
+    }
+
+    /// A node over constants whose outputs would take more than the folding budget becomes a
+    /// deferred [`Opaque`] (see [`super::budget`]): its outlets and the reason.
+    /// Our slicing ops are left out: they check what they allocate themselves, with their own errors.
+    fn over_budget(&mut self, node: &InferenceNode) -> TractResult<Option<(TVec<OutletId>, String)>> {
+        if node.inputs.is_empty() || node.op_is::<crate::graph::SliceInference>() {
+            return Ok(None);
+        }
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        if facts.iter().any(|f| f.konst.is_none()) {
+            return Ok(None);
+        }
+        let Ok(Some(outputs)) = local_rules(node, &facts, &[]) else { return Ok(None) };
+        let Some((facts, reason)) = super::budget::oversized(&outputs, self.fold_bytes) else { return Ok(None) };
+        let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts, reason: reason.clone(), deferred: true };
+        Ok(Some((self.add_opaque(op, &inputs)?, reason)))
     }
 }
 

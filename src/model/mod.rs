@@ -7,6 +7,7 @@
 
 mod feeds;
 mod guard;
+mod memory;
 mod plans;
 mod prepare;
 mod types;
@@ -401,6 +402,7 @@ impl Model {
                 bail!("value '{value}' cannot be computed: {why}");
             }
             let optimized = guard("optimizing the model", || analysis.typed.into_optimized())?;
+            memory::check_values(&optimized)?;
             guard("planning the model", || optimized.into_runnable())
         })
     }

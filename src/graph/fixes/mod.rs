@@ -3,6 +3,7 @@
 //! `Shape`, exact integer values) and hands everything else to tract's own builder.
 //!
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
+//! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
@@ -10,6 +11,7 @@
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement.
 
 mod cast;
+mod constant_of_shape;
 mod flatten;
 mod gather;
 mod pad;
@@ -43,6 +45,7 @@ pub fn stock(op_type: &'static str) -> Builder {
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Cast", cast::cast);
+    onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
     onnx.op_register.insert("Pad", pad::pad);
