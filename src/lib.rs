@@ -22,6 +22,7 @@ pub mod kernel;
 mod model;
 pub mod npy;
 pub mod onnx;
+pub mod profile;
 pub mod report;
 pub mod semantics;
 pub mod view;

@@ -2,6 +2,7 @@
 
 mod infer;
 mod inputs;
+mod profile;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -88,6 +89,12 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Also time every node over the runs: per node and per op type, with shares of the total.
+        #[arg(long)]
+        profile: bool,
+        /// Rows of each profile list shown (0: all).
+        #[arg(long, value_name = "N", default_value_t = 20, requires = "profile")]
+        top: usize,
     },
 }
 
@@ -115,7 +122,10 @@ pub fn main() -> i32 {
         }
         Command::Fold { model, output } => write_back(&model, &output, sliceops::onnx::fold),
         Command::Lower { model, output } => write_back(&model, &output, sliceops::onnx::lower),
-        Command::Bench { model, inputs, runs, format } => run::bench(&model, &inputs, runs, format),
+        Command::Bench { model, inputs, runs, format, profile, top } => {
+            let profile = profile.then_some(top);
+            run::bench(&model, &inputs, &run::BenchOptions { runs, format, profile })
+        }
     };
     match result {
         Ok(()) => 0,
