@@ -14,7 +14,7 @@ For every fixture it writes, next to this script:
 and rewrites manifest.json. Name escaping in file names: '%' -> '%25', '/' -> '%2F'.
 
 Expected outputs are computed by the small reference helpers below, written straight from
-the semantics in DESIGN.md section 1 (StridedSlice = numpy indexing; ONNX/Paddle Slice =
+the semantics the README states (StridedSlice = numpy indexing; ONNX/Paddle Slice =
 the ONNX opset-13 clamping rule, which differs from Python slicing for a negative step
 whose start is below -dim; AsStrided = np.lib.stride_tricks.as_strided over the flattened
 input). Each fixture also carries the numpy expression it encodes; the generator evaluates
@@ -65,7 +65,7 @@ def escape(name):
 
 def strided_slice_spec(begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
                        new_axis_mask=0, shrink_axis_mask=0):
-    """The numpy index tuple a StridedSlice node denotes (DESIGN.md 1, StridedSlice)."""
+    """The numpy index tuple a StridedSlice node denotes."""
     n = len(begin)
     strides = [1] * n if strides is None else list(strides)
     assert len(end) == n and len(strides) == n

@@ -25,6 +25,7 @@ pub mod load;
 mod model;
 pub mod npy;
 pub mod onnx;
+pub mod profile;
 pub mod report;
 pub mod semantics;
 pub mod symbolic;

@@ -1,4 +1,4 @@
-//! The reports users and snapshot tests read: inferred facts as JSON (DESIGN.md §5) and tensors as text.
+//! The reports users and snapshot tests read: inferred facts as JSON and tensors as text.
 
 use crate::dims::format_dim;
 use crate::npy::numpy_name;

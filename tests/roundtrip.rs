@@ -1,4 +1,4 @@
-//! `fold` writes a model back losing nothing it did not fold (DESIGN.md §3, "Write-back").
+//! `fold` writes a model back losing nothing it did not fold.
 //!
 //! The model here sets every field of the ONNX IR that `proto/onnx.proto` knows: model metadata,
 //! opset imports (ours, the default domain and an unknown one), training info, local functions, device

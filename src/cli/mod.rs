@@ -1,8 +1,9 @@
-//! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench` (DESIGN.md §5).
+//! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench`.
 
 mod fold;
 mod infer;
 mod inputs;
+mod profile;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -99,6 +100,12 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Also time every node over the runs: per node and per op type, with shares of the total.
+        #[arg(long)]
+        profile: bool,
+        /// Rows of each profile list shown (0: all).
+        #[arg(long, value_name = "N", default_value_t = 20, requires = "profile")]
+        top: usize,
     },
 }
 
@@ -134,7 +141,10 @@ pub fn main() -> i32 {
             fold::fold(&model, &output, exact, &input_shapes, &assumptions)
         }
         Command::Lower { model, output } => fold::lower(&model, &output),
-        Command::Bench { model, inputs, runs, format } => run::bench(&model, &inputs, runs, format),
+        Command::Bench { model, inputs, runs, format, profile, top } => {
+            let profile = profile.then_some(top);
+            run::bench(&model, &inputs, &run::BenchOptions { runs, format, profile })
+        }
     };
     match result {
         Ok(()) => 0,

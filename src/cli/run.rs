@@ -83,12 +83,27 @@ pub fn print_table<const N: usize>(rows: &[[String; N]]) {
     }
 }
 
-/// Times the optimized plan: one warm-up run, then `runs` timed runs; inputs are prepared beforehand.
-pub fn bench(model: &Path, inputs: &[String], runs: u32, format: Format) -> anyhow::Result<()> {
+/// What `bench` measures and prints.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Timed runs.
+    pub runs: u32,
+    /// Output format.
+    pub format: Format,
+    /// Profile too, showing this many rows of each list (0: all).
+    pub profile: Option<usize>,
+}
+
+/// Times the plan `run` makes for these inputs (their shapes bound): one warm-up run, then `runs` timed
+/// runs; inputs are prepared beforehand. With a profile, the same number of runs again with every node
+/// timed (the plain runs are timed without it).
+pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
     let m = load(model)?;
-    let inputs: TVec<TValue> = load_inputs(&m, inputs)?.into_iter().map(TValue::from).collect();
-    let plan = m.plan()?;
+    let tensors = load_inputs(&m, inputs)?;
+    let plan = m.plan_for(&tensors)?;
+    let inputs: TVec<TValue> = tensors.into_iter().map(TValue::from).collect();
     plan.run(inputs.clone())?;
+    let runs = options.runs;
     let mut times = Vec::with_capacity(runs as usize);
     for _ in 0..runs {
         let batch = inputs.clone();
@@ -104,12 +119,31 @@ pub fn bench(model: &Path, inputs: &[String], runs: u32, format: Format) -> anyh
         (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
     };
     let min = times[0];
-    match format {
-        Format::Json => println!("{}", serde_json::json!({"runs": runs, "median_s": median, "min_s": min})),
-        Format::Table => print_table(&[
-            ["runs".to_string(), "median".to_string(), "min".to_string()],
-            [runs.to_string(), format!("{:.3} ms", median * 1e3), format!("{:.3} ms", min * 1e3)],
-        ]),
+    let profile = match options.profile {
+        Some(_) => {
+            let names = sliceops::profile::OnnxNames::from_graph(m.graph());
+            Some(sliceops::profile::profile(&plan, &inputs, runs, &names)?)
+        }
+        None => None,
+    };
+    let top = options.profile.unwrap_or(0);
+    match options.format {
+        Format::Json => {
+            let mut report = serde_json::json!({"runs": runs, "median_s": median, "min_s": min});
+            if let Some(p) = &profile {
+                report["profile"] = super::profile::json(p, top);
+            }
+            println!("{report}")
+        }
+        Format::Table => {
+            print_table(&[
+                ["runs".to_string(), "median".to_string(), "min".to_string()],
+                [runs.to_string(), format!("{:.3} ms", median * 1e3), format!("{:.3} ms", min * 1e3)],
+            ]);
+            if let Some(p) = &profile {
+                super::profile::print(p, top);
+            }
+        }
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! What exported models write instead of our ops, recognized as views (DESIGN.md §2).
+//! What exported models write instead of our ops, recognized as views.
 //!
 //! - tract's axis changes (ONNX Squeeze, Unsqueeze, Reshape, Flatten, Transpose of one axis) and its
 //!   own `Slice` are views; next to a [`ViewOp`](super::ViewOp) they join its chain, so a
