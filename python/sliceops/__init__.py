@@ -34,6 +34,7 @@ __all__ = [
     "infer",
     "fold",
     "lower",
+    "tune_allocator",
     "Session",
     "NodeArg",
     "Value",
@@ -260,6 +261,17 @@ def lower(model: Any) -> Any:
     """
     source, kind = _source(model)
     return _returned(_sliceops.lower(source), model, kind)
+
+
+def tune_allocator() -> None:
+    """Keeps freed large buffers in the process's heap for reuse, as the ``sliceops`` command line does.
+
+    Without it, every ``Session.run`` on large tensors maps fresh memory for the input copies and the
+    outputs and pays a page fault per 4 KB of them (on a 128 MB input, most of the run's time). It
+    changes glibc's malloc settings for the whole process (freed memory is kept, not returned to the
+    system), so it is opt-in; it does nothing where the C library is not glibc.
+    """
+    _sliceops.tune_allocator()
 
 
 class NodeArg(NamedTuple):

@@ -27,6 +27,9 @@ def fold(
 def lower(model: _Source) -> bytes:
     """The lowered model."""
 
+def tune_allocator() -> None:
+    """Keeps freed large buffers in the heap for reuse (glibc's malloc settings, process-wide)."""
+
 class Buffer:
     """Owns an output tensor whose buffer numpy arrays view (their ``base``)."""
 

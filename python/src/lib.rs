@@ -262,6 +262,14 @@ impl Session {
     }
 }
 
+/// Keeps freed large buffers in the process's heap for reuse (glibc only; elsewhere it does nothing):
+/// runs on large tensors then stop paying a page fault per 4 KB of every input copy and output.
+/// Process-wide, as it changes glibc's malloc settings: opt-in.
+#[pyfunction]
+fn tune_allocator() {
+    sliceops::kernel::tune_allocator();
+}
+
 /// The Rust core of the `sliceops` package; use the functions of `sliceops` itself.
 #[pymodule]
 fn _sliceops(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -269,6 +277,7 @@ fn _sliceops(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(fold, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_class::<Session>()?;
     m.add_class::<tensors::Buffer>()?;
     Ok(())
