@@ -188,11 +188,19 @@ pub fn lower_model(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<(proto::M
         .cloned()
         .collect();
     if !created.is_empty() {
-        // The lowered model is analysed like any other: its new values get the types found there.
-        let lowered = Model::load_bytes_in(&model.encode_to_vec(), dir)?;
-        let facts = crate::fold::Facts::of(&lowered, crate::fold::SMALL)?;
+        // The lowered model is analysed like any other: its new values get the types found there. Should
+        // that analysis fail, the model is still written, and the report lists the values left bare.
+        let facts = Model::load_bytes_in(&model.encode_to_vec(), dir)
+            .and_then(|lowered| crate::fold::Facts::of(&lowered, crate::fold::SMALL));
         let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
-        report.unshaped = crate::fold::annotate_values(graph, &facts, &created);
+        report.unshaped = match facts {
+            Ok(facts) => crate::fold::annotate_values(graph, &facts, &created),
+            Err(_) => {
+                let mut bare: Vec<String> = created.into_iter().collect();
+                bare.sort();
+                bare
+            }
+        };
     }
     Ok((model, report))
 }
