@@ -63,11 +63,7 @@ pub fn merge_repeats(graph: &mut GraphProto, report: &mut Report) -> bool {
         return false;
     }
     report.count("repeated nodes merged", removed.len());
-    let mut ix = 0;
-    graph.node.retain(|_| {
-        ix += 1;
-        !removed.contains(&(ix - 1))
-    });
+    super::graph::remove_nodes(graph, &removed);
     if graph.node.iter().any(has_subgraphs) {
         for (from, to) in &alias {
             rename_reads(graph, from, to);

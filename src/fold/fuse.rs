@@ -83,11 +83,7 @@ pub fn batchnorm_into_conv(graph: &mut GraphProto, report: &mut Report) -> anyho
         remove.insert(bn_ix);
         report.count("BatchNormalization folded into Conv (not bit-exact)", 1);
     }
-    let mut ix = 0;
-    graph.node.retain(|_| {
-        ix += 1;
-        !remove.contains(&(ix - 1))
-    });
+    super::graph::remove_nodes(graph, &remove);
     Ok(true)
 }
 
@@ -134,11 +130,7 @@ pub fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut 
         remove.insert(add_ix);
         report.count("MatMul + Add made a Gemm (not bit-exact)", 1);
     }
-    let mut ix = 0;
-    graph.node.retain(|_| {
-        ix += 1;
-        !remove.contains(&(ix - 1))
-    });
+    super::graph::remove_nodes(graph, &remove);
     Ok(true)
 }
 
@@ -201,10 +193,6 @@ pub fn add_into_conv_bias(graph: &mut GraphProto, facts: &Facts, report: &mut Re
         remove.insert(add_ix);
         report.count("Add of a per-channel constant folded into the Conv bias (not bit-exact)", 1);
     }
-    let mut ix = 0;
-    graph.node.retain(|_| {
-        ix += 1;
-        !remove.contains(&(ix - 1))
-    });
+    super::graph::remove_nodes(graph, &remove);
     Ok(true)
 }

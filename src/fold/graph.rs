@@ -119,3 +119,12 @@ pub fn fresh_name(graph: &GraphProto, base: &str) -> String {
     }
     (1u64..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).expect("an unused name")
 }
+
+/// Removes the nodes at the indices in `remove`, keeping the others in order.
+pub fn remove_nodes(graph: &mut GraphProto, remove: &HashSet<usize>) {
+    let mut ix = 0;
+    graph.node.retain(|_| {
+        ix += 1;
+        !remove.contains(&(ix - 1))
+    });
+}

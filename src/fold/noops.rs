@@ -52,11 +52,7 @@ pub fn remove_noops(graph: &mut GraphProto, facts: &Facts, exact: bool, report: 
         }
     }
     let subgraphs = graph.node.iter().any(super::graph::has_subgraphs);
-    let mut ix = 0;
-    graph.node.retain(|_| {
-        ix += 1;
-        !removed.contains(&(ix - 1))
-    });
+    super::graph::remove_nodes(graph, &removed);
     for n in &mut graph.node {
         for i in &mut n.input {
             if let Some(to) = alias.get(i.as_str()) {
