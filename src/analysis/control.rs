@@ -53,7 +53,7 @@ impl Branch {
                 match cached.as_ref() {
                     Some(p) => p.clone(),
                     None => {
-                        let p = (**model).clone().into_optimized()?.into_runnable()?;
+                        let p = crate::model::optimize::optimize((**model).clone())?.into_runnable()?;
                         *cached = Some(p.clone());
                         p
                     }
@@ -73,7 +73,7 @@ impl Branch {
                         if let Some(why) = t.unknown.values().next() {
                             bail!("node '{node}' (If): the branch taken cannot run: {why}");
                         }
-                        let p = t.typed.into_optimized()?.into_runnable()?;
+                        let p = crate::model::optimize::optimize(t.typed)?.into_runnable()?;
                         cached.push((signature, p.clone()));
                         p
                     }

@@ -6,8 +6,10 @@
 //! input signature, so repeated runs with the same shapes optimize once.
 
 mod feeds;
+mod fuse_chain;
 mod guard;
 mod memory;
+pub(crate) mod optimize;
 mod plans;
 mod prepare;
 mod types;
@@ -370,13 +372,13 @@ impl Model {
     /// The decluttered and optimized model (symbolic dims as declared).
     pub fn optimized(&self) -> anyhow::Result<TypedModel> {
         let typed = self.typed()?;
-        guard("optimizing the model", || typed.into_optimized())
+        guard("optimizing the model", || optimize::optimize(typed))
     }
 
     /// The decluttered model (folded, views composed), before codegen.
     pub fn decluttered(&self) -> anyhow::Result<TypedModel> {
         let mut typed = self.typed()?;
-        guard("decluttering the model", || typed.declutter())?;
+        guard("decluttering the model", || optimize::declutter(&mut typed))?;
         Ok(typed)
     }
 
@@ -401,7 +403,7 @@ impl Model {
             if let Some((value, why)) = analysis.unknown.iter().next() {
                 bail!("value '{value}' cannot be computed: {why}");
             }
-            let optimized = guard("optimizing the model", || analysis.typed.into_optimized())?;
+            let optimized = guard("optimizing the model", || optimize::optimize(analysis.typed))?;
             memory::check_values(&optimized)?;
             guard("planning the model", || optimized.into_runnable())
         })
