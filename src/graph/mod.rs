@@ -6,6 +6,7 @@ mod builders;
 mod dyn_op;
 mod fixes;
 mod inference;
+pub mod ops;
 mod patterns;
 mod spec;
 mod step;
@@ -35,5 +36,6 @@ pub fn onnx() -> Onnx {
     onnx.op_register.insert("ATen", builders::aten);
     onnx.op_register.insert("Slice", builders::slice);
     fixes::register(&mut onnx);
+    ops::register(&mut onnx);
     onnx
 }
