@@ -242,6 +242,10 @@ impl Session {
         let model = &self.model;
         let mut outputs = py
             .detach(|| -> anyhow::Result<_> {
+                // Feeds for initializers listed as graph inputs replace their default values.
+                let names: Vec<String> = given.iter().map(|(n, _)| n.clone()).collect();
+                let fed = model.feeding(&names)?;
+                let model = fed.as_ref().unwrap_or(model);
                 let inputs = model.order_inputs(given, "pass each in feeds")?;
                 model.run(inputs)
             })

@@ -271,3 +271,28 @@ def test_tune_allocator_keeps_outputs_exact_on_large_tensors():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_an_initializer_listed_as_an_input_is_a_default_feeds_may_replace():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+            helper.make_tensor_value_info("w", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [2], [10.0, 20.0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = np.array([1.0, 2.0], np.float32)
+    w = np.array([5.0, 6.0], np.float32)
+    ours = sliceops.Session(model)
+    theirs = ort.InferenceSession(model.SerializeToString())
+    for feeds in ({"x": x}, {"x": x, "w": w}):
+        want = theirs.run(None, feeds)[0]
+        got = ours.run(None, feeds)[0]
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ours.run(None, {"x": x, "w": w})[0], [6.0, 8.0])

@@ -30,6 +30,11 @@ pub fn run(
     expect: Option<&Path>,
 ) -> anyhow::Result<()> {
     let mut m = load(model)?;
+    // Inputs given for initializers listed as graph inputs replace their default values.
+    let names = inputs.iter().map(|arg| arg.split_once('=').map_or(arg.as_str(), |(n, _)| n).to_string());
+    if let Some(fed) = m.feeding(&names.collect::<Vec<_>>())? {
+        m = fed;
+    }
     super::infer::configure(&mut m, input_shapes, &[])?;
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;

@@ -10,6 +10,7 @@ mod fuse_chain;
 mod guard;
 mod memory;
 pub(crate) mod optimize;
+mod overrides;
 mod plans;
 mod prepare;
 mod types;
