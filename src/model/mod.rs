@@ -400,14 +400,37 @@ impl Model {
         let signature: Vec<(DatumType, Vec<usize>)> =
             inputs.iter().map(|t| (t.datum_type(), t.shape().to_vec())).collect();
         self.plans.get_or_make(&signature, || {
-            let analysis = self.analyse_for(&signature)?;
-            if let Some((value, why)) = analysis.unknown.iter().next() {
-                bail!("value '{value}' cannot be computed: {why}");
-            }
-            let optimized = guard("optimizing the model", || optimize::optimize(analysis.typed))?;
+            let typed = match self.kept_analysis_for(&signature) {
+                Some(kept) => kept.typed.clone(),
+                None => {
+                    let analysis = self.analyse_for(&signature)?;
+                    if let Some((value, why)) = analysis.unknown.iter().next() {
+                        bail!("value '{value}' cannot be computed: {why}");
+                    }
+                    analysis.typed
+                }
+            };
+            let optimized = guard("optimizing the model", || optimize::optimize(typed))?;
             memory::check_values(&optimized)?;
             guard("planning the model", || optimized.into_runnable())
         })
+    }
+
+    /// The kept analysis ([`Model::analyse`]), when it was made for inputs of exactly these types and
+    /// shapes (every declared dim concrete) and knows every value: analysing again for them would give
+    /// the same typed model.
+    fn kept_analysis_for(&self, signature: &[(DatumType, Vec<usize>)]) -> Option<Arc<Analysis>> {
+        let kept = self.analysis.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        if !kept.unknown.is_empty() || kept.typed.inputs.len() != signature.len() {
+            return None;
+        }
+        for (outlet, (dt, shape)) in kept.typed.inputs.iter().zip(signature) {
+            let fact = kept.typed.outlet_fact(*outlet).ok()?;
+            if fact.datum_type != *dt || fact.shape.as_concrete()? != shape.as_slice() {
+                return None;
+            }
+        }
+        Some(kept)
     }
 
     /// How many plans [`Model::run`] has made so far (one per input signature).
