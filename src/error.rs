@@ -115,6 +115,14 @@ pub enum SliceError {
         /// Bytes per element.
         elem_size: usize,
     },
+    /// More spec entries than masks have bits for.
+    #[error("{what} with {entries} entries: at most 63 are supported")]
+    TooManyMaskedEntries {
+        /// What has them (`"MXNet slice"`).
+        what: &'static str,
+        /// How many.
+        entries: usize,
+    },
     /// A parameter that must be known (for instance a shrink index on a symbolic dim) is not.
     #[error("{0}")]
     Unsupported(String),

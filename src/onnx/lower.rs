@@ -21,7 +21,7 @@
 use super::proto::{self, attribute_proto::AttributeType, NodeProto};
 use super::tensor_to_proto;
 use crate::graph::DOMAIN;
-use crate::semantics::{resolve_range, AsStrided, Clamp, SpecEntry, StridedSlice};
+use crate::semantics::{place_spec, resolve_range, AsStrided, Clamp, Placed, StridedSlice};
 use crate::view::View;
 use crate::Model;
 use anyhow::{bail, Context};
@@ -348,8 +348,7 @@ impl Lowering<'_> {
     fn strided_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).context("the data input is missing")?;
-        let masks: [i64; 5] = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
-            .map(|m| attr_int(node, m).unwrap_or(0));
+        let masks = StridedSlice::MASK_NAMES.map(|m| attr_int(node, m).unwrap_or(0));
         let (begin, end) = (input(1).context("begin is missing")?, input(2).context("end is missing")?);
         let strides = input(3);
         let (cb, ce) = (self.const_ints(&begin), self.const_ints(&end));
@@ -360,50 +359,19 @@ impl Lowering<'_> {
         let (Some(b), Some(e), Some(s)) = (cb, ce, cs.clone()) else {
             return self.runtime_strided_slice(node, &data, [&begin, &end], strides.as_deref(), cs, masks);
         };
-        let spec = StridedSlice {
-            begin: b,
-            end: e,
-            strides: Some(s),
-            begin_mask: masks[0],
-            end_mask: masks[1],
-            ellipsis_mask: masks[2],
-            new_axis_mask: masks[3],
-            shrink_axis_mask: masks[4],
-        }
-        .spec()?;
+        let spec = StridedSlice::with_masks(b, e, Some(s), masks).spec()?;
         let shape = self.shape_of(&data).context("the input's rank must be known to lower")?;
-        let rank = shape.len();
-        let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
-        if real > rank {
-            bail!("the spec indexes {real} dims but the input has rank {rank}");
-        }
-        let mut spec = spec;
-        if !spec.contains(&SpecEntry::Ellipsis) {
-            spec.push(SpecEntry::Ellipsis);
-        }
         let (mut axes, mut squeeze, mut unsqueeze) = (vec![], vec![], vec![]);
-        let (mut axis, mut out_pos) = (0usize, 0i64);
-        for entry in spec {
-            match entry {
-                SpecEntry::Ellipsis => {
-                    axis += rank - real;
-                    out_pos += (rank - real) as i64;
-                }
-                SpecEntry::NewAxis => {
-                    unsqueeze.push(out_pos);
-                    out_pos += 1;
-                }
-                SpecEntry::Index(i) => {
-                    axes.push(index_axis(axis, i, &shape[axis])?);
+        for placed in place_spec(&spec, shape.len())? {
+            match placed {
+                Placed::Whole { .. } => {}
+                Placed::NewAxis { out, .. } => unsqueeze.push(out as i64),
+                Placed::Index { axis, value, .. } => {
+                    axes.push(index_axis(axis, value, &shape[axis])?);
                     squeeze.push(axis as i64);
-                    axis += 1;
                 }
-                SpecEntry::Range(b, e, k) => {
-                    if let Some(a) = range_axis(axis, b, e, k, &shape[axis])? {
-                        axes.push(a);
-                    }
-                    axis += 1;
-                    out_pos += 1;
+                Placed::Range { axis, begin, end, step, .. } => {
+                    axes.extend(range_axis(axis, begin, end, step, &shape[axis])?);
                 }
             }
         }
