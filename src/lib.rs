@@ -31,7 +31,7 @@ pub mod semantics;
 pub mod symbolic;
 pub mod view;
 
-pub use error::{NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
+pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
 pub use graph::onnx;
 pub use model::{decode_proto, Model, ValueFact};
 pub use tract_onnx;

@@ -74,9 +74,9 @@ impl fmt::Display for Label {
 }
 
 impl Label {
-    /// Wraps a pure-layer error with this node's name and op.
-    pub fn err(&self, e: impl fmt::Display) -> TractError {
-        crate::error::NodeError::invalid(&self.node, &self.op, e)
+    /// Wraps a pure-layer error (kept typed) or a message with this node's name and op.
+    pub fn err(&self, e: impl Into<crate::error::Cause>) -> TractError {
+        crate::error::NodeError::of_kind(&self.node, &self.op, crate::error::NodeErrorKind::Invalid, e)
     }
 
     /// An output of this node that cannot be decided before running, for the reason `e`.
