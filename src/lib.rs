@@ -32,6 +32,6 @@ pub mod symbolic;
 pub mod view;
 
 pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
-pub use graph::onnx;
+pub use graph::onnx_parser;
 pub use model::{decode_proto, Model, ValueFact};
 pub use tract_onnx;

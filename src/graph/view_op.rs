@@ -4,8 +4,7 @@
 //! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
 //! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
 
-use super::patterns::{label_of, step_of};
-use super::step::{chain_output_shape, compose_chain, run_chain, Chain};
+use super::step::{chain_output_shape, compose_chain, run_chain, Chain, Label, SliceStep};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::konst::Const;
@@ -69,7 +68,7 @@ impl TypedOp for ViewOp {
         let prec = model.node(node.inputs[0].node);
         let before = match prec.op_as::<ViewOp>() {
             Some(before) => Some(before.chain.clone()),
-            None => step_of(prec).map(|step| vec![(label_of(prec), step)]),
+            None => SliceStep::of_typed(prec).map(|step| vec![(Label::of_typed(prec), step)]),
         };
         if let Some(mut chain) = before {
             if prec.inputs.len() == 1 {
@@ -79,9 +78,9 @@ impl TypedOp for ViewOp {
         }
         // An axis change or slice of tract's reading this view joins it.
         if let Some(succ) = model.single_succ(node.id)? {
-            if let Some(step) = step_of(succ) {
+            if let Some(step) = SliceStep::of_typed(succ) {
                 let mut chain = self.chain.clone();
-                chain.push((label_of(succ), step));
+                chain.push((Label::of_typed(succ), step));
                 let mut patch = TypedModelPatch::default();
                 let input = patch.tap_model(model, node.inputs[0])?;
                 let wire = patch.wire_node(&succ.name, ViewOp { chain }, &[input])?[0];
