@@ -4,6 +4,14 @@
 //! (new-axis bit), the integer `begin[i]` (shrink bit), or `begin[i]:end[i]:strides[i]` with a bound
 //! omitted under its mask bit. A spec shorter than the rank ends in an implicit `...`.
 //!
+//! Reading the masks, entry by entry: the ellipsis bit wins over the new-axis bit, which wins over
+//! the shrink bit; `begin_mask` and `end_mask` matter only on a range entry; bits past the spec's
+//! length are ignored; masks must be non-negative and at most one ellipsis bit may be set among the
+//! entries. A stride of 0 is an error, on any entry but the ellipsis and new axes, and a shrunk entry
+//! needs a positive stride. The index of a shrunk entry must lie in `[-dim, dim)`; range bounds clamp
+//! as Python's `slice.indices` does ([`Clamp::Python`]). Indices and ranges together consume at
+//! most `rank` input axes; new axes and the ellipsis consume none.
+//!
 //! MindSpore's own CPU kernel departs from numpy for some masks (it applies begin_mask to shrunk axes,
 //! among others); we follow numpy, as TensorFlow does.
 
