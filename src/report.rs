@@ -79,7 +79,7 @@ pub fn values_text(t: &Tensor, limit: usize) -> anyhow::Result<String> {
 
 /// One line describing an error: the [`NodeError`](crate::NodeError) in its chain when it has one;
 /// else a tract context that names a node (`Failed analyse for node #3 "x" Pad`, `Evaluating #3 "x"
-/// Pad`, read by [`tract_node`]) rewritten in that form with the causes after it; else the whole chain.
+/// Pad`, read by `tract_node`) rewritten in that form with the causes after it; else the whole chain.
 pub fn describe_error(e: &anyhow::Error) -> String {
     // tract's advice names its own API; ours is a flag.
     let ours = |m: String| {

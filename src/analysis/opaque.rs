@@ -22,7 +22,7 @@ pub struct Opaque {
     /// Why the node's own rule could not be used.
     pub reason: String,
     /// Whether the node is evaluated only when a plan runs, never out of one (constant folding,
-    /// analysis): its output is over the analysis budget ([`super::budget`]).
+    /// analysis): its output is over the analysis budget (`budget.rs`).
     pub deferred: bool,
 }
 

@@ -36,7 +36,7 @@ pub struct Fallback {
     /// Whether its outputs are typed (as an opaque node) or unknown.
     pub typed: bool,
     /// Whether the node was deferred for its size (typed exactly, computed only when a plan runs:
-    /// [`super::budget`]) rather than for a rule that failed.
+    /// `budget.rs`) rather than for a rule that failed.
     pub deferred: bool,
 }
 
