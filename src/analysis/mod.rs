@@ -2,7 +2,7 @@
 //!
 //! An analysis starts from the graph inputs, bound to what the model declares ([`Binding::Declared`],
 //! symbolic dims included) or to the tensors a run is given ([`Binding::Concrete`]), and translates
-//! the model into tract's typed form node by node ([`translate`]). It never gives up on the whole
+//! the model into tract's typed form node by node (`translate.rs`). It never gives up on the whole
 //! graph: a node no rule can type keeps going with fresh symbols, dims the model requires equal are
 //! unified and reported as [`Requirement`]s, and each symbol's origin is recorded ([`SymbolInfo`]).
 

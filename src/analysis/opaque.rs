@@ -22,7 +22,7 @@ pub struct Opaque {
     /// Why the node's own rule could not be used.
     pub reason: String,
     /// Whether the node is evaluated only when a plan runs, never out of one (constant folding,
-    /// analysis): its output is over the analysis budget ([`super::budget`]).
+    /// analysis): its output is over the analysis budget (`budget.rs`).
     pub deferred: bool,
 }
 
@@ -73,28 +73,23 @@ impl EvalOp for Opaque {
 impl Opaque {
     /// The outputs must have the types and ranks analysis gave them.
     fn check(&self, outputs: &[TValue]) -> TractResult<()> {
-        ensure!(
-            outputs.len() == self.facts.len(),
-            "node '{}' ({}): produced {} outputs, expected {}",
-            self.node,
-            self.op.name(),
-            outputs.len(),
-            self.facts.len()
-        );
+        let failed = |message: String| crate::NodeError::failed(&self.node, self.op.name(), message);
+        if outputs.len() != self.facts.len() {
+            return Err(failed(format!("produced {} outputs, expected {}", outputs.len(), self.facts.len())));
+        }
         for (ix, (o, f)) in outputs.iter().zip(&self.facts).enumerate() {
             let same_type = o.datum_type() == f.datum_type
                 || (o.datum_type().is_tdim() && f.datum_type == DatumType::I64)
                 || (o.datum_type() == DatumType::I64 && f.datum_type.is_tdim());
-            ensure!(
-                same_type && o.rank() == f.rank(),
-                "node '{}' ({}): output {ix} is {:?} of rank {}, analysis expected {:?} of rank {}",
-                self.node,
-                self.op.name(),
-                o.datum_type(),
-                o.rank(),
-                f.datum_type,
-                f.rank()
-            );
+            if !same_type || o.rank() != f.rank() {
+                return Err(failed(format!(
+                    "output {ix} is {:?} of rank {}, analysis expected {:?} of rank {}",
+                    o.datum_type(),
+                    o.rank(),
+                    f.datum_type,
+                    f.rank()
+                )));
+            }
         }
         Ok(())
     }

@@ -36,7 +36,7 @@ pub struct Fallback {
     /// Whether its outputs are typed (as an opaque node) or unknown.
     pub typed: bool,
     /// Whether the node was deferred for its size (typed exactly, computed only when a plan runs:
-    /// [`super::budget`]) rather than for a rule that failed.
+    /// `budget.rs`) rather than for a rule that failed.
     pub deferred: bool,
 }
 
@@ -184,7 +184,7 @@ impl Translator<'_> {
                 rollback(&mut self.target, mark);
                 // The reason without the node's own name, which the fallback carries already.
                 let reason = match crate::error::NodeError::find(&e) {
-                    Some(n) if n.node == node.name => n.message.clone(),
+                    Some(n) if n.node == node.name => n.cause.to_string(),
                     _ => crate::report::describe_error(&e),
                 };
                 match self.opaque(node, &op_type, &reason)? {

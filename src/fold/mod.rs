@@ -5,16 +5,16 @@
 //! opset imports, functions, training info, nodes of unknown domains, subgraphs) is written back as it
 //! was read.
 //!
-//! - [`constants`]: nodes whose outputs analysis computed become initializers, under a size rule
+//! - `constants`: nodes whose outputs analysis computed become initializers, under a size rule
 //!   that never inflates the file;
-//! - [`reshape`]: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s and
+//! - `reshape`: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s and
 //!   `Unsqueeze`s merge;
-//! - [`noops`]: nodes returning their input unchanged, and pairs undoing each other, go;
-//! - [`cse`]: repeated nodes (same op, attributes and inputs) merge;
-//! - [`fuse`] (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
+//! - `noops`: nodes returning their input unchanged, and pairs undoing each other, go;
+//! - `cse`: repeated nodes (same op, attributes and inputs) merge;
+//! - `fuse` (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
 //!   a per-channel `Add` into the `Conv` bias;
-//! - [`dead`]: what nothing reads goes;
-//! - [`annotate`]: a type and shape on every value.
+//! - `dead`: what nothing reads goes;
+//! - `annotate`: a type and shape on every value.
 
 mod annotate;
 mod constants;
@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// Values up to this many bytes are computed during analysis, to be folded (the size rule of
-/// [`constants`] then decides what is written).
+/// `constants` then decides what is written).
 pub const FOLD_BYTES: u64 = 16 << 20;
 
 /// At most this many rounds of analysis and rewriting.

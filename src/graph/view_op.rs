@@ -4,8 +4,7 @@
 //! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
 //! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
 
-use super::patterns::{label_of, step_of};
-use super::step::{chain_output_shape, compose_chain, run_chain, Chain};
+use super::step::{chain_output_shape, compose_chain, run_chain, Chain, Label, SliceStep};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::konst::Const;
@@ -71,7 +70,7 @@ impl TypedOp for ViewOp {
         let prec = model.node(node.inputs[0].node);
         let before = match prec.op_as::<ViewOp>() {
             Some(before) => Some(before.chain.clone()),
-            None => step_of(prec).map(|step| vec![(label_of(prec), step)]),
+            None => SliceStep::of_typed(prec).map(|step| vec![(Label::of_typed(prec), step)]),
         };
         let (after, last) = views_after(model, node)?;
         let (mut chain, input) = match before {
@@ -101,8 +100,8 @@ fn views_after(model: &TypedModel, from: &TypedNode) -> TractResult<(Chain, usiz
         }
         match succ.op_as::<ViewOp>() {
             Some(view) => chain.extend(view.chain.iter().cloned()),
-            None => match step_of(succ) {
-                Some(step) => chain.push((label_of(succ), step)),
+            None => match SliceStep::of_typed(succ) {
+                Some(step) => chain.push((Label::of_typed(succ), step)),
                 None => break,
             },
         }

@@ -5,7 +5,6 @@
 //! before the allocation. Before a plan runs, every value whose shape is known is weighed against
 //! [`value_limit`]; values whose size is known only while running are not checked.
 
-use anyhow::bail;
 use tract_onnx::prelude::*;
 
 /// The most bytes one value may take: the physical memory, or the room left under the process's
@@ -29,14 +28,13 @@ pub fn check_values(model: &TypedModel) -> anyhow::Result<()> {
             let bytes = crate::analysis::bytes_of(dims, fact.datum_type);
             if bytes.is_none_or(|b| b > limit) {
                 let size = bytes.map_or_else(|| "more bytes than can be counted".to_string(), |b| format!("{b} bytes"));
-                let output = if node.outputs.len() > 1 { format!(" output {slot}") } else { String::new() };
-                bail!(
-                    "node '{}' ({}){output}: a {:?} value of shape {dims:?} would take {size}, more than this \
-                     process can allocate ({limit} bytes)",
-                    node.name,
-                    node.op.name(),
+                let output = if node.outputs.len() > 1 { format!("output {slot}: ") } else { String::new() };
+                let message = format!(
+                    "{output}a {:?} value of shape {dims:?} would take {size}, more than this process can allocate \
+                     ({limit} bytes)",
                     fact.datum_type
                 );
+                return Err(crate::NodeError::failed(&node.name, node.op.name(), message));
             }
         }
     }

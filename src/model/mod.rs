@@ -117,7 +117,7 @@ impl Model {
         let proxies = types::replace(&mut typed_proto)?;
         let prepared = prepare::for_tract(&typed_proto);
         let graph = typed_proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
-        let parsed = guard("parsing the model", || graph::onnx().parse(&prepared, dir))?;
+        let parsed = guard("parsing the model", || graph::onnx_parser().parse(&prepared, dir))?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
         }

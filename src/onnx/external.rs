@@ -7,7 +7,7 @@
 
 use super::proto::{self, tensor_proto::DataLocation};
 use crate::io::atomic::{AtomicFile, Staged};
-use crate::load::inline_tensor;
+use crate::load::{for_each_tensor, inline_tensor};
 use anyhow::Context;
 use prost::Message;
 use std::io::Write;
@@ -37,52 +37,6 @@ pub enum Placement {
         /// How many tensors it holds.
         tensors: usize,
     },
-}
-
-/// Calls `f` on every tensor of a model: initializers, sparse initializers and attribute tensors of
-/// the main graph, its subgraphs, training graphs and functions (attribute defaults included). An
-/// explicit stack walks the subgraphs.
-fn for_each_tensor(
-    model: &mut proto::ModelProto,
-    f: &mut dyn FnMut(&mut proto::TensorProto) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut graphs: Vec<&mut proto::GraphProto> = model.graph.iter_mut().collect();
-    for t in model.training_info.iter_mut() {
-        graphs.extend(t.initialization.iter_mut().chain(t.algorithm.iter_mut()));
-    }
-    let mut attributes: Vec<&mut proto::AttributeProto> = vec![];
-    for func in model.functions.iter_mut() {
-        let proto::FunctionProto { node, attribute_proto, .. } = func;
-        attributes.extend(attribute_proto.iter_mut());
-        attributes.extend(node.iter_mut().flat_map(|n| n.attribute.iter_mut()));
-    }
-    loop {
-        if let Some(attr) = attributes.pop() {
-            let proto::AttributeProto { t, tensors, sparse_tensor, sparse_tensors, g, graphs: subgraphs, .. } = attr;
-            for tensor in t.iter_mut().chain(tensors.iter_mut()) {
-                f(tensor)?;
-            }
-            for sparse in sparse_tensor.iter_mut().chain(sparse_tensors.iter_mut()) {
-                for tensor in sparse.values.iter_mut().chain(sparse.indices.iter_mut()) {
-                    f(tensor)?;
-                }
-            }
-            graphs.extend(g.iter_mut().chain(subgraphs.iter_mut()));
-        } else if let Some(graph) = graphs.pop() {
-            let proto::GraphProto { node, initializer, sparse_initializer, .. } = graph;
-            for tensor in initializer.iter_mut() {
-                f(tensor)?;
-            }
-            for sparse in sparse_initializer.iter_mut() {
-                for tensor in sparse.values.iter_mut().chain(sparse.indices.iter_mut()) {
-                    f(tensor)?;
-                }
-            }
-            attributes.extend(node.iter_mut().flat_map(|n| n.attribute.iter_mut()));
-        } else {
-            return Ok(());
-        }
-    }
 }
 
 /// Reads every external tensor of `model` from `input_dir` into the model; then, if the model encodes

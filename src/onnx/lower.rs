@@ -21,9 +21,10 @@
 use super::proto::{self, attribute_proto::AttributeType, NodeProto};
 use super::tensor_to_proto;
 use crate::graph::DOMAIN;
-use crate::semantics::{resolve_range, AsStrided, Clamp, SpecEntry, StridedSlice};
+use crate::semantics::{place_spec, resolve_range, AsStrided, Clamp, Placed, StridedSlice};
 use crate::view::View;
 use crate::Model;
+use crate::{NodeError, NodeErrorKind, SliceError};
 use anyhow::{bail, Context};
 use prost::Message;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -144,13 +145,13 @@ pub fn lower_model(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<(proto::M
                 "AsStrided" => "AsStrided rewritten",
                 _ => "ATen as_strided rewritten",
             };
-            nodes.extend(lw.lower_node(&node)?);
+            nodes.extend(lw.lower_node(&node).map_err(|e| at_node(&node, e))?);
             *report.changes.entry(kind).or_default() += 1;
-        } else if let Some(resolved) = lw.resolve_standard_slice(&node, opset)? {
+        } else if let Some(resolved) = lw.resolve_standard_slice(&node, opset).map_err(|e| at_node(&node, e))? {
             nodes.extend(resolved);
             *report.changes.entry("standard Slice bounds written resolved").or_default() += 1;
         } else if opset < TARGET_OPSET {
-            let raised = lw.raise_opset(node.clone(), opset)?;
+            let raised = lw.raise_opset(node.clone(), opset).map_err(|e| at_node(&node, e))?;
             if raised.len() != 1 || raised[0] != node {
                 *report.changes.entry("nodes rewritten in their opset-13 form").or_default() += 1;
             }
@@ -214,6 +215,26 @@ fn is_ours(node: &NodeProto) -> bool {
         || (op == "ATen" && aten_operator(node) == Some("as_strided"))
 }
 
+/// A node's name, or its first output's when it has none (as everywhere in sliceops).
+fn node_name(node: &NodeProto) -> String {
+    node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default()
+}
+
+/// An error lowering `node`, as a [`NodeError`] naming it: a pure-layer error kept typed, any other
+/// with its whole chain.
+fn at_node(node: &NodeProto, e: anyhow::Error) -> anyhow::Error {
+    if NodeError::find(&e).is_some() {
+        return e;
+    }
+    let (name, op) = (node_name(node), node.op_type.clone().unwrap_or_default());
+    if e.chain().count() == 1 {
+        if let Some(slice) = e.downcast_ref::<SliceError>() {
+            return NodeError::of_kind(name, op, NodeErrorKind::Invalid, slice.clone());
+        }
+    }
+    NodeError::invalid(name, op, format!("{e:#}"))
+}
+
 fn aten_operator(node: &NodeProto) -> Option<&str> {
     node.attribute
         .iter()
@@ -255,17 +276,9 @@ struct Lowering<'a> {
 type SliceAxis = (i64, i64, i64, i64);
 
 impl Lowering<'_> {
-    fn label(node: &NodeProto) -> String {
-        let name =
-            node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default();
-        format!("node '{name}' ({})", node.op_type.as_deref().unwrap_or(""))
-    }
-
     fn fresh(&mut self, node: &NodeProto, what: &str) -> String {
         self.counter += 1;
-        let base =
-            node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default();
-        format!("{base}__lower_{what}_{}", self.counter)
+        format!("{}__lower_{what}_{}", node_name(node), self.counter)
     }
 
     fn init_i64(&mut self, node: &NodeProto, what: &str, values: &[i64]) -> anyhow::Result<String> {
@@ -317,28 +330,23 @@ impl Lowering<'_> {
     }
 
     fn lower_node(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(node);
         match node.op_type.as_deref().unwrap_or("") {
-            "StridedSlice" => self.strided_slice(node).map_err(|e| anyhow::anyhow!("{label}: {e:#}")),
+            "StridedSlice" => self.strided_slice(node),
             "Slice" => self.paddle_slice(node),
             "AsStrided" => {
-                let size = attr_ints(node, "size").with_context(|| format!("{label}: attribute size is missing"))?;
-                let stride =
-                    attr_ints(node, "stride").with_context(|| format!("{label}: attribute stride is missing"))?;
+                let size = attr_ints(node, "size").context("attribute size is missing")?;
+                let stride = attr_ints(node, "stride").context("attribute stride is missing")?;
                 let offset = attr_ints(node, "offset").and_then(|v| v.first().copied()).unwrap_or(0);
                 self.as_strided(node, AsStrided { size, stride, offset })
             }
             _ => {
                 let get = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).and_then(|n| self.const_ints(n));
                 let (Some(size), Some(stride)) = (get(1), get(2)) else {
-                    bail!("{label}: size and stride must be constants to lower as_strided");
+                    bail!("size and stride must be constants to lower as_strided");
                 };
                 let offset = match node.input.get(3).filter(|s| !s.is_empty()) {
                     None => 0,
-                    Some(_) => *get(3)
-                        .with_context(|| format!("{label}: storage_offset must be a constant"))?
-                        .first()
-                        .unwrap_or(&0),
+                    Some(_) => *get(3).context("storage_offset must be a constant")?.first().unwrap_or(&0),
                 };
                 self.as_strided(node, AsStrided { size, stride, offset })
             }
@@ -348,8 +356,7 @@ impl Lowering<'_> {
     fn strided_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).context("the data input is missing")?;
-        let masks: [i64; 5] = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
-            .map(|m| attr_int(node, m).unwrap_or(0));
+        let masks = StridedSlice::MASK_NAMES.map(|m| attr_int(node, m).unwrap_or(0));
         let (begin, end) = (input(1).context("begin is missing")?, input(2).context("end is missing")?);
         let strides = input(3);
         let (cb, ce) = (self.const_ints(&begin), self.const_ints(&end));
@@ -360,50 +367,19 @@ impl Lowering<'_> {
         let (Some(b), Some(e), Some(s)) = (cb, ce, cs.clone()) else {
             return self.runtime_strided_slice(node, &data, [&begin, &end], strides.as_deref(), cs, masks);
         };
-        let spec = StridedSlice {
-            begin: b,
-            end: e,
-            strides: Some(s),
-            begin_mask: masks[0],
-            end_mask: masks[1],
-            ellipsis_mask: masks[2],
-            new_axis_mask: masks[3],
-            shrink_axis_mask: masks[4],
-        }
-        .spec()?;
+        let spec = StridedSlice::with_masks(b, e, Some(s), masks).spec()?;
         let shape = self.shape_of(&data).context("the input's rank must be known to lower")?;
-        let rank = shape.len();
-        let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
-        if real > rank {
-            bail!("the spec indexes {real} dims but the input has rank {rank}");
-        }
-        let mut spec = spec;
-        if !spec.contains(&SpecEntry::Ellipsis) {
-            spec.push(SpecEntry::Ellipsis);
-        }
         let (mut axes, mut squeeze, mut unsqueeze) = (vec![], vec![], vec![]);
-        let (mut axis, mut out_pos) = (0usize, 0i64);
-        for entry in spec {
-            match entry {
-                SpecEntry::Ellipsis => {
-                    axis += rank - real;
-                    out_pos += (rank - real) as i64;
-                }
-                SpecEntry::NewAxis => {
-                    unsqueeze.push(out_pos);
-                    out_pos += 1;
-                }
-                SpecEntry::Index(i) => {
-                    axes.push(index_axis(axis, i, &shape[axis])?);
+        for placed in place_spec(&spec, shape.len())? {
+            match placed {
+                Placed::Whole { .. } => {}
+                Placed::NewAxis { out, .. } => unsqueeze.push(out as i64),
+                Placed::Index { axis, value, .. } => {
+                    axes.push(index_axis(axis, value, &shape[axis])?);
                     squeeze.push(axis as i64);
-                    axis += 1;
                 }
-                SpecEntry::Range(b, e, k) => {
-                    if let Some(a) = range_axis(axis, b, e, k, &shape[axis])? {
-                        axes.push(a);
-                    }
-                    axis += 1;
-                    out_pos += 1;
+                Placed::Range { axis, begin, end, step, .. } => {
+                    axes.extend(range_axis(axis, begin, end, step, &shape[axis])?);
                 }
             }
         }
@@ -462,10 +438,9 @@ impl Lowering<'_> {
     }
 
     fn paddle_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(node);
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
-        let data = input(0).with_context(|| format!("{label}: the data input is missing"))?;
-        let axes = attr_ints(node, "axes").with_context(|| format!("{label}: attribute axes is missing"))?;
+        let data = input(0).context("the data input is missing")?;
+        let axes = attr_ints(node, "axes").context("attribute axes is missing")?;
         // Paddle's slice clamps as ONNX's does: with constant parameters over known dims, the bounds are
         // written resolved, as for a standard Slice.
         let constant = |slot: usize, role: &str| match input(slot) {
@@ -499,7 +474,7 @@ impl Lowering<'_> {
                     self.init_i64(node, role, &v)?
                 }
                 (None, Some(v)) => self.init_i64(node, role, &v)?,
-                (None, None) => bail!("{label}: {role} is missing"),
+                (None, None) => bail!("{role} is missing"),
             };
             args.push(name);
         }
@@ -536,18 +511,12 @@ impl Lowering<'_> {
     }
 
     fn as_strided(&mut self, node: &NodeProto, op: AsStrided) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(node);
-        op.check().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
-        let data = node
-            .input
-            .first()
-            .filter(|s| !s.is_empty())
-            .cloned()
-            .with_context(|| format!("{label}: the data input is missing"))?;
+        op.check()?;
+        let data = node.input.first().filter(|s| !s.is_empty()).cloned().context("the data input is missing")?;
         if let Some(shape) = self.shape_of(&data) {
             let dims: Option<Vec<i64>> = shape.iter().map(|d| d.as_i64()).collect();
             if let Some(dims) = dims {
-                op.resolve(&dims).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+                op.resolve(&dims)?;
             }
         }
         let view = View::<i64> {
@@ -576,13 +545,13 @@ impl Lowering<'_> {
             return Ok(nodes);
         }
         // Every index of the table lies within the view's extent, which must fit i64.
-        view.index_range().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        view.index_range()?;
         let shape: Vec<usize> = op.size.iter().map(|&s| s as usize).collect();
         if !crate::kernel::representable(&shape, 8) {
-            bail!("{label}: an index table of shape {shape:?} cannot be represented");
+            bail!("an index table of shape {shape:?} cannot be represented");
         }
         if numel as usize > MAX_TABLE {
-            bail!("{label}: as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
+            bail!("as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
         }
         // The table: offset + Σ j_k * stride_k for every output index, shaped like the output.
         let mut table = Vec::with_capacity(numel as usize);
@@ -590,7 +559,7 @@ impl Lowering<'_> {
         for _ in 0..numel {
             let flat_ix =
                 index.iter().zip(&op.stride).try_fold(op.offset, |acc, (j, s)| acc.checked_add(j.checked_mul(*s)?));
-            table.push(flat_ix.with_context(|| format!("{label}: an index of the view overflows i64"))?);
+            table.push(flat_ix.context("an index of the view overflows i64")?);
             for k in (0..index.len()).rev() {
                 index[k] += 1;
                 if index[k] < op.size[k] {
@@ -639,7 +608,7 @@ impl Lowering<'_> {
             })
             .collect();
         let slice = crate::semantics::Slice { starts, ends, axes, steps };
-        let Some(resolved) = self.resolved_axes(node, &data, slice)? else { return Ok(None) };
+        let Some(resolved) = self.resolved_axes(&data, slice)? else { return Ok(None) };
         if resolved == written {
             // Written resolved already (a lowered model lowered again).
             return Ok(None);
@@ -655,23 +624,18 @@ impl Lowering<'_> {
         data: &str,
         slice: crate::semantics::Slice,
     ) -> anyhow::Result<Option<Vec<NodeProto>>> {
-        let Some(axes) = self.resolved_axes(node, data, slice)? else { return Ok(None) };
+        let Some(axes) = self.resolved_axes(data, slice)? else { return Ok(None) };
         let slice = self.slice_inits(node, &axes)?;
         self.emit_slice_chain(node, data, vec![], slice, vec![], vec![]).map(Some)
     }
 
     /// The resolved Slice axes of `slice` over `data`, when `data`'s dims are known.
-    fn resolved_axes(
-        &self,
-        node: &NodeProto,
-        data: &str,
-        slice: crate::semantics::Slice,
-    ) -> anyhow::Result<Option<Vec<SliceAxis>>> {
+    fn resolved_axes(&self, data: &str, slice: crate::semantics::Slice) -> anyhow::Result<Option<Vec<SliceAxis>>> {
         let Some(dims) = self.shape_of(data).and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
         else {
             return Ok(None);
         };
-        let sel = slice.resolve(&dims).map_err(|e| anyhow::anyhow!("{}: {e}", Self::label(node)))?;
+        let sel = slice.resolve(&dims)?;
         let mut axes = vec![];
         for out in &sel.out {
             if let crate::view::OutAxis::Range { axis, start, step, len } = out {
@@ -683,7 +647,6 @@ impl Lowering<'_> {
 
     /// A standard node of a model below opset 13, in its opset-13 form.
     fn raise_opset(&mut self, mut node: NodeProto, opset: i64) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(&node);
         let domain = node.domain.clone().unwrap_or_default();
         if !(domain.is_empty() || domain == "ai.onnx") {
             return Ok(vec![node]);
@@ -696,10 +659,14 @@ impl Lowering<'_> {
                     n.attribute.retain(|a| a.name.as_deref() != Some(name));
                     v
                 };
-                let starts = take(&mut node, "starts").with_context(|| format!("{label}: attribute starts is missing"))?;
-                let ends = take(&mut node, "ends").with_context(|| format!("{label}: attribute ends is missing"))?;
+                let starts = take(&mut node, "starts").context("attribute starts is missing")?;
+                let ends = take(&mut node, "ends").context("attribute ends is missing")?;
                 let axes = take(&mut node, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
-                let (s, e, a) = (self.init_i64(&node, "starts", &starts)?, self.init_i64(&node, "ends", &ends)?, self.init_i64(&node, "axes", &axes)?);
+                let (s, e, a) = (
+                    self.init_i64(&node, "starts", &starts)?,
+                    self.init_i64(&node, "ends", &ends)?,
+                    self.init_i64(&node, "axes", &axes)?,
+                );
                 node.input.extend([s, e, a]);
                 Ok(vec![node])
             }
@@ -713,7 +680,10 @@ impl Lowering<'_> {
             }
             "Slice" => Ok(vec![node]),
             other if STABLE_TO_13.contains(&other) => Ok(vec![node]),
-            other => bail!("{label}: the model's opset {opset} is below 13 and {other} may mean something else at opset 13; lowering would change it"),
+            other => bail!(
+                "the model's opset {opset} is below 13 and {other} may mean something else at opset 13; \
+                 lowering would change it"
+            ),
         }
     }
 }
@@ -782,7 +752,10 @@ fn range_axis(axis: usize, b: Option<i64>, e: Option<i64>, k: i64, dim: &TDim) -
     // Symbolic dim: the bounds as they are. They mean the same under both rules except for a negative
     // step starting below -dim, which Python makes empty and ONNX starts at 0.
     if k < 0 && b.is_some_and(|b| b < -1) {
-        bail!("cannot lower {b:?}:{e:?}:{k} on symbolic axis {axis} exactly: a negative step from below -dim is empty in numpy but not in ONNX");
+        bail!(
+            "cannot lower {b:?}:{e:?}:{k} on symbolic axis {axis} exactly: a negative step from below -dim is \
+             empty in numpy but not in ONNX"
+        );
     }
     let start = b.unwrap_or(if k > 0 { 0 } else { i64::MAX });
     let end = e.unwrap_or(if k > 0 { i64::MAX } else { i64::MIN });
