@@ -197,6 +197,10 @@ def compare(got, want, rtol, atol):
 
 
 def first_line(text):
+    """The first `error:` line of a message, else its first line."""
+    for line in text.splitlines():
+        if line.startswith("error:"):
+            return line.strip()[:300]
     for line in text.splitlines():
         if line.strip():
             return line.strip()[:300]
