@@ -412,7 +412,8 @@ def main():
     for m in skipped:
         key = re.sub(r"'[^']*'", "", m["skip"]).strip()
         skip_causes[key] = skip_causes.get(key, 0) + 1
-    print("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(skip_causes.items(), key=lambda kv: -kv[1])))
+    by_count = sorted(skip_causes.items(), key=lambda kv: -kv[1])
+    print("  skipped: " + (", ".join(f"{k} {v}" for k, v in by_count) or "none"))
     print(f"  run:   sliceops {len(passing('run'))}" + (
         "" if args.no_reference else f", onnxruntime {len(passing('ort'))}"))
     print(f"  infer: sliceops {len(passing('infer'))}" + (
