@@ -219,14 +219,17 @@ impl InferenceOp for ParamNode {
         let exact = shapes.iter().all(|s| s.iter().all(Option::is_some));
         let params_known = (0..inputs.len()).filter(|i| self.rule.is_param(*i)).all(|i| facts[i].konst.is_some());
         if params_known {
-            // tract's own op, in a copy of the model: when it cannot take symbolic values, the rule's.
+            // tract's own op, in a copy of the model. Constant integers are tract's to type (what it
+            // refuses stays refused); when it cannot take symbolic values, the rule's exact dims.
+            let symbolic =
+                (0..inputs.len()).filter(|i| self.rule.is_param(*i)).any(|i| !matches!(inlets[i].ints(), Ok(Some(_))));
             let mut attempt = target.clone();
             match self.stock.to_typed(source, node, &mut attempt, mapping) {
                 Ok(outlets) => {
                     *target = attempt;
                     return Ok(outlets);
                 }
-                Err(e) if !exact => return Err(e),
+                Err(e) if !exact || !symbolic => return Err(e),
                 Err(_) => {}
             }
         }
@@ -296,7 +299,8 @@ impl Eq for ParamOp {}
 
 impl Op for ParamOp {
     fn name(&self) -> StaticName {
-        format!("Param({})", self.op).into()
+        // Errors from the plan name the node's op as the model does.
+        self.op.clone().into()
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
