@@ -1,6 +1,6 @@
 //! `sliceops run` and `sliceops bench`.
 
-use super::inputs::load_inputs;
+use super::inputs::{load_inputs, split_pair};
 use super::Format;
 use anyhow::Context;
 use sliceops::io::atomic::{commit_all, AtomicFile};
@@ -31,8 +31,10 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let mut m = load(model)?;
     // Inputs given for initializers listed as graph inputs replace their default values.
-    let names = inputs.iter().map(|arg| arg.split_once('=').map_or(arg.as_str(), |(n, _)| n).to_string());
-    if let Some(fed) = m.feeding(&names.collect::<Vec<_>>())? {
+    // A malformed argument is reported by `load_inputs`, after the options it has always come after.
+    let names: Vec<String> =
+        inputs.iter().filter_map(|arg| split_pair(arg, "--input").ok()).map(|(name, _)| name.to_string()).collect();
+    if let Some(fed) = m.feeding(&names)? {
         m = fed;
     }
     super::infer::configure(&mut m, input_shapes, &[])?;
