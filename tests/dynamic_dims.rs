@@ -145,6 +145,39 @@ fn a_float_range_over_a_dim_has_that_length() {
 }
 
 #[test]
+fn float_size_arithmetic_over_a_dim_tract_cannot_sign_is_followed() {
+    // EfficientNet's SAME padding is computed in floats (`ceil(float(d) / 2)`) from a dim that tract
+    // writes with negative terms: here `d = W - 2*(W/2)`, the length of `x[:, 2*(W//2):]`. Only the
+    // fact that `d` is some tensor's dim tells that it is not negative (floor and truncation agree).
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::S("W")])
+        .init_i64("one", &[1])
+        .init_i64("zero", &[0])
+        .init_i64("end", &[i64::MAX])
+        .init("two", DataType::Int64, &[], 2i64.to_le_bytes().to_vec())
+        .init_f32("twof", &[], &[2.0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "one"], &["w"], vec![("axis", A::I(0))])
+        .node("Div", "", "half", &["w", "two"], &["h"], vec![])
+        .node("Mul", "", "even", &["h", "two"], &["e"], vec![])
+        .node("Slice", "", "tail", &["x", "e", "end", "one"], &["t"], vec![])
+        .node("Shape", "", "shape2", &["t"], &["s2"], vec![])
+        .node("Gather", "", "gather2", &["s2", "one"], &["d"], vec![("axis", A::I(0))])
+        .node("Cast", "", "tofloat", &["d"], &["df"], vec![("to", A::I(DataType::Float as i64))])
+        .node("Div", "", "halff", &["df", "twof"], &["q"], vec![])
+        .node("Ceil", "", "ceil", &["q"], &["c"], vec![])
+        .node("Cast", "", "toint", &["c"], &["ci"], vec![("to", A::I(DataType::Int64 as i64))])
+        .node("ConstantOfShape", "", "fill", &["ci"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "t"), "t: float32 [1, W-2*(W/2)]");
+    assert_eq!(shape_of(&m, "y"), "y: float32 [(W-2*(W/2)+1)/2]");
+    assert_eq!(m.run(vec![f32_tensor(&[1, 5])]).unwrap()[0].1.shape(), &[1]);
+    assert_eq!(m.run(vec![f32_tensor(&[1, 6])]).unwrap()[0].1.shape(), &[0]);
+}
+
+#[test]
 fn an_integer_range_over_a_dim_is_not_max_t_0() {
     // Range(0, T, 1) has length T (a dim is never negative), so a Reshape to [T, 1] types.
     let bytes = Builder::new(13)

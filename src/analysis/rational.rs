@@ -79,19 +79,19 @@ impl Rat {
     }
 
     /// `floor(self)`, for a numerator that is provably non-negative.
-    fn floor(&self) -> Option<TDim> {
+    fn floor(&self, dims: &Dims) -> Option<TDim> {
         if self.den == 1 {
             return Some(self.num.clone());
         }
-        non_negative(&self.num).then(|| (self.num.clone() / self.den as u64).simplify())
+        non_negative(&self.num, dims).then(|| (self.num.clone() / self.den as u64).simplify())
     }
 
     /// `ceil(self)`, for a numerator that is provably non-negative.
-    fn ceil(&self) -> Option<TDim> {
+    fn ceil(&self, dims: &Dims) -> Option<TDim> {
         if self.den == 1 {
             return Some(self.num.clone());
         }
-        non_negative(&self.num).then(|| self.num.clone().div_ceil(self.den as u64).simplify())
+        non_negative(&self.num, dims).then(|| self.num.clone().div_ceil(self.den as u64).simplify())
     }
 
     /// The same value with the denominator's common factor with every coefficient removed.
@@ -107,14 +107,21 @@ impl Rat {
     }
 }
 
-/// Whether `d >= 0` for every value of its symbols: tract's proof, or a `max` with a non-negative
-/// term (a `Clip` at 0), a `min` or sum of non-negative terms.
-fn non_negative(d: &TDim) -> bool {
+/// Which dim expressions are known to be non-negative because some tensor of the model has them as
+/// a dim (a size is never negative, however tract writes it: `(W-8*((W+3)/4)+...)/16` is one).
+pub type Dims = std::collections::HashSet<TDim>;
+
+/// Whether `d >= 0` for every value of its symbols: a dim of some tensor, tract's proof, or a `max`
+/// with a non-negative term (a `Clip` at 0), a `min` or sum of non-negative terms.
+fn non_negative(d: &TDim, dims: &Dims) -> bool {
+    if dims.contains(d) {
+        return true;
+    }
     match d {
-        TDim::Max(terms) => terms.iter().any(non_negative),
-        TDim::Min(terms) | TDim::Add(terms) | TDim::Mul(terms) => terms.iter().all(non_negative),
-        TDim::MulInt(k, x) => *k >= 0 && non_negative(x),
-        TDim::Div(x, _) => non_negative(x),
+        TDim::Max(terms) => terms.iter().any(|t| non_negative(t, dims)),
+        TDim::Min(terms) | TDim::Add(terms) | TDim::Mul(terms) => terms.iter().all(|t| non_negative(t, dims)),
+        TDim::MulInt(k, x) => *k >= 0 && non_negative(x, dims),
+        TDim::Div(x, _) => non_negative(x, dims),
         other => other.prove_positive_or_zero(),
     }
 }
@@ -178,8 +185,8 @@ impl Rats {
 
     /// The integers these are cast to (truncation, which is `floor` for the non-negative values shape
     /// arithmetic computes), as a dims tensor.
-    pub fn to_dims(&self) -> Option<Tensor> {
-        let dims: Vec<TDim> = self.values.iter().map(Rat::floor).collect::<Option<_>>()?;
+    pub fn to_dims(&self, known: &Dims) -> Option<Tensor> {
+        let dims: Vec<TDim> = self.values.iter().map(|r| r.floor(known)).collect::<Option<_>>()?;
         tract_ndarray::ArrayD::from_shape_vec(self.shape.clone(), dims).ok().map(|a| a.into_tensor())
     }
 }
@@ -196,12 +203,14 @@ pub enum Arg {
 }
 
 /// What an operator computes over rational inputs, for the operators float shape arithmetic uses.
-/// `args` are the node's inputs in ONNX order; `attr_f` reads a float attribute, `attr_i` an int one.
+/// `args` are the node's inputs in ONNX order; `attr_f` reads a float attribute, `attr_i` an int one;
+/// `dims` tells the expressions that are some tensor's dim.
 pub fn eval(
     op_type: &str,
     args: &[Arg],
     attr_f: &dyn Fn(&str) -> Option<f32>,
     attr_i: &dyn Fn(&str) -> Option<i64>,
+    dims: &Dims,
 ) -> Option<Rats> {
     let get = |i: usize| match args.get(i) {
         Some(Arg::Known(r)) => Some(r.clone()),
@@ -225,8 +234,8 @@ pub fn eval(
             parts.try_fold(first, |acc, r| acc.zip(&r, |a, b| a.extreme(b, max)))
         }
         "Neg" => unary(&|r| Some(Rat { num: (r.num.clone() * -1).simplify(), den: r.den })),
-        "Floor" => unary(&|r| r.floor().map(Rat::int)),
-        "Ceil" => unary(&|r| r.ceil().map(Rat::int)),
+        "Floor" => unary(&|r| r.floor(dims).map(Rat::int)),
+        "Ceil" => unary(&|r| r.ceil(dims).map(Rat::int)),
         "Identity" | "Squeeze" | "Unsqueeze" | "Reshape" | "Flatten" => {
             let a = get(0)?;
             let n = a.values.len();

@@ -18,7 +18,7 @@ use super::opaque::Opaque;
 use super::require::{self, AssumeShape, Requirement};
 use super::symbols::{Origin, SymbolTable};
 use crate::model::guard;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
@@ -87,6 +87,7 @@ pub fn translate(
         fold_bytes,
         dtypes: HashMap::new(),
         rationals: HashMap::new(),
+        dims: HashSet::new(),
         names: super::splice::Names::default(),
     };
     let inputs = source.input_outlets()?.to_vec();
@@ -128,6 +129,8 @@ struct Translator<'a> {
     dtypes: HashMap<OutletId, DatumType>,
     /// Float values computed from dims, followed exactly ([`super::rational`]), by typed outlet.
     rationals: HashMap<OutletId, super::rational::Rats>,
+    /// The symbolic dims of the tensors typed so far: each is non-negative ([`super::rational::Dims`]).
+    dims: HashSet<TDim>,
     /// The names of the target's nodes.
     names: super::splice::Names,
 }
@@ -137,11 +140,14 @@ impl Translator<'_> {
         self.nodes.get(node.name.as_str()).map_or_else(|| node.op.name().to_string(), |n| n.op_type.clone())
     }
 
+    /// Labels the typed outlet of a source outlet with its ONNX name, and notes its symbolic dims.
     fn label(&mut self, outlet: OutletId) -> TractResult<()> {
+        let typed = self.mapping[&outlet];
         if let Some(label) = self.source.outlet_label(outlet) {
-            let typed = self.mapping[&outlet];
             self.target.set_outlet_label(typed, label.to_string())?;
         }
+        let shape = &self.target.outlet_fact(typed)?.shape;
+        self.dims.extend(shape.iter().filter(|d| d.as_i64().is_none()).cloned());
         Ok(())
     }
 
@@ -713,7 +719,7 @@ impl Translator<'_> {
         } else {
             let attr_f = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.f);
             let attr_i = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.i);
-            super::rational::eval(op_type, &args, &attr_f, &attr_i)
+            super::rational::eval(op_type, &args, &attr_f, &attr_i, &self.dims)
         };
         if let Some(v) = value {
             self.rationals.insert(outlets[0], v);
@@ -734,7 +740,7 @@ impl Translator<'_> {
         }
         let Some(to) = cast_target(proto).filter(|dt| dt.is_integer()) else { return Ok(None) };
         let Some(r) = self.rationals.get(&self.mapping[&node.inputs[0]]) else { return Ok(None) };
-        let Some(dims) = r.to_dims() else { return Ok(None) };
+        let Some(dims) = r.to_dims(&self.dims) else { return Ok(None) };
         let values = crate::graph::dims_of(&dims)?;
         let exact = r.values.iter().zip(&values).all(|(q, d)| super::verify::floor_holds(&q.num, q.den, d));
         if !exact {

@@ -2,6 +2,9 @@
 //! division by an integer) and two-argument `min(a,b)` / `max(a,b)`, constants last: `N-2`,
 //! `(N+1)/2`, `min(N,3)`, `max(0,N-2)`.
 
+mod quasi;
+
+pub use quasi::smallest;
 use tract_onnx::prelude::TDim;
 use tract_onnx::tract_core::internal::DimLike;
 
@@ -33,7 +36,9 @@ fn contains_division(d: &TDim) -> bool {
 /// same integer for integers `z` and positive `a`, `c` (floor division), and tract's simplifier gives
 /// one or the other from run to run (it iterates a hash map). Nested quotients are flattened into
 /// the second form, checked by evaluation; anything else is kept as it is.
+/// Parts of one symbol are first written in their [`smallest`] form.
 pub fn canonical(d: &TDim) -> TDim {
+    let d = &smallest(d);
     if !has_nested_division(d) {
         return d.clone();
     }
@@ -81,7 +86,7 @@ fn flatten_divisions(d: &TDim) -> TDim {
 }
 
 /// Formats a dim as it is.
-fn format_raw(d: &TDim) -> String {
+pub(crate) fn format_raw(d: &TDim) -> String {
     match d {
         TDim::Val(v) => v.to_string(),
         TDim::Sym(s) => s.to_string(),
@@ -233,10 +238,11 @@ pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
     }
 }
 
-/// [`tidy`], kept only where it gives the same values as `d` at sampled values of its symbols (tract
-/// re-simplifies what `tidy` rebuilds, and some of its rewrites are wrong on negative terms).
+/// [`tidy`] then [`smallest`], kept only where it gives the same values as `d` at sampled values of its
+/// symbols (tract re-simplifies what `tidy` rebuilds, and some of its rewrites are wrong on negative
+/// terms).
 pub fn tidy_checked(d: &TDim) -> TDim {
-    let t = tidy(d);
+    let t = smallest(&tidy(d));
     if &t == d || same_values(d, &t) {
         t
     } else {
