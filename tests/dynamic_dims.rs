@@ -392,6 +392,54 @@ fn branches_returning_different_shapes_give_a_fresh_dim() {
     assert_eq!(m.run(vec![f32_tensor(&[2, 3]), tensor0(false)]).unwrap()[0].1.shape(), &[2, 3]);
 }
 
+/// `If(cond)` over `x: [1, K]` whose branches both squeeze axis 1 (1 only when K is), each declaring
+/// its output as given.
+fn declared_if_model(then_dims: &[D], else_dims: &[D]) -> Vec<u8> {
+    let branch = |name: &str, dims: &[D]| {
+        Builder::new(13)
+            .init_i64(&format!("{name}_axes"), &[1])
+            .node(
+                "Squeeze",
+                "",
+                &format!("{name}_squeeze"),
+                &["x", &format!("{name}_axes")],
+                &[&format!("{name}_y")],
+                vec![],
+            )
+            .output_typed(&format!("{name}_y"), DataType::Float, dims)
+            .graph(name)
+    };
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::S("K")])
+        .input("cond", DataType::Bool, &[])
+        .node(
+            "If",
+            "",
+            "branch",
+            &["cond"],
+            &["y"],
+            vec![("then_branch", A::G(branch("then", then_dims))), ("else_branch", A::G(branch("else", else_dims)))],
+        )
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn branches_that_cannot_be_analysed_count_with_what_they_declare() {
+    // Neither branch types with K symbolic: the If's output is what both declare, `[1]`.
+    let m = Model::load_bytes(&declared_if_model(&[D::N(1)], &[D::N(1)])).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [1]");
+    let out = m.run(vec![f32_tensor(&[1, 1]), tensor0(true)]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[0f32]));
+    // Dims they declare differently, or leave unnamed, are a fresh symbol bound when it runs.
+    let m = Model::load_bytes(&declared_if_model(&[D::N(1)], &[D::S("L")])).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [branch_0_0]");
+    assert_eq!(m.run(vec![f32_tensor(&[1, 1]), tensor0(false)]).unwrap()[0].1, tensor1(&[0f32]));
+    // Branches declaring different ranks leave the output unknown rather than guessed.
+    let m = Model::load_bytes(&declared_if_model(&[D::N(1)], &[D::N(1), D::N(1)])).unwrap();
+    assert!(infer_lines(&m).iter().all(|l| !l.starts_with("y: ")), "{:?}", infer_lines(&m));
+}
+
 #[test]
 fn a_graph_output_that_is_a_graph_input_runs() {
     let bytes = Builder::new(13)

@@ -137,9 +137,15 @@ impl EvalOp for IfOp {
             if cond { (&self.then_branch, &self.then_inputs) } else { (&self.else_branch, &self.else_inputs) };
         let branch_inputs: TVec<TValue> = mapping.iter().map(|&i| inputs[i].clone()).collect();
         let outputs = branch.run(&self.node, branch_inputs)?;
-        let same = outputs.iter().zip(&self.facts).all(|(o, f)| o.rank() == f.rank() && o.datum_type() == f.datum_type);
+        // The facts may come from what a branch declares: its types, ranks and dims given as values
+        // are checked here.
+        let same = outputs.iter().zip(&self.facts).all(|(o, f)| {
+            o.rank() == f.rank()
+                && o.datum_type() == f.datum_type
+                && o.shape().iter().zip(f.shape.iter()).all(|(&n, d)| d.as_i64().is_none_or(|v| v == n as i64))
+        });
         if outputs.len() != self.facts.len() || !same {
-            let message = "the branch taken returns other types or ranks than analysis found";
+            let message = "the branch taken returns other types or shapes than analysis found";
             return Err(NodeError::failed(&self.node, "If", message));
         }
         Ok(outputs)
@@ -217,36 +223,65 @@ pub fn branch_graphs(node: &pb::NodeProto) -> Option<(&pb::GraphProto, &pb::Grap
     Some((get("then_branch")?, get("else_branch")?))
 }
 
-/// Output facts both branches allow: the same type and rank are required; a dim they disagree on is
-/// made by `fresh`.
+/// What one branch is known to return, output by output: the element type and each dim, `None` for
+/// a dim only running the branch can tell.
+pub type Outline = Vec<(DatumType, Vec<Option<TDim>>)>;
+
+/// The outline of a translated branch.
+pub fn outline_of(facts: &[TypedFact]) -> Outline {
+    facts.iter().map(|f| (f.datum_type, f.shape.iter().map(|d| Some(d.clone())).collect())).collect()
+}
+
+/// The outline a branch's graph declares, for a branch analysis could not translate: each output's
+/// element type and rank, and its dims where declared as values. `None` when some output declares no
+/// element type or no rank.
+pub fn declared_outline(graph: &pb::GraphProto) -> Option<Outline> {
+    graph
+        .output
+        .iter()
+        .map(|o| {
+            let declared = super::bind::DeclaredInput::of_value(o);
+            let dt = crate::onnx::datum_type_of_elem(declared.elem_type).ok()?;
+            let dims = declared.dims?;
+            let dims = dims
+                .iter()
+                .map(|d| match d {
+                    super::DeclaredDim::Value(v) => Some(TDim::Val(*v)),
+                    _ => None,
+                })
+                .collect();
+            Some((dt, dims))
+        })
+        .collect()
+}
+
+/// Output facts both branches allow: the same type and rank are required; a dim they disagree on, or
+/// one of them cannot tell, is made by `fresh`.
 pub fn merge_facts(
-    then_facts: Option<&[TypedFact]>,
-    else_facts: Option<&[TypedFact]>,
+    then_outline: Option<&Outline>,
+    else_outline: Option<&Outline>,
     fresh: &mut dyn FnMut(usize, usize) -> TDim,
 ) -> TractResult<TVec<TypedFact>> {
-    let (a, b) = match (then_facts, else_facts) {
+    let (a, b) = match (then_outline, else_outline) {
         (Some(a), Some(b)) => (a, b),
-        (Some(a), None) | (None, Some(a)) => return Ok(a.iter().map(|f| f.without_value()).collect()),
-        (None, None) => bail!("neither branch can be translated"),
+        (Some(a), None) | (None, Some(a)) => (a, a),
+        (None, None) => bail!("neither branch's outputs are known"),
     };
     ensure!(a.len() == b.len(), "the branches return {} and {} outputs", a.len(), b.len());
     let mut facts = tvec![];
-    for (slot, (x, y)) in a.iter().zip(b).enumerate() {
-        ensure!(
-            x.datum_type == y.datum_type,
-            "output {slot} is {:?} in one branch, {:?} in the other",
-            x.datum_type,
-            y.datum_type
-        );
-        ensure!(x.rank() == y.rank(), "output {slot} has rank {} in one branch, {} in the other", x.rank(), y.rank());
+    for (slot, ((xt, x), (yt, y))) in a.iter().zip(b).enumerate() {
+        ensure!(xt == yt, "output {slot} is {xt:?} in one branch, {yt:?} in the other");
+        ensure!(x.len() == y.len(), "output {slot} has rank {} in one branch, {} in the other", x.len(), y.len());
         let dims: TVec<TDim> = x
-            .shape
             .iter()
-            .zip(y.shape.iter())
+            .zip(y)
             .enumerate()
-            .map(|(axis, (d, e))| if d == e { d.clone() } else { fresh(slot, axis) })
+            .map(|(axis, (d, e))| match (d, e) {
+                (Some(d), Some(e)) if d == e => d.clone(),
+                _ => fresh(slot, axis),
+            })
             .collect();
-        facts.push(x.datum_type.fact(&*dims));
+        facts.push(xt.fact(&*dims));
     }
     Ok(facts)
 }

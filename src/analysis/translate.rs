@@ -515,18 +515,30 @@ impl Translator<'_> {
         }
         let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs);
         let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs);
-        let facts_of = |t: &Result<Translated, String>| -> Option<Vec<TypedFact>> {
-            let t = t.as_ref().ok()?;
-            t.typed.outputs.iter().map(|o| t.typed.outlet_fact(*o).ok().cloned()).collect()
+        // A branch that cannot be translated counts with what its graph declares it returns (checked
+        // when it runs): taking the other branch's facts alone would be wrong where the two differ.
+        let outline = |t: &Result<Translated, String>, graph: &pb::GraphProto| -> Option<control::Outline> {
+            match t {
+                Ok(t) => {
+                    let facts: Option<Vec<TypedFact>> =
+                        t.typed.outputs.iter().map(|o| t.typed.outlet_fact(*o).ok().cloned()).collect();
+                    Some(control::outline_of(&facts?))
+                }
+                Err(_) => control::declared_outline(graph),
+            }
         };
+        // (One that declares nothing either leaves the other's facts, checked when it runs.)
+        let (then_outline, else_outline) = (outline(&then_t, then_graph), outline(&else_t, else_graph));
         if let (Err(a), Err(b)) = (&then_t, &else_t) {
-            bail!("neither branch can be translated (then: {a}; else: {b})");
+            if then_outline.is_none() || else_outline.is_none() {
+                bail!("neither branch can be translated (then: {a}; else: {b})");
+            }
         }
         let prefix = super::bind::symbol_name(&node.name);
         let symbols = self.target.symbols.clone();
         let mut fresh =
             |slot: usize, axis: usize| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{slot}_{axis}")));
-        let facts = control::merge_facts(facts_of(&then_t).as_deref(), facts_of(&else_t).as_deref(), &mut fresh)?;
+        let facts = control::merge_facts(then_outline.as_ref(), else_outline.as_ref(), &mut fresh)?;
         let branch = |t: Result<Translated, String>, body: &InferenceModel, graph: &pb::GraphProto| match t {
             Ok(t) => super::Branch::Typed { model: Arc::new(t.typed), plan: Default::default() },
             Err(reason) => super::Branch::Deferred {
