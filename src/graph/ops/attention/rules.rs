@@ -5,14 +5,12 @@ use super::Attention;
 use tract_onnx::tract_hir::internal::*;
 
 /// Types, ranks and the dims that follow from the inputs' without arithmetic.
-pub fn rules<'r, 'p: 'r, 's: 'r>(
-    op: &'s Attention,
+pub fn rules<'r>(
+    op: &'r Attention,
     s: &mut Solver<'r>,
-    inputs: &'p [TensorProxy],
-    outputs: &'p [TensorProxy],
+    inputs: &'r [TensorProxy],
+    outputs: &'r [TensorProxy],
 ) -> InferenceResult {
-    check_input_arity(inputs, op.input_count())?;
-    check_output_arity(outputs, op.output_count())?;
     let (q, k, v) = (&inputs[0], &inputs[1], &inputs[2]);
     s.equals(&outputs[0].datum_type, &q.datum_type)?;
     s.equals(&outputs[0].rank, &q.rank)?;
