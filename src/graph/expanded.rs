@@ -10,7 +10,16 @@ use tract_onnx::tract_hir::internal::*;
 /// An op's inference rules: what its outputs' facts are, given its inputs'. (One lifetime for all:
 /// tract's `'p: 'r, 's: 'r` bounds cannot be written on a function pointer, and every reference
 /// lives at least as long as the solver.)
-pub type Rules<T> = for<'r> fn(&'r T, &mut Solver<'r>, &'r [TensorProxy], &'r [TensorProxy]) -> InferenceResult;
+pub type Rules<T> = for<'r> fn(&'r T, &mut Solver<'r>, Io<'r>) -> InferenceResult;
+
+/// The proxies of a node's inputs and outputs, as its rules see them.
+#[derive(Debug, Clone, Copy)]
+pub struct Io<'r> {
+    /// The inputs'.
+    pub inputs: &'r [TensorProxy],
+    /// The outputs'.
+    pub outputs: &'r [TensorProxy],
+}
 
 /// How an op is wired into a typed model: `(op, prefix, model, inputs) -> outputs`.
 pub type Wire<T> = fn(&T, &str, &mut TypedModel, &[OutletId]) -> TractResult<TVec<OutletId>>;
@@ -66,7 +75,7 @@ impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expansion for Expanded<
     ) -> InferenceResult {
         check_input_arity(inputs, self.inputs)?;
         check_output_arity(outputs, self.outputs)?;
-        (self.rules)(&self.op, s, inputs, outputs)
+        (self.rules)(&self.op, s, Io { inputs, outputs })
     }
 
     fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {

@@ -11,7 +11,7 @@
 //!   records the type the model asks for;
 //! - everything else is tract's cast.
 
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -35,12 +35,7 @@ pub struct ExactCast {
 }
 
 impl ExactCast {
-    fn rules<'r>(
-        &'r self,
-        s: &mut Solver<'r>,
-        inputs: &'r [TensorProxy],
-        outputs: &'r [TensorProxy],
-    ) -> InferenceResult {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         if self.to == DatumType::I64 {
             // int64 stays int64, everything else becomes dims (what `wire` does).
             s.given(&inputs[0].datum_type, move |s, from| {

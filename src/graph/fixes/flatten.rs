@@ -5,7 +5,7 @@
 //! transformers exported by torch flatten `[batch, sequence]` into one axis before their embeddings.
 //! Here the products are dims whatever they hold, and the node is one reshape.
 
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -47,12 +47,7 @@ impl Flatten {
 }
 
 impl Flatten {
-    fn rules<'r>(
-        &'r self,
-        s: &mut Solver<'r>,
-        inputs: &'r [TensorProxy],
-        outputs: &'r [TensorProxy],
-    ) -> InferenceResult {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
         s.equals(&outputs[0].rank, 2)?;
         s.given(&inputs[0].shape, move |s, shape| {

@@ -5,7 +5,7 @@
 //! wired as a [`ViewOp`] (a strided copy instead of a table lookup per element, and it joins the view
 //! chain around it); any other Gather is tract's.
 
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::AffineGather;
 use crate::graph::ViewOp;
 use crate::graph::{Label, SliceStep};
@@ -34,12 +34,7 @@ pub struct ViewGather {
 }
 
 impl ViewGather {
-    fn rules<'r>(
-        &'r self,
-        s: &mut Solver<'r>,
-        inputs: &'r [TensorProxy],
-        outputs: &'r [TensorProxy],
-    ) -> InferenceResult {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         self.inner.rules(s, inputs, outputs)
     }
 

@@ -5,7 +5,7 @@
 //! second analysis pass then rejects the graph ("Impossible to unify Val(3) with Val(5)"). This wrapper
 //! states ONNX's length, `max(ceil((limit - start) / delta), 0)`, and leaves the rest to tract's Range.
 
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use crate::view::Dim;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -36,12 +36,7 @@ pub fn range_len(start: &TDim, limit: &TDim, delta: i64) -> TractResult<TDim> {
 }
 
 impl ExactRange {
-    fn rules<'r>(
-        &'r self,
-        s: &mut Solver<'r>,
-        inputs: &'r [TensorProxy],
-        outputs: &'r [TensorProxy],
-    ) -> InferenceResult {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.given_3(&inputs[0].datum_type, &inputs[1].datum_type, &inputs[2].datum_type, move |s, a, b, c| {
             let dt = DatumType::super_type_for([a, b, c]).context("Range inputs have no common type")?;
             s.equals(&outputs[0].datum_type, if dt.is_tdim() { i64::datum_type() } else { dt })

@@ -10,7 +10,7 @@
 //! symbols for it).
 
 use crate::dims::{divide_exact, format_dim};
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -90,12 +90,7 @@ impl SymbolicReshape {
 }
 
 impl SymbolicReshape {
-    fn rules<'r>(
-        &'r self,
-        s: &mut Solver<'r>,
-        inputs: &'r [TensorProxy],
-        outputs: &'r [TensorProxy],
-    ) -> InferenceResult {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
         s.given(&inputs[1].shape, move |s, shape| {
             if let Some(n) = shape.first().and_then(TDim::as_i64) {

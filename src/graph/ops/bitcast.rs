@@ -3,7 +3,7 @@
 //! error rather than an invalid `bool`.
 
 use super::attrs;
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -37,12 +37,7 @@ pub struct BitCast {
     pub to: DatumType,
 }
 
-fn rules<'r>(
-    op: &'r BitCast,
-    s: &mut Solver<'r>,
-    inputs: &'r [TensorProxy],
-    outputs: &'r [TensorProxy],
-) -> InferenceResult {
+fn rules<'r>(op: &'r BitCast, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     s.equals(&outputs[0].datum_type, op.to)?;
     s.equals(&outputs[0].shape, &inputs[0].shape)
 }

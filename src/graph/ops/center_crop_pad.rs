@@ -7,7 +7,7 @@
 
 use super::attrs;
 use super::elements::{gather_flat, strides};
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -51,12 +51,7 @@ impl Spec {
     }
 }
 
-fn rules<'r>(
-    _: &'r Spec,
-    s: &mut Solver<'r>,
-    inputs: &'r [TensorProxy],
-    outputs: &'r [TensorProxy],
-) -> InferenceResult {
+fn rules<'r>(_: &'r Spec, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
     s.equals(&outputs[0].rank, &inputs[0].rank)?;
     s.equals(&inputs[1].rank, 1)

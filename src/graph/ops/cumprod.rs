@@ -5,7 +5,7 @@
 //! IEEE arithmetic in their own type (float16 rounded after each product).
 
 use super::attrs;
-use crate::graph::expanded::{as_is, Expanded};
+use crate::graph::expanded::{as_is, Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -35,12 +35,7 @@ pub struct CumProd {
     pub reverse: bool,
 }
 
-fn rules<'r>(
-    _: &'r CumProd,
-    s: &mut Solver<'r>,
-    inputs: &'r [TensorProxy],
-    outputs: &'r [TensorProxy],
-) -> InferenceResult {
+fn rules<'r>(_: &'r CumProd, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
     s.equals(&outputs[0].shape, &inputs[0].shape)
 }

@@ -1,7 +1,7 @@
 //! ONNX `Det` (opset 11): the determinant of each square matrix of the last two axes, by Gaussian
 //! elimination with partial pivoting in f64, rounded once to the input's type.
 
-use crate::graph::expanded::{as_is, Expanded};
+use crate::graph::expanded::{as_is, Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -25,7 +25,7 @@ pub struct Det {
     pub label: Label,
 }
 
-fn rules<'r>(_: &'r Det, s: &mut Solver<'r>, inputs: &'r [TensorProxy], outputs: &'r [TensorProxy]) -> InferenceResult {
+fn rules<'r>(_: &'r Det, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
     s.equals(&outputs[0].rank, inputs[0].rank.bex() - 2)
 }

@@ -4,7 +4,7 @@
 //! `pads`, `auto_pad`, `strides`, `dilations`, `ceil_mode`), and the inverse power.
 
 use super::attrs;
-use crate::graph::expanded::Expanded;
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -88,12 +88,7 @@ pub struct LpPool {
 }
 
 impl LpPool {
-    fn rules<'r>(
-        &'r self,
-        s: &mut Solver<'r>,
-        inputs: &'r [TensorProxy],
-        outputs: &'r [TensorProxy],
-    ) -> InferenceResult {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
         s.equals(&outputs[0].rank, &inputs[0].rank)?;
         s.equals(&outputs[0].shape[0], &inputs[0].shape[0])?;

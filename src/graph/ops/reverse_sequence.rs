@@ -4,7 +4,7 @@
 
 use super::attrs;
 use super::elements::{gather_flat, strides};
-use crate::graph::expanded::{as_is, Expanded};
+use crate::graph::expanded::{as_is, Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -42,12 +42,7 @@ pub struct ReverseSequence {
     pub time_axis: usize,
 }
 
-fn rules<'r>(
-    op: &'r ReverseSequence,
-    s: &mut Solver<'r>,
-    inputs: &'r [TensorProxy],
-    outputs: &'r [TensorProxy],
-) -> InferenceResult {
+fn rules<'r>(op: &'r ReverseSequence, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
     s.equals(&inputs[1].rank, 1)?;
     s.equals(&inputs[1].shape[0], &inputs[0].shape[op.batch_axis])?;
