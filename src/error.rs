@@ -123,9 +123,73 @@ pub enum SliceError {
         /// How many.
         entries: usize,
     },
-    /// A parameter that must be known (for instance a shrink index on a symbolic dim) is not.
-    #[error("{0}")]
-    Unsupported(String),
+    /// An axis change removes an axis whose size is not 1.
+    #[error("cannot remove axis {axis} of size {dim}")]
+    RemovedAxisNotUnit {
+        /// The axis.
+        axis: usize,
+        /// Its size, formatted.
+        dim: String,
+    },
+    /// A reshape of dims whose element count is not known.
+    #[error("reshape of unknown dims")]
+    ReshapeUnknownCount,
+    /// A reshape whose one symbolic target dim cannot keep the element count.
+    #[error("cannot reshape {elements} elements to {to}")]
+    ReshapeCount {
+        /// The input's element count.
+        elements: i64,
+        /// The target dims, formatted.
+        to: String,
+    },
+    /// An axis change that does not apply to the input's rank.
+    #[error("{change} does not apply to a tensor of rank {rank}")]
+    ChangeOutOfRank {
+        /// The change, formatted.
+        change: String,
+        /// The input's rank.
+        rank: usize,
+    },
+    /// A selection composed with a view of another rank.
+    #[error("selection over rank {selection} applied to a view of rank {view}")]
+    SelectionRank {
+        /// The rank the selection indexes.
+        selection: usize,
+        /// The view's output rank.
+        view: usize,
+    },
+    /// A destination buffer whose length is not the view's element count.
+    #[error("destination holds {dst} elements, the view has {view}")]
+    DestinationLength {
+        /// The destination's length.
+        dst: usize,
+        /// The view's element count.
+        view: usize,
+    },
+    /// The output tensor could not be allocated.
+    #[error("cannot allocate the output: {reason}")]
+    Allocation {
+        /// tract's reason.
+        reason: String,
+    },
+    /// tract or ndarray refused to read or build a tensor's data.
+    #[error("{reason}")]
+    TensorData {
+        /// Their reason.
+        reason: String,
+    },
+    /// A plain-data element size the kernel has no copy for.
+    #[error("element size of {bytes} bytes")]
+    ElementSize {
+        /// The size.
+        bytes: usize,
+    },
+    /// An element type the kernel cannot slice.
+    #[error("slicing tensors of {dtype}")]
+    UnsupportedType {
+        /// The type, formatted.
+        dtype: String,
+    },
 }
 
 /// Result alias of the pure layers.

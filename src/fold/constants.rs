@@ -6,8 +6,8 @@
 //! `Expand`, `Tile` or `Range` larger than that stays, with its output shape written.
 
 use super::facts::Facts;
-use super::graph::{has_subgraphs, op_type};
 use super::Report;
+use crate::onnx::node::{has_subgraphs, op_type};
 use crate::onnx::proto::GraphProto;
 use tract_onnx::prelude::*;
 

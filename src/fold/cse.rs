@@ -2,8 +2,9 @@
 //! so the second goes and its readers read the first (exporters repeat `Shape(x)` and its casts once
 //! per use). Ops that draw random numbers, and nodes with subgraphs, are never merged.
 
-use super::graph::{has_subgraphs, op_type, output_names, rename_reads};
+use super::graph::{output_names, rename_reads};
 use super::Report;
+use crate::onnx::node::{has_subgraphs, op_type};
 use crate::onnx::proto::GraphProto;
 use prost::Message;
 use std::collections::{HashMap, HashSet};

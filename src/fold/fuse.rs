@@ -4,8 +4,9 @@
 //! `Add` of a per-channel constant after a `Conv` goes into its bias.
 
 use super::facts::Facts;
-use super::graph::{attr, is_onnx, op_type, producers, readers};
+use super::graph::{producers, readers};
 use super::Report;
+use crate::onnx::node::{attr, is_onnx, op_type};
 use crate::onnx::proto::{self, GraphProto};
 use tract_onnx::prelude::*;
 

@@ -1,38 +1,8 @@
 //! Editing a graph in place: who produces and who reads each value, renaming a value everywhere it
-//! is read (subgraphs included), attribute access.
+//! is read (subgraphs included). Node and attribute access is [`crate::onnx::node`]'s.
 
-use crate::onnx::proto::{self, attribute_proto::AttributeType, GraphProto, NodeProto};
+use crate::onnx::proto::GraphProto;
 use std::collections::{HashMap, HashSet};
-
-/// A node's op type.
-pub fn op_type(n: &NodeProto) -> &str {
-    n.op_type.as_deref().unwrap_or("")
-}
-
-/// Whether a node is in the default ONNX domain.
-pub fn is_onnx(n: &NodeProto) -> bool {
-    matches!(n.domain.as_deref(), None | Some("") | Some("ai.onnx"))
-}
-
-/// An attribute of a node.
-pub fn attr<'a>(n: &'a NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
-    n.attribute.iter().find(|a| a.name.as_deref() == Some(name))
-}
-
-/// An int attribute.
-pub fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
-    attr(n, name).and_then(|a| a.i)
-}
-
-/// An ints attribute.
-pub fn attr_ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
-    attr(n, name).filter(|a| a.r#type == Some(AttributeType::Ints as i32) || !a.ints.is_empty()).map(|a| a.ints.clone())
-}
-
-/// Whether a node carries subgraphs (If, Loop, Scan): those read outer values by name.
-pub fn has_subgraphs(n: &NodeProto) -> bool {
-    n.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty())
-}
 
 /// How many times each value is read: by nodes (subgraphs' reads of outer values included) and as a
 /// graph output.

@@ -8,8 +8,9 @@
 //! Not bit-exact, off with `--exact`: `Add` of 0 (which turns -0.0 into +0.0).
 
 use super::facts::Facts;
-use super::graph::{attr_ints, is_onnx, op_type, output_names, producers, readers, rename_reads};
+use super::graph::{output_names, producers, readers, rename_reads};
 use super::Report;
+use crate::onnx::node::{attr_ints, is_onnx, op_type};
 use crate::onnx::proto::{GraphProto, NodeProto};
 use std::collections::{HashMap, HashSet};
 
@@ -51,7 +52,7 @@ pub fn remove_noops(graph: &mut GraphProto, facts: &Facts, exact: bool, report: 
             }
         }
     }
-    let subgraphs = graph.node.iter().any(super::graph::has_subgraphs);
+    let subgraphs = graph.node.iter().any(crate::onnx::node::has_subgraphs);
     super::graph::remove_nodes(graph, &removed);
     for n in &mut graph.node {
         for i in &mut n.input {

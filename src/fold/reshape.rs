@@ -6,8 +6,9 @@
 //! and two `Unsqueeze`s in a row one.
 
 use super::facts::Facts;
-use super::graph::{attr_i, attr_ints, is_onnx, op_type, producers, readers};
+use super::graph::{producers, readers};
 use super::Report;
+use crate::onnx::node::{attr_i, attr_ints, is_onnx, op_type};
 use crate::onnx::proto::{self, GraphProto};
 use tract_onnx::prelude::*;
 

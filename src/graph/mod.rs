@@ -4,6 +4,7 @@
 
 mod builders;
 mod dyn_op;
+pub(crate) mod expanded;
 mod fixes;
 mod inference;
 pub mod ops;

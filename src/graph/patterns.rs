@@ -51,7 +51,6 @@ impl AxisChange {
     /// Resolves against an input shape.
     pub fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
         let rank = shape.len();
-        let bad = |m: String| SliceError::Unsupported(m);
         let range = |axis: usize| OutAxis::Range { axis, start: D::from_i64(0), step: 1, len: shape[axis].clone() };
         let sel = |fixed, out| Resolved::Select(Selection { input_shape: shape.to_vec(), fixed, out });
         Ok(match self {
@@ -62,7 +61,7 @@ impl AxisChange {
             }
             AxisChange::Rm(a) if *a < rank => {
                 if shape[*a].as_i64().is_some_and(|d| d != 1) {
-                    return Err(bad(format!("cannot remove axis {a} of size {}", shape[*a])));
+                    return Err(SliceError::RemovedAxisNotUnit { axis: *a, dim: shape[*a].to_string() });
                 }
                 sel(vec![(*a, D::from_i64(0))], (0..rank).filter(|i| i != a).map(range).collect())
             }
@@ -90,15 +89,15 @@ impl AxisChange {
                     let product = |dims: &[D]| -> Option<i64> {
                         dims.iter().try_fold(1i64, |acc, d| acc.checked_mul(d.as_i64()?))
                     };
-                    let before =
-                        product(&shape[*at..at + from.len()]).ok_or_else(|| bad("reshape of unknown dims".into()))?;
+                    let before = product(&shape[*at..at + from.len()]).ok_or(SliceError::ReshapeUnknownCount)?;
                     let known = product(&new_shape[*at..at + to.len()]).filter(|&k| k > 0 && before % k == 0);
-                    let known = known.ok_or_else(|| bad(format!("cannot reshape {} elements to {to:?}", before)))?;
+                    let known =
+                        known.ok_or_else(|| SliceError::ReshapeCount { elements: before, to: format!("{to:?}") })?;
                     new_shape[ix] = D::from_i64(before / known);
                 }
                 Resolved::Flat(View::identity(&new_shape)?)
             }
-            other => return Err(bad(format!("{other:?} does not apply to a tensor of rank {rank}"))),
+            other => return Err(SliceError::ChangeOutOfRank { change: format!("{other:?}"), rank }),
         })
     }
 }

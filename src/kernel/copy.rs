@@ -172,11 +172,7 @@ unsafe fn copy_row<T: Copy>(src: *const T, off: i64, stride: i64, dst: *mut T, n
 pub fn copy_view<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: &mut [T]) -> SliceResult<()> {
     let plan = Plan::new(view, src.len())?;
     if dst.len() != plan.numel() {
-        return Err(SliceError::Unsupported(format!(
-            "destination holds {} elements, the view has {}",
-            dst.len(),
-            plan.numel()
-        )));
+        return Err(SliceError::DestinationLength { dst: dst.len(), view: plan.numel() });
     }
     let stream = streams::<T>(&plan);
     // Safety: the plan was checked against `src`; `dst` is a distinct, exclusively borrowed buffer of

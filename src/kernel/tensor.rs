@@ -71,14 +71,14 @@ pub fn execute(input: &Tensor, view: &View<i64>) -> SliceResult<Tensor> {
     // `copy_sized` writes every one of them before it is read; on failure it is dropped unread (a
     // plain-data tensor has no destructor that reads its contents).
     let mut out = unsafe { Tensor::uninitialized_dt(dt, &shape) }
-        .map_err(|e| SliceError::Unsupported(format!("cannot allocate the output: {e}")))?;
+        .map_err(|e| SliceError::Allocation { reason: e.to_string() })?;
     copy_sized(input, view, &mut out, dt.size_of())?;
     Ok(out)
 }
 
 /// Copies a `Copy` datum by its size: the bytes of an element are moved as one unsigned integer.
 fn copy_sized(input: &Tensor, view: &View<i64>, out: &mut Tensor, size: usize) -> SliceResult<()> {
-    let plain = input.try_as_plain_ram().map_err(|e| SliceError::Unsupported(e.to_string()))?;
+    let plain = input.try_as_plain_ram().map_err(|e| SliceError::TensorData { reason: e.to_string() })?;
     macro_rules! by {
         ($t:ty) => {{
             // Safety: `input` holds plain data of `size == size_of::<$t>()` bytes per element and tract
@@ -99,7 +99,7 @@ fn copy_sized(input: &Tensor, view: &View<i64>, out: &mut Tensor, size: usize) -
         2 => by!(u16),
         4 => by!(u32),
         8 => by!(u64),
-        other => Err(SliceError::Unsupported(format!("element size of {other} bytes"))),
+        other => Err(SliceError::ElementSize { bytes: other }),
     }
 }
 
@@ -107,15 +107,15 @@ fn execute_cloned(input: &Tensor, view: &View<i64>, shape: &[usize]) -> SliceRes
     macro_rules! by {
         ($t:ty) => {{
             let src = input.try_as_plain_ram().and_then(|p| p.as_slice::<$t>());
-            let data = clone_view(src.map_err(|e| SliceError::Unsupported(e.to_string()))?, view)?;
+            let data = clone_view(src.map_err(|e| SliceError::TensorData { reason: e.to_string() })?, view)?;
             tract_ndarray::ArrayD::from_shape_vec(shape, data)
                 .map(Tensor::from)
-                .map_err(|e| SliceError::Unsupported(e.to_string()))
+                .map_err(|e| SliceError::TensorData { reason: e.to_string() })
         }};
     }
     match input.datum_type() {
         DatumType::String => by!(String),
         DatumType::TDim => by!(TDim),
-        dt => Err(SliceError::Unsupported(format!("slicing tensors of {dt:?}"))),
+        dt => Err(SliceError::UnsupportedType { dtype: format!("{dt:?}") }),
     }
 }

@@ -9,6 +9,7 @@ mod feeds;
 mod fuse_chain;
 mod guard;
 mod memory;
+mod names;
 pub(crate) mod optimize;
 mod overrides;
 mod plans;

@@ -20,6 +20,7 @@ use tract_onnx::tract_core::model::TRACT_STAGE;
 use tract_onnx::tract_core::optim::{Optimizer, TypedPass};
 
 use super::fuse_chain::Fuse;
+use super::names::NameIndex;
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it.
 pub fn optimize(mut model: TypedModel) -> TractResult<TypedModel> {
@@ -87,7 +88,7 @@ fn run_pass(
     model: &mut TypedModel,
 ) -> TractResult<()> {
     pass.reset()?;
-    let mut names = Names::of(model);
+    let mut names = NameIndex::of(model.nodes.iter().map(|n| n.name.clone()));
     while let Some(mut patch) = pass.next(session, model)? {
         if let Some(watchdog) = patch.dont_apply_twice.take() {
             if !state.seen.insert(watchdog) {
@@ -102,66 +103,17 @@ fn run_pass(
     Ok(())
 }
 
-/// How many nodes carry each name, and the next suffix worth trying for a name that is taken.
-struct Names {
-    count: HashMap<String, usize>,
-    next_suffix: HashMap<String, usize>,
-}
-
-impl Names {
-    fn of(model: &TypedModel) -> Names {
-        let mut count = HashMap::new();
-        for node in &model.nodes {
-            *count.entry(node.name.clone()).or_insert(0) += 1;
-        }
-        Names { count, next_suffix: HashMap::new() }
-    }
-
-    fn taken(&self, name: &str) -> usize {
-        self.count.get(name).copied().unwrap_or(0)
-    }
-
-    fn add(&mut self, name: &str) {
-        *self.count.entry(name.to_string()).or_insert(0) += 1;
-    }
-
-    fn remove(&mut self, name: &str) {
-        if let Some(c) = self.count.get_mut(name) {
-            *c = c.saturating_sub(1);
-            if *c == 0 {
-                self.count.remove(name);
-            }
-        }
-    }
-
-    /// `prefix` if no node has it, else the first free `prefix.i` (searching on from the last one
-    /// handed out for this prefix, so many nodes sharing a prefix cost linear time).
-    fn fresh(&mut self, prefix: &str) -> String {
-        if self.taken(prefix) == 0 {
-            return prefix.to_string();
-        }
-        let i = self.next_suffix.entry(prefix.to_string()).or_insert(1);
-        loop {
-            let candidate = format!("{prefix}.{i}");
-            *i += 1;
-            if !self.count.contains_key(&candidate) {
-                return candidate;
-            }
-        }
-    }
-
-    /// Renames node `id` to `name`, keeping the index in step.
-    fn rename(&mut self, model: &mut TypedModel, id: usize, name: String) {
-        self.remove(&model.nodes[id].name);
-        self.add(&name);
-        model.nodes[id].name = name;
-    }
+/// Renames node `id` to `name`, keeping the index in step.
+fn rename(names: &mut NameIndex, model: &mut TypedModel, id: usize, name: String) {
+    names.remove(&model.nodes[id].name);
+    names.add(&name);
+    model.nodes[id].name = name;
 }
 
 /// Applies `patch` to `target`: the effect of tract's `ModelPatch::apply` (new nodes wired, outlets
 /// shunted, obliterated nodes emptied, input nodes replaced, nodes left without readers turned into
 /// dummies, new names made unique), in time proportional to the patch and the nodes it touches.
-fn apply(patch: TypedModelPatch, target: &mut TypedModel, names: &mut Names) -> TractResult<()> {
+fn apply(patch: TypedModelPatch, target: &mut TypedModel, names: &mut NameIndex) -> TractResult<()> {
     let TypedModelPatch { model: patch, taps: mut mapping, shunts, obliterate, inputs: replaced_inputs, .. } = patch;
     let mut input_outlets = target.input_outlets()?.to_vec();
     let mut added = Vec::new();
@@ -224,14 +176,14 @@ fn apply(patch: TypedModelPatch, target: &mut TypedModel, names: &mut Names) -> 
         let fresh = if let Some((prefix, _)) = name.split_once('#') {
             let prefix = prefix.to_string();
             Some(names.fresh(&prefix))
-        } else if names.taken(name) > 1 {
+        } else if names.count(name) > 1 {
             let name = name.clone();
             Some(names.fresh(&name))
         } else {
             None
         };
         if let Some(fresh) = fresh {
-            names.rename(target, id, fresh);
+            rename(names, target, id, fresh);
         }
     }
     Ok(())
@@ -239,7 +191,7 @@ fn apply(patch: TypedModelPatch, target: &mut TypedModel, names: &mut Names) -> 
 
 /// Turns into dummies the nodes (among `maybe` and, in turn, their producers) that are neither a
 /// model input or output nor read by any node, dropping their facts and edges.
-fn collect_garbage(target: &mut TypedModel, names: &mut Names, mut maybe: HashSet<usize>) {
+fn collect_garbage(target: &mut TypedModel, names: &mut NameIndex, mut maybe: HashSet<usize>) {
     while let Some(&id) = maybe.iter().next() {
         maybe.remove(&id);
         let unused = !target.outputs.iter().any(|o| o.node == id)
@@ -249,7 +201,7 @@ fn collect_garbage(target: &mut TypedModel, names: &mut Names, mut maybe: HashSe
             continue;
         }
         target.nodes[id].op = target.create_dummy();
-        names.rename(target, id, format!("Dummy-node-{id}"));
+        rename(names, target, id, format!("Dummy-node-{id}"));
         target.nodes[id].outputs.clear();
         let inputs = std::mem::take(&mut target.nodes[id].inputs);
         for input in inputs {

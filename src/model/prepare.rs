@@ -2,6 +2,7 @@
 //! defined, no cycle), unique node names, and symbolic dims removed from the declared types (the
 //! analysis binds the inputs itself, so tract's own reading of `dim_param` text is never needed).
 
+use super::names::NameIndex;
 use anyhow::bail;
 use tract_onnx::pb;
 
@@ -67,22 +68,13 @@ pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
     }
     let mut renamed = proto.clone();
     let graph = renamed.graph.as_mut()?;
-    let mut taken: HashSet<String> = graph.node.iter().filter_map(effective).collect();
+    let mut taken = NameIndex::of(graph.node.iter().filter_map(effective));
     let mut seen = HashSet::new();
-    // The next suffix to try for each name: every smaller one is taken, so the search resumes there
-    // (linear overall, where restarting from 1 was quadratic for many nodes sharing a name).
-    let mut next_suffix: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for node in &mut graph.node {
         let Some(name) = effective(node) else { continue };
         if !seen.insert(name.clone()) {
-            let i = next_suffix.entry(name.clone()).or_insert(1);
-            let mut fresh = format!("{name}.{i}");
-            while taken.contains(&fresh) {
-                *i += 1;
-                fresh = format!("{name}.{i}");
-            }
-            *i += 1;
-            taken.insert(fresh.clone());
+            let fresh = taken.suffixed(&name);
+            taken.add(&fresh);
             seen.insert(fresh.clone());
             node.name = fresh;
         }

@@ -18,7 +18,8 @@
 //! changed by 13 (Slice 1-9 attributes, Squeeze/Unsqueeze attributes) are rewritten too; a model with
 //! other nodes whose meaning may have changed is refused rather than silently altered.
 
-use super::proto::{self, attribute_proto::AttributeType, NodeProto};
+use super::node::{attr, attr_i, attr_ints_or_int, int_attr, node_name};
+use super::proto::{self, NodeProto};
 use super::tensor_to_proto;
 use crate::graph::DOMAIN;
 use crate::semantics::{place_spec, resolve_range, AsStrided, Clamp, Placed, StridedSlice};
@@ -215,11 +216,6 @@ fn is_ours(node: &NodeProto) -> bool {
         || (op == "ATen" && aten_operator(node) == Some("as_strided"))
 }
 
-/// A node's name, or its first output's when it has none (as everywhere in sliceops).
-fn node_name(node: &NodeProto) -> String {
-    node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default()
-}
-
 /// An error lowering `node`, as a [`NodeError`] naming it: a pure-layer error kept typed, any other
 /// with its whole chain.
 fn at_node(node: &NodeProto, e: anyhow::Error) -> anyhow::Error {
@@ -240,27 +236,6 @@ fn aten_operator(node: &NodeProto) -> Option<&str> {
         .iter()
         .find(|a| a.name.as_deref() == Some("operator"))
         .and_then(|a| std::str::from_utf8(a.s.as_deref()?).ok())
-}
-
-fn attr<'a>(node: &'a NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
-    node.attribute.iter().find(|a| a.name.as_deref() == Some(name))
-}
-
-fn attr_int(node: &NodeProto, name: &str) -> Option<i64> {
-    attr(node, name).and_then(|a| a.i)
-}
-
-fn attr_ints(node: &NodeProto, name: &str) -> Option<Vec<i64>> {
-    attr(node, name).map(|a| if a.ints.is_empty() { a.i.into_iter().collect() } else { a.ints.clone() })
-}
-
-fn int_attr(name: &str, value: i64) -> proto::AttributeProto {
-    proto::AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(AttributeType::Int as i32),
-        i: Some(value),
-        ..Default::default()
-    }
 }
 
 struct Lowering<'a> {
@@ -334,9 +309,9 @@ impl Lowering<'_> {
             "StridedSlice" => self.strided_slice(node),
             "Slice" => self.paddle_slice(node),
             "AsStrided" => {
-                let size = attr_ints(node, "size").context("attribute size is missing")?;
-                let stride = attr_ints(node, "stride").context("attribute stride is missing")?;
-                let offset = attr_ints(node, "offset").and_then(|v| v.first().copied()).unwrap_or(0);
+                let size = attr_ints_or_int(node, "size").context("attribute size is missing")?;
+                let stride = attr_ints_or_int(node, "stride").context("attribute stride is missing")?;
+                let offset = attr_ints_or_int(node, "offset").and_then(|v| v.first().copied()).unwrap_or(0);
                 self.as_strided(node, AsStrided { size, stride, offset })
             }
             _ => {
@@ -356,7 +331,7 @@ impl Lowering<'_> {
     fn strided_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).context("the data input is missing")?;
-        let masks = StridedSlice::MASK_NAMES.map(|m| attr_int(node, m).unwrap_or(0));
+        let masks = StridedSlice::MASK_NAMES.map(|m| attr_i(node, m).unwrap_or(0));
         let (begin, end) = (input(1).context("begin is missing")?, input(2).context("end is missing")?);
         let strides = input(3);
         let (cb, ce) = (self.const_ints(&begin), self.const_ints(&end));
@@ -440,14 +415,14 @@ impl Lowering<'_> {
     fn paddle_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).context("the data input is missing")?;
-        let axes = attr_ints(node, "axes").context("attribute axes is missing")?;
+        let axes = attr_ints_or_int(node, "axes").context("attribute axes is missing")?;
         // Paddle's slice clamps as ONNX's does: with constant parameters over known dims, the bounds are
         // written resolved, as for a standard Slice.
         let constant = |slot: usize, role: &str| match input(slot) {
             Some(t) => self.const_ints(&t),
-            None => attr_ints(node, role),
+            None => attr_ints_or_int(node, role),
         };
-        let steps = match (input(3), attr_ints(node, "strides")) {
+        let steps = match (input(3), attr_ints_or_int(node, "strides")) {
             (None, None) => Some(None),
             _ => constant(3, "strides").map(Some),
         };
@@ -460,7 +435,7 @@ impl Lowering<'_> {
         let mut nodes = vec![];
         let mut args = vec![data];
         for (slot, role) in [(1, "starts"), (2, "ends")] {
-            let name = match (input(slot), attr_ints(node, role)) {
+            let name = match (input(slot), attr_ints_or_int(node, role)) {
                 (Some(t), _) => {
                     let (n, mut w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
                     nodes.push(n);
@@ -479,7 +454,7 @@ impl Lowering<'_> {
             args.push(name);
         }
         args.push(self.init_i64(node, "axes", &axes)?);
-        let steps = match (input(3), attr_ints(node, "strides")) {
+        let steps = match (input(3), attr_ints_or_int(node, "strides")) {
             (Some(t), _) => {
                 let (n, w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
                 nodes.push(n);
@@ -585,9 +560,9 @@ impl Lowering<'_> {
         }
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty());
         let params = if opset < 10 {
-            let starts = attr_ints(node, "starts");
-            let ends = attr_ints(node, "ends");
-            (starts, ends, attr_ints(node, "axes"), None)
+            let starts = attr_ints_or_int(node, "starts");
+            let ends = attr_ints_or_int(node, "ends");
+            (starts, ends, attr_ints_or_int(node, "axes"), None)
         } else {
             let get = |i: usize| input(i).and_then(|n| self.const_ints(n));
             if (1..5).any(|i| input(i).is_some() && get(i).is_none()) {
@@ -655,7 +630,7 @@ impl Lowering<'_> {
         match op.as_str() {
             "Slice" if opset < 10 => {
                 let take = |n: &mut NodeProto, name: &str| {
-                    let v = attr_ints(n, name);
+                    let v = attr_ints_or_int(n, name);
                     n.attribute.retain(|a| a.name.as_deref() != Some(name));
                     v
                 };
@@ -671,7 +646,7 @@ impl Lowering<'_> {
                 Ok(vec![node])
             }
             "Squeeze" | "Unsqueeze" => {
-                if let Some(axes) = attr_ints(&node, "axes") {
+                if let Some(axes) = attr_ints_or_int(&node, "axes") {
                     node.attribute.retain(|a| a.name.as_deref() != Some("axes"));
                     let a = self.init_i64(&node, "axes", &axes)?;
                     node.input.push(a);

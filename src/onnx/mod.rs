@@ -8,6 +8,7 @@
 mod external;
 mod fold;
 mod lower;
+pub(crate) mod node;
 mod tensor;
 
 /// The ONNX IR types, generated from `proto/onnx.proto`.

@@ -73,11 +73,7 @@ impl<D: Dim> View<D> {
     pub fn select(&self, sel: &Selection<D>) -> SliceResult<View<D>> {
         let ovf = || SliceError::Overflow { what: "composed view offset" };
         if sel.input_shape.len() != self.axes.len() {
-            return Err(SliceError::Unsupported(format!(
-                "selection over rank {} applied to a view of rank {}",
-                sel.input_shape.len(),
-                self.axes.len()
-            )));
+            return Err(SliceError::SelectionRank { selection: sel.input_shape.len(), view: self.axes.len() });
         }
         let mut offset = self.offset.clone();
         for (axis, index) in &sel.fixed {

@@ -11,6 +11,7 @@
 //!   records the type the model asks for;
 //! - everything else is tract's cast.
 
+use crate::graph::expanded::{Expanded, Io};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -23,7 +24,7 @@ pub fn cast(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
     let Some(to) = to.and_then(|code| crate::onnx::datum_type_of_elem(code as i32).ok()) else {
         return super::stock("Cast")(ctx, node);
     };
-    Ok((expand(ExactCast { to }), vec![]))
+    Expanded::new("Cast", ExactCast { to }, 1, ExactCast::rules, ExactCast::wire).built()
 }
 
 /// `Cast` to `to` (`I64` meaning ONNX's int64, held as dims when it holds shapes).
@@ -33,19 +34,8 @@ pub struct ExactCast {
     pub to: DatumType,
 }
 
-impl Expansion for ExactCast {
-    fn name(&self) -> StaticName {
-        "Cast".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 1)?;
-        check_output_arity(outputs, 1)?;
+impl ExactCast {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         if self.to == DatumType::I64 {
             // int64 stays int64, everything else becomes dims (what `wire` does).
             s.given(&inputs[0].datum_type, move |s, from| {

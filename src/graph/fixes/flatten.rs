@@ -5,6 +5,7 @@
 //! transformers exported by torch flatten `[batch, sequence]` into one axis before their embeddings.
 //! Here the products are dims whatever they hold, and the node is one reshape.
 
+use crate::graph::expanded::{Expanded, Io};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -14,7 +15,8 @@ use tract_onnx::tract_hir::internal::*;
 /// The Flatten builder.
 pub fn flatten(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(1, |a| a.i);
-    Ok((expand(Flatten { axis, node: crate::graph::node_label(node).node }), vec![]))
+    let op = Flatten { axis, node: crate::graph::node_label(node).node };
+    Expanded::new("Flatten", op, 1, Flatten::rules, Flatten::wire).built()
 }
 
 /// `Flatten` with symbolic products.
@@ -44,19 +46,8 @@ impl Flatten {
     }
 }
 
-impl Expansion for Flatten {
-    fn name(&self) -> StaticName {
-        "Flatten".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 1)?;
-        check_output_arity(outputs, 1)?;
+impl Flatten {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
         s.equals(&outputs[0].rank, 2)?;
         s.given(&inputs[0].shape, move |s, shape| {

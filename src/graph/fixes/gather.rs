@@ -5,6 +5,7 @@
 //! wired as a [`ViewOp`] (a strided copy instead of a table lookup per element, and it joins the view
 //! chain around it); any other Gather is tract's.
 
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::AffineGather;
 use crate::graph::ViewOp;
 use crate::graph::{Label, SliceStep};
@@ -17,7 +18,8 @@ use tract_onnx::tract_hir::internal::*;
 pub fn gather(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(0, |a| a.i);
     let label = crate::graph::node_label(node);
-    Ok((expand(ViewGather { axis, label, inner: tract_onnx::tract_hir::ops::array::Gather::new(axis) }), vec![]))
+    let op = ViewGather { axis, label, inner: tract_onnx::tract_hir::ops::array::Gather::new(axis) };
+    Expanded::new("Gather", op, 2, ViewGather::rules, ViewGather::wire).built()
 }
 
 /// tract's Gather, wired as a view when its indices are a constant affine table.
@@ -31,17 +33,8 @@ pub struct ViewGather {
     pub inner: tract_onnx::tract_hir::ops::array::Gather,
 }
 
-impl Expansion for ViewGather {
-    fn name(&self) -> StaticName {
-        "Gather".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
+impl ViewGather {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         self.inner.rules(s, inputs, outputs)
     }
 

@@ -25,6 +25,7 @@ mod reduce;
 mod reshape;
 mod split;
 mod squeeze;
+mod stock_node;
 mod sympad;
 mod tile;
 

@@ -36,8 +36,7 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
         .iter()
         .find(|a| a.name == "mode")
         .map_or_else(|| "constant".to_string(), |a| String::from_utf8_lossy(&a.s).into_owned());
-    let name = crate::graph::node_label(node).node;
-    Ok((Box::new(super::sympad::PadNode { stock, node: name, mode }), closures))
+    Ok(super::sympad::PadNode::wrap((stock, closures), super::sympad::SymbolicPads { mode }, node))
 }
 
 /// Constant-mode Pad of a 1-D integer vector (a shape).

@@ -23,6 +23,8 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::infer::InferenceOp;
 use tract_onnx::tract_hir::internal::*;
 
+pub use super::stock_node::{Fix, StockNode};
+
 /// What a rule knows of one input: its element type, its shape and, when known, its value.
 #[derive(Debug, Clone, Copy)]
 pub struct Inlet<'a> {
@@ -106,25 +108,7 @@ pub trait ParamRule: std::fmt::Debug + Send + Sync + dyn_clone::DynClone {
 dyn_clone::clone_trait_object!(ParamRule);
 
 /// tract's op for a node, with its parameters handled by a [`ParamRule`] when tract cannot.
-#[derive(Debug, Clone)]
-pub struct ParamNode {
-    /// The op tract-onnx (or an earlier replacement) built.
-    pub stock: Box<dyn InferenceOp>,
-    /// The rule for its shape parameters.
-    pub rule: Box<dyn ParamRule>,
-    /// The node's name and op type, for errors.
-    pub node: String,
-    /// The ONNX op type.
-    pub op: String,
-}
-
-impl PartialEq for ParamNode {
-    fn eq(&self, other: &Self) -> bool {
-        self.node == other.node && self.op == other.op
-    }
-}
-
-impl Eq for ParamNode {}
+pub type ParamNode = StockNode<Box<dyn ParamRule>>;
 
 impl ParamNode {
     /// Wraps a stock builder's op.
@@ -133,13 +117,7 @@ impl ParamNode {
         rule: impl ParamRule + 'static,
         node: &tract_onnx::pb::NodeProto,
     ) -> (Box<dyn InferenceOp>, Vec<String>) {
-        let op = ParamNode {
-            stock: stock.0,
-            rule: Box::new(rule),
-            node: crate::graph::node_label(node).node,
-            op: node.op_type.clone(),
-        };
-        (Box::new(op), stock.1)
+        StockNode::wrap(stock, Box::new(rule) as Box<dyn ParamRule>, node)
     }
 
     fn invalid(&self, message: String) -> anyhow::Error {
@@ -152,57 +130,23 @@ impl ParamNode {
             Refusal::Unknown(m) => crate::NodeError::not_static(&self.node, &self.op, m),
         }
     }
-
-    /// Checks concrete parameter values before tract's op sees them.
-    fn check_values(&self, inputs: &[TValue]) -> TractResult<()> {
-        let shapes: Vec<TVec<TDim>> =
-            inputs.iter().map(|t| t.shape().iter().map(|d| TDim::from(*d)).collect()).collect();
-        let inlets = concrete_inlets(inputs, &shapes);
-        self.rule.outputs(&inlets).map_err(|r| self.refused(r))?;
-        Ok(())
-    }
 }
 
 fn concrete_inlets<'a>(inputs: &'a [TValue], shapes: &'a [TVec<TDim>]) -> Vec<Inlet<'a>> {
     inputs.iter().zip(shapes).map(|(t, s)| Inlet { datum_type: t.datum_type(), shape: s, value: Some(&**t) }).collect()
 }
 
-impl Op for ParamNode {
-    fn name(&self) -> StaticName {
-        self.stock.name()
-    }
-
-    not_a_typed_op!();
-}
-
-impl EvalOp for ParamNode {
-    fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
-        self.check_values(&inputs)?;
-        crate::model::guard("evaluating a node", || self.stock.eval_out_of_plan(inputs))
-    }
-
-    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        self.check_values(&inputs)?;
-        crate::model::guard("evaluating a node", || self.stock.eval(ctx, inputs))
-    }
-}
-
-impl InferenceOp for ParamNode {
-    fn infer_facts(
-        &mut self,
-        inputs: TVec<&InferenceFact>,
-        outputs: TVec<&InferenceFact>,
-        observed: TVec<&InferenceFact>,
-    ) -> TractResult<(TVec<InferenceFact>, TVec<InferenceFact>, TVec<InferenceFact>)> {
-        self.stock.infer_facts(inputs, outputs, observed)
-    }
-
-    fn nboutputs(&self) -> TractResult<usize> {
-        self.stock.nboutputs()
+impl Fix for Box<dyn ParamRule> {
+    /// Concrete parameter values are checked before tract's op sees them.
+    fn check(this: &ParamNode, inputs: &[TValue]) -> Option<TractResult<()>> {
+        let shapes: Vec<TVec<TDim>> =
+            inputs.iter().map(|t| t.shape().iter().map(|d| TDim::from(*d)).collect()).collect();
+        let inlets = concrete_inlets(inputs, &shapes);
+        Some(this.fix.outputs(&inlets).map(|_| ()).map_err(|r| this.refused(r)))
     }
 
     fn to_typed(
-        &self,
+        this: &ParamNode,
         source: &InferenceModel,
         node: &InferenceNode,
         target: &mut TypedModel,
@@ -215,16 +159,16 @@ impl InferenceOp for ParamNode {
             .iter()
             .map(|f| Inlet { datum_type: f.datum_type, shape: f.shape.dims(), value: f.konst.as_deref() })
             .collect();
-        let shapes = self.rule.outputs(&inlets).map_err(|r| self.refused(r))?;
+        let shapes = this.fix.outputs(&inlets).map_err(|r| this.refused(r))?;
         let exact = shapes.iter().all(|s| s.iter().all(Option::is_some));
-        let params_known = (0..inputs.len()).filter(|i| self.rule.is_param(*i)).all(|i| facts[i].konst.is_some());
+        let params_known = (0..inputs.len()).filter(|i| this.fix.is_param(*i)).all(|i| facts[i].konst.is_some());
         if params_known {
             // tract's own op, in a copy of the model. Constant integers are tract's to type (what it
             // refuses stays refused); when it cannot take symbolic values, the rule's exact dims.
             let symbolic =
-                (0..inputs.len()).filter(|i| self.rule.is_param(*i)).any(|i| !matches!(inlets[i].ints(), Ok(Some(_))));
+                (0..inputs.len()).filter(|i| this.fix.is_param(*i)).any(|i| !matches!(inlets[i].ints(), Ok(Some(_))));
             let mut attempt = target.clone();
-            match self.stock.to_typed(source, node, &mut attempt, mapping) {
+            match this.stock.to_typed(source, node, &mut attempt, mapping) {
                 Ok(outlets) => {
                     *target = attempt;
                     return Ok(outlets);
@@ -233,8 +177,8 @@ impl InferenceOp for ParamNode {
                 Err(_) => {}
             }
         }
-        let types = self.rule.datum_types(&inlets, shapes.len()).map_err(|m| self.invalid(m))?;
-        let prefix = crate::analysis::symbol_name(&self.node);
+        let types = this.fix.datum_types(&inlets, shapes.len()).map_err(|m| this.invalid(m))?;
+        let prefix = crate::analysis::symbol_name(&this.node);
         let mut fresh = false;
         let mut out_facts = tvec![];
         for (slot, (shape, dt)) in shapes.iter().zip(types).enumerate() {
@@ -257,17 +201,15 @@ impl InferenceOp for ParamNode {
             out_facts.push(dt.fact(&*dims));
         }
         let op = ParamOp {
-            stock: self.stock.clone(),
-            rule: self.rule.clone(),
-            node: self.node.clone(),
-            op: self.op.clone(),
+            stock: this.stock.clone(),
+            rule: this.fix.clone(),
+            node: this.node.clone(),
+            op: this.op.clone(),
             facts: out_facts,
             fresh,
         };
         target.wire_node(&node.name, op, &inputs)
     }
-
-    as_op!();
 }
 
 /// A node whose parameters are known only when the model runs (or are dim expressions): output facts

@@ -5,6 +5,7 @@
 //! second analysis pass then rejects the graph ("Impossible to unify Val(3) with Val(5)"). This wrapper
 //! states ONNX's length, `max(ceil((limit - start) / delta), 0)`, and leaves the rest to tract's Range.
 
+use crate::graph::expanded::{Expanded, Io};
 use crate::view::Dim;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -13,7 +14,8 @@ use tract_onnx::tract_hir::internal::*;
 
 /// The Range builder.
 pub fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    Ok((expand(ExactRange { node: crate::graph::node_label(node).node }), vec![]))
+    let op = ExactRange { node: crate::graph::node_label(node).node };
+    Expanded::new("Range", op, 3, ExactRange::rules, ExactRange::wire).built()
 }
 
 /// tract's Range with ONNX's length rule.
@@ -33,19 +35,8 @@ pub fn range_len(start: &TDim, limit: &TDim, delta: i64) -> TractResult<TDim> {
     }
 }
 
-impl Expansion for ExactRange {
-    fn name(&self) -> StaticName {
-        "Range".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 3)?;
-        check_output_arity(outputs, 1)?;
+impl ExactRange {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.given_3(&inputs[0].datum_type, &inputs[1].datum_type, &inputs[2].datum_type, move |s, a, b, c| {
             let dt = DatumType::super_type_for([a, b, c]).context("Range inputs have no common type")?;
             s.equals(&outputs[0].datum_type, if dt.is_tdim() { i64::datum_type() } else { dt })

@@ -10,6 +10,7 @@
 //! symbols for it).
 
 use crate::dims::{divide_exact, format_dim};
+use crate::graph::expanded::{Expanded, Io};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -20,7 +21,8 @@ use tract_onnx::tract_hir::internal::*;
 /// The Reshape builder.
 pub fn reshape(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let allowzero = node.attribute.iter().find(|a| a.name == "allowzero").is_some_and(|a| a.i != 0);
-    Ok((expand(SymbolicReshape { allowzero, node: crate::graph::node_label(node).node }), vec![]))
+    let op = SymbolicReshape { allowzero, node: crate::graph::node_label(node).node };
+    Expanded::new("Reshape", op, 2, SymbolicReshape::rules, SymbolicReshape::wire).built()
 }
 
 /// The output's volume and the input's, which a reshape requires equal.
@@ -87,19 +89,8 @@ impl SymbolicReshape {
     }
 }
 
-impl Expansion for SymbolicReshape {
-    fn name(&self) -> StaticName {
-        "Reshape".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 2)?;
-        check_output_arity(outputs, 1)?;
+impl SymbolicReshape {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
         s.given(&inputs[1].shape, move |s, shape| {
             if let Some(n) = shape.first().and_then(TDim::as_i64) {

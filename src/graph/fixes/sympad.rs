@@ -6,62 +6,26 @@
 //! becomes a [`SymbolicPad`], whose output dims are `d + before + after` and whose pads get their
 //! values when the model runs; anything else is tract's.
 
+use super::stock_node::{Fix, StockNode};
 use std::collections::HashMap;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::array::{Pad, PadMode};
-use tract_onnx::tract_hir::infer::InferenceOp;
 use tract_onnx::tract_hir::internal::*;
 
 /// tract's Pad, with symbolic pads handled.
+pub type PadNode = StockNode<SymbolicPads>;
+
+/// What [`PadNode`] does in front of tract's Pad: symbolic pads make a [`SymbolicPad`].
 #[derive(Debug, Clone)]
-pub struct PadNode {
-    /// tract-onnx's own Pad op.
-    pub stock: Box<dyn InferenceOp>,
-    /// The node's name, for errors.
-    pub node: String,
+pub struct SymbolicPads {
     /// The mode, without the constant value (taken from the inputs).
     pub mode: String,
 }
 
-impl PartialEq for PadNode {
-    fn eq(&self, other: &Self) -> bool {
-        self.node == other.node
-    }
-}
-
-impl Eq for PadNode {}
-
-impl Op for PadNode {
-    fn name(&self) -> StaticName {
-        "Pad".into()
-    }
-
-    not_a_typed_op!();
-}
-
-impl EvalOp for PadNode {
-    fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
-        self.stock.eval_out_of_plan(inputs)
-    }
-
-    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        self.stock.eval(ctx, inputs)
-    }
-}
-
-impl InferenceOp for PadNode {
-    fn infer_facts(
-        &mut self,
-        inputs: TVec<&InferenceFact>,
-        outputs: TVec<&InferenceFact>,
-        observed: TVec<&InferenceFact>,
-    ) -> TractResult<(TVec<InferenceFact>, TVec<InferenceFact>, TVec<InferenceFact>)> {
-        self.stock.infer_facts(inputs, outputs, observed)
-    }
-
+impl Fix for SymbolicPads {
     fn to_typed(
-        &self,
+        this: &PadNode,
         source: &InferenceModel,
         node: &InferenceNode,
         target: &mut TypedModel,
@@ -76,24 +40,24 @@ impl InferenceOp for PadNode {
             p.datum_type().is_tdim() && crate::graph::dims_of(p).is_ok_and(|d| d.iter().any(|d| d.as_i64().is_none()))
         });
         if !symbolic || inputs.len() > 3 {
-            return self.stock.to_typed(source, node, target, mapping);
+            return this.stock.to_typed(source, node, target, mapping);
         }
         let data = target.outlet_fact(inputs[0])?.clone();
         let rank = data.rank();
         let values = crate::graph::dims_of(pads.as_ref().expect("checked"))?;
         if values.len() != 2 * rank {
             return Err(crate::NodeError::invalid(
-                &self.node,
+                &this.node,
                 "Pad",
                 format!("{} pads for an input of rank {rank}", values.len()),
             ));
         }
         let pads: Vec<(TDim, TDim)> = (0..rank).map(|a| (values[a].clone(), values[a + rank].clone())).collect();
-        let mode = match self.mode.as_str() {
+        let mode = match this.fix.mode.as_str() {
             "constant" => {
                 let value = match inputs.get(2) {
                     Some(v) => target.outlet_fact(*v)?.konst.clone().ok_or_else(|| {
-                        crate::NodeError::not_static(&self.node, "Pad", "the constant value is known only at run time")
+                        crate::NodeError::not_static(&this.node, "Pad", "the constant value is known only at run time")
                     })?,
                     None => Tensor::zero_dt(data.datum_type, &[])?.into_arc_tensor(),
                 };
@@ -102,13 +66,11 @@ impl InferenceOp for PadNode {
             "reflect" => PadMode::Reflect,
             "edge" => PadMode::Edge,
             other => {
-                return Err(crate::NodeError::not_static(&self.node, "Pad", format!("mode {other} with symbolic pads")))
+                return Err(crate::NodeError::not_static(&this.node, "Pad", format!("mode {other} with symbolic pads")))
             }
         };
-        target.wire_node(&node.name, SymbolicPad { pads, mode, node: self.node.clone() }, &inputs[..1])
+        target.wire_node(&node.name, SymbolicPad { pads, mode, node: this.node.clone() }, &inputs[..1])
     }
-
-    as_op!();
 }
 
 /// A Pad whose pads are dim expressions.

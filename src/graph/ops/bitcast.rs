@@ -3,6 +3,7 @@
 //! error rather than an invalid `bool`.
 
 use super::attrs;
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -20,7 +21,7 @@ pub fn bitcast(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
     if !plain(to) {
         return Err(label.err(format!("attribute to is {code} ({to:?}): BitCast reads numbers and booleans only")));
     }
-    Ok((expand(Expanded(BitCast { label, to })), vec![]))
+    Expanded::new("BitCast", BitCast { label, to }, 1, rules, wire).built()
 }
 
 fn plain(dt: DatumType) -> bool {
@@ -36,33 +37,18 @@ pub struct BitCast {
     pub to: DatumType,
 }
 
-#[derive(Debug, Clone)]
-struct Expanded(BitCast);
+fn rules<'r>(op: &'r BitCast, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
+    s.equals(&outputs[0].datum_type, op.to)?;
+    s.equals(&outputs[0].shape, &inputs[0].shape)
+}
 
-impl Expansion for Expanded {
-    fn name(&self) -> StaticName {
-        "BitCast".into()
+/// No node when the type does not change.
+fn wire(op: &BitCast, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+    let from = model.outlet_fact(inputs[0])?.datum_type;
+    if from == op.to {
+        return Ok(tvec![inputs[0]]);
     }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 1)?;
-        check_output_arity(outputs, 1)?;
-        s.equals(&outputs[0].datum_type, self.0.to)?;
-        s.equals(&outputs[0].shape, &inputs[0].shape)
-    }
-
-    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
-        let from = model.outlet_fact(inputs[0])?.datum_type;
-        if from == self.0.to {
-            return Ok(tvec![inputs[0]]);
-        }
-        model.wire_node(prefix, self.0.clone(), inputs)
-    }
+    model.wire_node(prefix, op.clone(), inputs)
 }
 
 impl Op for BitCast {

@@ -7,6 +7,7 @@
 
 use super::attrs;
 use super::elements::{gather_flat, strides};
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -21,16 +22,17 @@ pub fn center_crop_pad(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(
     if node.input.len() != 2 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("CenterCropPad takes two inputs: input_data and shape"));
     }
-    Ok((expand(Expanded { label, axes }), vec![]))
+    Expanded::new("CenterCropPad", Spec { label, axes }, 2, rules, wire).built()
 }
 
+/// The node's attributes, before its input facts are known.
 #[derive(Debug, Clone)]
-struct Expanded {
+struct Spec {
     label: Label,
     axes: Option<Vec<i64>>,
 }
 
-impl Expanded {
+impl Spec {
     fn axes(&self, rank: usize) -> TractResult<Vec<usize>> {
         let Some(axes) = &self.axes else { return Ok((0..rank).collect()) };
         let r = rank as i64;
@@ -49,63 +51,51 @@ impl Expanded {
     }
 }
 
-impl Expansion for Expanded {
-    fn name(&self) -> StaticName {
-        "CenterCropPad".into()
-    }
+fn rules<'r>(_: &'r Spec, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
+    s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
+    s.equals(&outputs[0].rank, &inputs[0].rank)?;
+    s.equals(&inputs[1].rank, 1)
+}
 
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 2)?;
-        check_output_arity(outputs, 1)?;
-        s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
-        s.equals(&outputs[0].rank, &inputs[0].rank)?;
-        s.equals(&inputs[1].rank, 1)
+/// A [`CenterCropPad`] with the output dims known from `shape` or minted.
+fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+    let x = model.outlet_fact(inputs[0])?.clone();
+    let shape = model.outlet_fact(inputs[1])?.clone();
+    let axes = spec.axes(x.rank())?;
+    if shape.rank() != 1 {
+        return Err(spec.label.err(format!("shape must be a 1-D tensor, got rank {}", shape.rank())));
     }
-
-    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
-        let x = model.outlet_fact(inputs[0])?.clone();
-        let shape = model.outlet_fact(inputs[1])?.clone();
-        let axes = self.axes(x.rank())?;
-        if shape.rank() != 1 {
-            return Err(self.label.err(format!("shape must be a 1-D tensor, got rank {}", shape.rank())));
+    if !(shape.datum_type.is_integer() || shape.datum_type.is_tdim()) {
+        return Err(spec.label.err(format!("shape must be int32 or int64, got {:?}", shape.datum_type)));
+    }
+    if let Ok(n) = shape.shape[0].to_usize() {
+        if n != axes.len() {
+            return Err(spec.label.err(format!("shape has {n} entries for {} axes", axes.len())));
         }
-        if !(shape.datum_type.is_integer() || shape.datum_type.is_tdim()) {
-            return Err(self.label.err(format!("shape must be int32 or int64, got {:?}", shape.datum_type)));
-        }
-        if let Ok(n) = shape.shape[0].to_usize() {
-            if n != axes.len() {
-                return Err(self.label.err(format!("shape has {n} entries for {} axes", axes.len())));
-            }
-        }
-        let known = shape.konst.as_ref().map(|k| crate::graph::dims_of(k)).transpose()?;
-        let mut dims = vec![];
-        for (k, d) in x.shape.iter().enumerate() {
-            dims.push(match (axes.iter().position(|&a| a == k), &known) {
-                (None, _) => OutDim::Same,
-                (Some(i), Some(values)) => {
-                    let v = values.get(i).cloned().context("shape is shorter than axes")?;
-                    if let Ok(n) = v.to_i64() {
-                        if n < 0 {
-                            return Err(self.label.err(format!("shape[{i}] is {n}: sizes cannot be negative")));
-                        }
-                    }
-                    if v == *d {
-                        OutDim::Same
-                    } else {
-                        OutDim::Fixed(v)
+    }
+    let known = shape.konst.as_ref().map(|k| crate::graph::dims_of(k)).transpose()?;
+    let mut dims = vec![];
+    for (k, d) in x.shape.iter().enumerate() {
+        dims.push(match (axes.iter().position(|&a| a == k), &known) {
+            (None, _) => OutDim::Same,
+            (Some(i), Some(values)) => {
+                let v = values.get(i).cloned().context("shape is shorter than axes")?;
+                if let Ok(n) = v.to_i64() {
+                    if n < 0 {
+                        return Err(spec.label.err(format!("shape[{i}] is {n}: sizes cannot be negative")));
                     }
                 }
-                (Some(_), None) => OutDim::Fresh(model.symbols.new_with_prefix(&format!("{prefix}_{k}"))),
-            });
-        }
-        let op = CenterCropPad { label: self.label.clone(), axes, dims };
-        model.wire_node(prefix, op, inputs)
+                if v == *d {
+                    OutDim::Same
+                } else {
+                    OutDim::Fixed(v)
+                }
+            }
+            (Some(_), None) => OutDim::Fresh(model.symbols.new_with_prefix(&format!("{prefix}_{k}"))),
+        });
     }
+    let op = CenterCropPad { label: spec.label.clone(), axes, dims };
+    model.wire_node(prefix, op, inputs)
 }
 
 /// An output dim of [`CenterCropPad`].

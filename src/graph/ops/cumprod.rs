@@ -5,6 +5,7 @@
 //! IEEE arithmetic in their own type (float16 rounded after each product).
 
 use super::attrs;
+use crate::graph::expanded::{as_is, Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -20,7 +21,7 @@ pub fn cumprod(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
     if node.input.len() != 2 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("CumProd takes two inputs: x and axis"));
     }
-    Ok((expand(CumProdExpansion(CumProd { label, exclusive, reverse })), vec![]))
+    Expanded::new("CumProd", CumProd { label, exclusive, reverse }, 2, rules, as_is).built()
 }
 
 /// `CumProd` with its attributes.
@@ -34,29 +35,9 @@ pub struct CumProd {
     pub reverse: bool,
 }
 
-#[derive(Debug, Clone)]
-struct CumProdExpansion(CumProd);
-
-impl Expansion for CumProdExpansion {
-    fn name(&self) -> StaticName {
-        "CumProd".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 2)?;
-        check_output_arity(outputs, 1)?;
-        s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
-        s.equals(&outputs[0].shape, &inputs[0].shape)
-    }
-
-    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
-        model.wire_node(prefix, self.0.clone(), inputs)
-    }
+fn rules<'r>(_: &'r CumProd, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
+    s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
+    s.equals(&outputs[0].shape, &inputs[0].shape)
 }
 
 impl CumProd {

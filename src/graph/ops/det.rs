@@ -1,6 +1,7 @@
 //! ONNX `Det` (opset 11): the determinant of each square matrix of the last two axes, by Gaussian
 //! elimination with partial pivoting in f64, rounded once to the input's type.
 
+use crate::graph::expanded::{as_is, Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -14,7 +15,7 @@ pub fn det(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
     if node.input.len() != 1 || node.input[0].is_empty() {
         return Err(label.err("Det takes one input"));
     }
-    Ok((expand(Expanded(Det { label })), vec![]))
+    Expanded::new("Det", Det { label }, 1, rules, as_is).built()
 }
 
 /// `Det`.
@@ -24,29 +25,9 @@ pub struct Det {
     pub label: Label,
 }
 
-#[derive(Debug, Clone)]
-struct Expanded(Det);
-
-impl Expansion for Expanded {
-    fn name(&self) -> StaticName {
-        "Det".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 1)?;
-        check_output_arity(outputs, 1)?;
-        s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
-        s.equals(&outputs[0].rank, inputs[0].rank.bex() - 2)
-    }
-
-    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
-        model.wire_node(prefix, self.0.clone(), inputs)
-    }
+fn rules<'r>(_: &'r Det, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
+    s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
+    s.equals(&outputs[0].rank, inputs[0].rank.bex() - 2)
 }
 
 impl Op for Det {

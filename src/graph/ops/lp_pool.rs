@@ -4,6 +4,7 @@
 //! `pads`, `auto_pad`, `strides`, `dilations`, `ceil_mode`), and the inverse power.
 
 use super::attrs;
+use crate::graph::expanded::{Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -72,7 +73,7 @@ pub fn lp_pool(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
         input_channels: 0,
         output_channels: 0,
     };
-    Ok((expand(LpPool { label, p, spec }), vec![]))
+    Expanded::new("LpPool", LpPool { label, p, spec }, 1, LpPool::rules, LpPool::wire).built()
 }
 
 /// `LpPool` with its pooling spec (channels filled in when wired).
@@ -86,19 +87,8 @@ pub struct LpPool {
     pub spec: PoolSpec,
 }
 
-impl Expansion for LpPool {
-    fn name(&self) -> StaticName {
-        "LpPool".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 1)?;
-        check_output_arity(outputs, 1)?;
+impl LpPool {
+    fn rules<'r>(&'r self, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
         s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
         s.equals(&outputs[0].rank, &inputs[0].rank)?;
         s.equals(&outputs[0].shape[0], &inputs[0].shape[0])?;

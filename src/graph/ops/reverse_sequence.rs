@@ -4,6 +4,7 @@
 
 use super::attrs;
 use super::elements::{gather_flat, strides};
+use crate::graph::expanded::{as_is, Expanded, Io};
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -26,7 +27,8 @@ pub fn reverse_sequence(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<
     if node.input.len() != 2 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("ReverseSequence takes two inputs: input and sequence_lens"));
     }
-    Ok((expand(Expanded(ReverseSequence { label, batch_axis, time_axis })), vec![]))
+    let op = ReverseSequence { label, batch_axis, time_axis };
+    Expanded::new("ReverseSequence", op, 2, rules, as_is).built()
 }
 
 /// `ReverseSequence` with its axes.
@@ -40,31 +42,11 @@ pub struct ReverseSequence {
     pub time_axis: usize,
 }
 
-#[derive(Debug, Clone)]
-struct Expanded(ReverseSequence);
-
-impl Expansion for Expanded {
-    fn name(&self) -> StaticName {
-        "ReverseSequence".into()
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        check_input_arity(inputs, 2)?;
-        check_output_arity(outputs, 1)?;
-        s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
-        s.equals(&inputs[1].rank, 1)?;
-        s.equals(&inputs[1].shape[0], &inputs[0].shape[self.0.batch_axis])?;
-        s.equals(&outputs[0].shape, &inputs[0].shape)
-    }
-
-    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
-        model.wire_node(prefix, self.0.clone(), inputs)
-    }
+fn rules<'r>(op: &'r ReverseSequence, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
+    s.equals(&outputs[0].datum_type, &inputs[0].datum_type)?;
+    s.equals(&inputs[1].rank, 1)?;
+    s.equals(&inputs[1].shape[0], &inputs[0].shape[op.batch_axis])?;
+    s.equals(&outputs[0].shape, &inputs[0].shape)
 }
 
 impl ReverseSequence {

@@ -21,7 +21,8 @@
 //! Without masks and with constant positive strides the two clamping rules agree everywhere, and the
 //! node becomes one Slice of the same begin and end.
 
-use super::{int_attr, Lowering, NodeProto};
+use super::{Lowering, NodeProto};
+use crate::onnx::node::int_attr;
 use crate::semantics::{place_spec, Placed, SpecEntry, StridedSlice};
 use anyhow::{bail, Context};
 use tract_onnx::prelude::*;

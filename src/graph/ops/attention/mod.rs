@@ -25,6 +25,7 @@ mod wire;
 pub use softmax::AttentionSoftmax;
 
 use super::attrs;
+use crate::graph::expanded::Expanded;
 use crate::graph::Label;
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -87,7 +88,9 @@ fn given(names: &[String], i: usize) -> bool {
 
 /// The Attention builder.
 pub fn attention(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    Ok((expand(Attention::parse(node)?), vec![]))
+    let op = Attention::parse(node)?;
+    let (inputs, outputs) = (op.input_count(), op.output_count());
+    Expanded::new("Attention", op, inputs, rules::rules, wire::wire).with_outputs(outputs).built()
 }
 
 impl Attention {
@@ -207,28 +210,5 @@ impl Attention {
         let past_value = take(self.has_past);
         let nonpad = take(self.has_nonpad);
         [mask, past_key, past_value, nonpad]
-    }
-}
-
-impl Expansion for Attention {
-    fn name(&self) -> StaticName {
-        "Attention".into()
-    }
-
-    fn nboutputs(&self) -> TractResult<usize> {
-        Ok(self.output_count())
-    }
-
-    fn rules<'r, 'p: 'r, 's: 'r>(
-        &'s self,
-        s: &mut Solver<'r>,
-        inputs: &'p [TensorProxy],
-        outputs: &'p [TensorProxy],
-    ) -> InferenceResult {
-        rules::rules(self, s, inputs, outputs)
-    }
-
-    fn wire(&self, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
-        wire::wire(self, prefix, model, inputs)
     }
 }

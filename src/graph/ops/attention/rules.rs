@@ -2,17 +2,11 @@
 //! uses them when a node cannot be wired, to keep typing the rest of the graph).
 
 use super::Attention;
+use crate::graph::expanded::Io;
 use tract_onnx::tract_hir::internal::*;
 
 /// Types, ranks and the dims that follow from the inputs' without arithmetic.
-pub fn rules<'r, 'p: 'r, 's: 'r>(
-    op: &'s Attention,
-    s: &mut Solver<'r>,
-    inputs: &'p [TensorProxy],
-    outputs: &'p [TensorProxy],
-) -> InferenceResult {
-    check_input_arity(inputs, op.input_count())?;
-    check_output_arity(outputs, op.output_count())?;
+pub fn rules<'r>(op: &'r Attention, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     let (q, k, v) = (&inputs[0], &inputs[1], &inputs[2]);
     s.equals(&outputs[0].datum_type, &q.datum_type)?;
     s.equals(&outputs[0].rank, &q.rank)?;
