@@ -25,6 +25,7 @@ pub mod onnx;
 pub mod profile;
 pub mod report;
 pub mod semantics;
+pub mod threads;
 pub mod view;
 
 pub use error::{NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};

@@ -55,6 +55,8 @@ pub struct Model {
     /// name only while their scope (held by the analysis) lives.
     analysis: std::sync::Mutex<Option<Arc<Analysis>>>,
     plans: PlanCache,
+    /// The thread budget of the plans made (see [`Model::set_threads`]).
+    threads: Option<usize>,
 }
 
 impl Clone for Model {
@@ -69,6 +71,7 @@ impl Clone for Model {
             assumptions: self.assumptions.clone(),
             analysis: std::sync::Mutex::new(self.analysis.lock().unwrap_or_else(|e| e.into_inner()).clone()),
             plans: PlanCache::default(),
+            threads: self.threads,
         }
     }
 }
@@ -132,6 +135,7 @@ impl Model {
             assumptions: vec![],
             analysis: std::sync::Mutex::new(None),
             plans: PlanCache::default(),
+            threads: None,
         })
     }
 
@@ -378,8 +382,26 @@ impl Model {
                 bail!("value '{value}' cannot be computed: {why}");
             }
             let optimized = guard("optimizing the model", || analysis.typed.into_optimized())?;
-            guard("planning the model", || optimized.into_runnable())
+            guard("planning the model", || crate::threads::plan(optimized, self.threads))
         })
+    }
+
+    /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
+    /// (plans made before are dropped). `Some(n)`: tract's kernels run on `n` threads (its
+    /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
+    /// `None`, the default: tract's own default executor (single-threaded unless the process set
+    /// another) and copies split over all cores (the README's "Performance of whole models" compares
+    /// both settings on the real exports). See [`crate::threads`].
+    pub fn set_threads(&mut self, threads: Option<usize>) {
+        if self.threads != threads {
+            self.threads = threads;
+            self.plans.clear();
+        }
+    }
+
+    /// The thread budget set with [`Model::set_threads`].
+    pub fn threads(&self) -> Option<usize> {
+        self.threads
     }
 
     /// How many plans [`Model::run`] has made so far (one per input signature).
