@@ -14,7 +14,7 @@ For every fixture it writes, next to this script:
 and rewrites manifest.json. Name escaping in file names: '%' -> '%25', '/' -> '%2F'.
 
 Expected outputs are computed by the small reference helpers below, written straight from
-the semantics in DESIGN.md section 1 (StridedSlice = numpy indexing; ONNX/Paddle Slice =
+the semantics the README states (StridedSlice = numpy indexing; ONNX/Paddle Slice =
 the ONNX opset-13 clamping rule, which differs from Python slicing for a negative step
 whose start is below -dim; AsStrided = np.lib.stride_tricks.as_strided over the flattened
 input). Each fixture also carries the numpy expression it encodes; the generator evaluates
@@ -65,7 +65,7 @@ def escape(name):
 
 def strided_slice_spec(begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
                        new_axis_mask=0, shrink_axis_mask=0):
-    """The numpy index tuple a StridedSlice node denotes (DESIGN.md 1, StridedSlice)."""
+    """The numpy index tuple a StridedSlice node denotes."""
     n = len(begin)
     strides = [1] * n if strides is None else list(strides)
     assert len(end) == n and len(strides) == n
@@ -295,7 +295,7 @@ def onnx_slice_fixture(name, description, expression, x, starts, ends, axes=None
 
 
 def paddle_fixture(name, description, expression, x, axes, starts, ends, strides=None,
-                   tensor_inputs=None, attr_overrides=None):
+                   tensor_inputs=None, attr_overrides=None, symbolic=None):
     """Paddle form: Slice in ai.sliceops, attributes axes/starts/ends/strides; any of
     starts/ends/strides may come as node inputs 1..3 instead (tensor_inputs)."""
     tensor_inputs = tensor_inputs or {}
@@ -320,7 +320,7 @@ def paddle_fixture(name, description, expression, x, axes, starts, ends, strides
         node_inputs.pop()
     nodes = [node("Slice", node_inputs, ["y"], "paddle_slice", domain=CUSTOM_DOMAIN, **attrs)]
     return Fixture(name, description, expression, nodes, inputs, [("y", expected)],
-                   opsets=CUSTOM)
+                   opsets=CUSTOM, symbolic=symbolic)
 
 
 def as_strided_fixture(name, description, expression, x, size, stride, offset=None,
@@ -509,6 +509,40 @@ def paddle_slice_case_2():
         "x[0:-1, 1:1000]", PADDLE_X, [0, 1], [0, 1], [-1, 1000])
     assert f.outputs[0][1].tolist() == [[2, 3, 4]]
     return f
+
+
+def paddle_int32_max_end_fixture(name, how, tensor_inputs=None, symbolic=None):
+    f = paddle_fixture(
+        name,
+        "Paddle-form Slice axes [1], starts [1], ends [INT32_MAX], strides [-2] on a [2, 3, 5] "
+        "input, %s: the end clamps to d-1 = 2, so the axis is EMPTY (2, 0, 5). onnxruntime reads an "
+        "end of exactly INT32_MAX (or INT64_MAX) with a negative step as 'through the first "
+        "element' and returns one row: the lowered model must never hand it that end." % how,
+        "x[:, 1:2147483647:-2]", arange((2, 3, 5)), [1], [1], [INT32_MAX], [-2],
+        tensor_inputs=tensor_inputs, symbolic=symbolic)
+    assert f.outputs[0][1].shape == (2, 0, 5)
+    return f
+
+
+@fixture
+def paddle_slice_int32_max_end_negative_step():
+    return paddle_int32_max_end_fixture(
+        "paddle_slice_int32_max_end_negative_step", "every dim known")
+
+
+@fixture
+def paddle_slice_int32_max_end_negative_step_symbolic():
+    return paddle_int32_max_end_fixture(
+        "paddle_slice_int32_max_end_negative_step_symbolic", "its dims declared [N, C, 5]",
+        symbolic={"x": ["N", "C", 5]})
+
+
+@fixture
+def paddle_slice_int32_max_runtime_end_negative_step():
+    return paddle_int32_max_end_fixture(
+        "paddle_slice_int32_max_runtime_end_negative_step",
+        "its dims declared [N, C, 5] and ends given at run time (int32)",
+        tensor_inputs={"ends": np.int32}, symbolic={"x": ["N", "C", 5]})
 
 
 @fixture

@@ -5,8 +5,83 @@
 use tract_onnx::prelude::TDim;
 use tract_onnx::tract_core::internal::DimLike;
 
-/// Formats a dim: its integer value, or an expression.
+/// Formats a dim: its integer value, or an expression, in [`canonical`] form.
 pub fn format_dim(d: &TDim) -> String {
+    format_raw(&canonical(d))
+}
+
+/// Whether a quotient sits inside another one's numerator.
+fn has_nested_division(d: &TDim) -> bool {
+    match d {
+        TDim::Div(x, _) => contains_division(x) || has_nested_division(x),
+        TDim::Add(t) | TDim::Mul(t) | TDim::Min(t) | TDim::Max(t) => t.iter().any(has_nested_division),
+        TDim::MulInt(_, x) => has_nested_division(x),
+        _ => false,
+    }
+}
+
+fn contains_division(d: &TDim) -> bool {
+    match d {
+        TDim::Div(..) => true,
+        TDim::Add(t) | TDim::Mul(t) | TDim::Min(t) | TDim::Max(t) => t.iter().any(contains_division),
+        TDim::MulInt(_, x) => contains_division(x),
+        _ => false,
+    }
+}
+
+/// One spelling for the quotients tract writes either way: `(x/a + z)/c` and `(x + a*z)/(a*c)` are the
+/// same integer for integers `z` and positive `a`, `c` (floor division), and tract's simplifier gives
+/// one or the other from run to run (it iterates a hash map). Nested quotients are flattened into
+/// the second form, checked by evaluation; anything else is kept as it is.
+pub fn canonical(d: &TDim) -> TDim {
+    if !has_nested_division(d) {
+        return d.clone();
+    }
+    // (tract's `==` on dims compares them up to its simplification: it cannot tell the two apart.)
+    let flat = flatten_divisions(d);
+    if same_values(d, &flat) {
+        flat
+    } else {
+        d.clone()
+    }
+}
+
+fn flatten_divisions(d: &TDim) -> TDim {
+    match d {
+        TDim::Div(x, c) => {
+            let x = flatten_divisions(x);
+            match &x {
+                TDim::Div(y, a) => match a.checked_mul(*c) {
+                    Some(ac) => TDim::Div(y.clone(), ac),
+                    None => TDim::Div(Box::new(x.clone()), *c),
+                },
+                TDim::Add(terms) => {
+                    let inner: Vec<usize> =
+                        terms.iter().enumerate().filter(|(_, t)| matches!(t, TDim::Div(..))).map(|(i, _)| i).collect();
+                    let [i] = inner.as_slice() else { return TDim::Div(Box::new(x.clone()), *c) };
+                    let TDim::Div(y, a) = &terms[*i] else { unreachable!("filtered on Div") };
+                    let (Ok(scale), Some(ac)) = (i64::try_from(*a), a.checked_mul(*c)) else {
+                        return TDim::Div(Box::new(x.clone()), *c);
+                    };
+                    let rest: Vec<TDim> =
+                        terms.iter().enumerate().filter(|(j, _)| j != i).map(|(_, t)| t.clone()).collect();
+                    let numerator = TDim::Add(vec![(**y).clone(), TDim::MulInt(scale, Box::new(TDim::Add(rest)))]);
+                    TDim::Div(Box::new(numerator.simplify()), ac)
+                }
+                _ => TDim::Div(Box::new(x), *c),
+            }
+        }
+        TDim::Add(t) => TDim::Add(t.iter().map(flatten_divisions).collect()),
+        TDim::Mul(t) => TDim::Mul(t.iter().map(flatten_divisions).collect()),
+        TDim::Min(t) => TDim::Min(t.iter().map(flatten_divisions).collect()),
+        TDim::Max(t) => TDim::Max(t.iter().map(flatten_divisions).collect()),
+        TDim::MulInt(k, x) => TDim::MulInt(*k, Box::new(flatten_divisions(x))),
+        other => other.clone(),
+    }
+}
+
+/// Formats a dim as it is.
+fn format_raw(d: &TDim) -> String {
     match d {
         TDim::Val(v) => v.to_string(),
         TDim::Sym(s) => s.to_string(),
@@ -55,16 +130,16 @@ fn scaled(k: u64, x: &TDim) -> String {
 
 /// A term of a sum: sums inside need no parentheses (they are flattened), everything else is atomic.
 fn format_term(d: &TDim) -> String {
-    format_dim(d)
+    format_raw(d)
 }
 
 /// A factor of a product or a dividend: parenthesized when it is a sum or a quotient (`2*((H+31)/32)`
 /// is not `2*(H+31)/32`, which reads as `(2*(H+31))/32`).
 fn format_factor(d: &TDim) -> String {
     match d {
-        TDim::Add(_) | TDim::Div(..) => format!("({})", format_dim(d)),
-        TDim::MulInt(k, _) if *k < 0 => format!("({})", format_dim(d)),
-        _ => format_dim(d),
+        TDim::Add(_) | TDim::Div(..) => format!("({})", format_raw(d)),
+        TDim::MulInt(k, _) if *k < 0 => format!("({})", format_raw(d)),
+        _ => format_raw(d),
     }
 }
 
@@ -72,8 +147,8 @@ fn format_factor(d: &TDim) -> String {
 fn nested(name: &str, terms: &[TDim]) -> String {
     match terms {
         [] => name.to_string(),
-        [one] => format_dim(one),
-        [first, rest @ ..] => format!("{name}({},{})", format_dim(first), nested(name, rest)),
+        [one] => format_raw(one),
+        [first, rest @ ..] => format!("{name}({},{})", format_raw(first), nested(name, rest)),
     }
 }
 
@@ -156,6 +231,41 @@ pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
         }
         _ => None,
     }
+}
+
+/// [`tidy`], kept only where it gives the same values as `d` at sampled values of its symbols (tract
+/// re-simplifies what `tidy` rebuilds, and some of its rewrites are wrong on negative terms).
+pub fn tidy_checked(d: &TDim) -> TDim {
+    let t = tidy(d);
+    if &t == d || same_values(d, &t) {
+        t
+    } else {
+        d.clone()
+    }
+}
+
+/// Whether two dims evaluate to the same values at sampled values of their symbols (0 to 7, then
+/// pseudo-random up to 299), floor division as dims mean it.
+pub fn same_values(a: &TDim, b: &TDim) -> bool {
+    let mut symbols: Vec<tract_onnx::prelude::Symbol> = a.symbols().into_iter().collect();
+    for s in b.symbols() {
+        if !symbols.contains(&s) {
+            symbols.push(s);
+        }
+    }
+    let mut seed: u64 = 0x853c_49e6_748f_ea9b;
+    for sample in 0..48i64 {
+        let mut values = std::collections::HashMap::new();
+        for s in &symbols {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            values.insert(s.clone(), if sample < 8 { sample } else { ((seed >> 33) % 300) as i64 });
+        }
+        let (x, y) = (crate::analysis::eval_exact(a, &values), crate::analysis::eval_exact(b, &values));
+        if x.is_none() || x != y {
+            return false;
+        }
+    }
+    true
 }
 
 /// `d` with the forms that slicing and concatenating leave behind put back together: cutting an axis
@@ -386,6 +496,11 @@ mod tests {
         assert_eq!(format_dim(&(TDim::Val(3) - n.clone())), "-N+3");
         assert_eq!(format_dim(&(n.clone() * 4)), "4*N");
         assert_eq!(format_dim(&TDim::Val(-5)), "-5");
+        // Nested quotients, which tract's simplifier writes one way or the other, print one way.
+        let w = TDim::Sym(s.sym("width"));
+        let nested = TDim::Div(Box::new(TDim::Add(vec![TDim::Div(Box::new(w.clone()), 4), TDim::Val(1)])), 2);
+        assert_eq!(format_dim(&nested), "(width+4)/8");
+        assert_eq!(format_dim(&((w.clone() + 4) / 8)), "(width+4)/8");
         let h = TDim::Sym(s.sym("H"));
         assert_eq!(format_dim(&(h.clone().div_ceil(32) * 2)), "2*((H+31)/32)");
         assert_eq!(format_dim(&(h.clone().div_ceil(8) * h.clone().div_ceil(8))), "((H+7)/8)*((H+7)/8)");

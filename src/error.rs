@@ -115,6 +115,14 @@ pub enum SliceError {
         /// Bytes per element.
         elem_size: usize,
     },
+    /// More spec entries than masks have bits for.
+    #[error("{what} with {entries} entries: at most 63 are supported")]
+    TooManyMaskedEntries {
+        /// What has them (`"MXNet slice"`).
+        what: &'static str,
+        /// How many.
+        entries: usize,
+    },
     /// A parameter that must be known (for instance a shrink index on a symbolic dim) is not.
     #[error("{0}")]
     Unsupported(String),
@@ -125,22 +133,47 @@ pub type SliceResult<T> = Result<T, SliceError>;
 
 /// An error at one node of a graph: which node, which op, and what is wrong with it.
 ///
-/// The graph layer raises it for every parameter, attribute or value it refuses. Its [`kind`]
-/// tells what is wrong with the model apart from what cannot be decided before running, which
-/// analysis works around (a fresh symbol) instead of stopping.
+/// The graph layer raises it for every parameter, attribute or value it refuses, keeping the pure
+/// layers' [`SliceError`] as it is ([`Cause::Slice`]). Its [`kind`] tells what is wrong with the
+/// model apart from what cannot be decided before running, which analysis works around (a fresh
+/// symbol) instead of stopping. Callers find it in an error chain with [`NodeError::find`]; its text
+/// is `node 'NAME' (OP): CAUSE`.
 ///
 /// [`kind`]: NodeError::kind
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("node '{node}' ({op}): {message}")]
+#[error("node '{node}' ({op}): {cause}")]
 pub struct NodeError {
     /// The node's name (its first output's when it has none).
     pub node: String,
     /// Its ONNX op type.
     pub op: String,
     /// What is wrong.
-    pub message: String,
+    pub cause: Cause,
     /// Whether the model is wrong, or the answer depends on values not known yet.
     pub kind: NodeErrorKind,
+}
+
+/// What is wrong at a node: a pure-layer error, typed, or a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Cause {
+    /// A slicing specification refused by the pure layers.
+    #[error(transparent)]
+    Slice(#[from] SliceError),
+    /// Anything else, in words.
+    #[error("{0}")]
+    Message(String),
+}
+
+impl From<String> for Cause {
+    fn from(message: String) -> Cause {
+        Cause::Message(message)
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(message: &str) -> Cause {
+        Cause::Message(message.to_string())
+    }
 }
 
 /// What kind of [`NodeError`] it is.
@@ -151,6 +184,9 @@ pub enum NodeErrorKind {
     /// The node's output cannot be decided from what is known before running (a parameter that is a
     /// runtime value or a symbolic expression a rule cannot use).
     NotStatic,
+    /// The node failed while the model ran (a value too large to hold, a result other than analysis
+    /// found).
+    Failed,
 }
 
 /// tract panicked: caught, and kept as an error.
@@ -164,10 +200,19 @@ pub struct Panicked {
 }
 
 impl NodeError {
+    /// The error at `node` (`op`) of this `kind`, as an `anyhow::Error`.
+    pub fn of_kind(
+        node: impl Into<String>,
+        op: impl Into<String>,
+        kind: NodeErrorKind,
+        cause: impl Into<Cause>,
+    ) -> anyhow::Error {
+        NodeError { node: node.into(), op: op.into(), cause: cause.into(), kind }.into()
+    }
+
     /// The error `node 'node' (op): message` for an invalid node, as an `anyhow::Error`.
     pub fn invalid(node: impl Into<String>, op: impl Into<String>, message: impl std::fmt::Display) -> anyhow::Error {
-        NodeError { node: node.into(), op: op.into(), message: message.to_string(), kind: NodeErrorKind::Invalid }
-            .into()
+        NodeError::of_kind(node, op, NodeErrorKind::Invalid, message.to_string())
     }
 
     /// The same for an output that cannot be decided before running.
@@ -176,12 +221,16 @@ impl NodeError {
         op: impl Into<String>,
         message: impl std::fmt::Display,
     ) -> anyhow::Error {
-        NodeError { node: node.into(), op: op.into(), message: message.to_string(), kind: NodeErrorKind::NotStatic }
-            .into()
+        NodeError::of_kind(node, op, NodeErrorKind::NotStatic, message.to_string())
     }
 
-    /// The first `NodeError` in an error's chain, if any.
+    /// The same for a node that failed while the model ran.
+    pub fn failed(node: impl Into<String>, op: impl Into<String>, message: impl std::fmt::Display) -> anyhow::Error {
+        NodeError::of_kind(node, op, NodeErrorKind::Failed, message.to_string())
+    }
+
+    /// The first `NodeError` in an error's chain, if any: an error or a context of the chain.
     pub fn find(e: &anyhow::Error) -> Option<&NodeError> {
-        e.chain().find_map(|c| c.downcast_ref::<NodeError>())
+        e.downcast_ref::<NodeError>().or_else(|| e.chain().find_map(|c| c.downcast_ref::<NodeError>()))
     }
 }

@@ -13,22 +13,55 @@
 //! - [`view`]: the view and its algebra (normalize, merge axes, compose, bounds), concrete or symbolic.
 //! - [`semantics`]: one front end per dialect, each a pure function from parameters and shape to a view.
 //! - [`kernel`]: executes a view, by element size, block copies for contiguous runs, multi-threaded.
+//!
+//! Whole models go through [`Model`]: load, [`Model::infer`] every value's type and (symbolic) shape,
+//! [`Model::run`]. [`fold`] and [`onnx::lower`] rewrite models. Errors at a node are [`NodeError`]s
+//! (node, op, and the [`SliceError`] or message behind it), found in an error chain with
+//! [`NodeError::find`].
+//!
+//! ```
+//! use sliceops::tract_onnx::prelude::*;
+//! use sliceops::Model;
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! // A shipped fixture: `y = x[1, ..., None, ::-1]`, a TensorFlow-style StridedSlice.
+//! let model = Model::load_path("models/ss_shrink_ellipsis_new_axis_reverse/model.onnx")?;
+//! let facts = model.infer()?;
+//! let y = facts.iter().find(|f| f.name == "y").expect("the output's fact");
+//! assert_eq!(y.shape, [4, 1, 5].map(TDim::from));
+//!
+//! let x = tract_ndarray::Array3::from_shape_fn((3, 4, 5), |(i, j, k)| (20 * i + 5 * j + k) as f32);
+//! let outputs = model.run(vec![x.into_tensor()])?;
+//! let (name, y) = &outputs[0];
+//! assert_eq!((name.as_str(), y.shape()), ("y", &[4, 1, 5][..]));
+//! // y[j, 0, k] = x[1, j, 4 - k]
+//! assert_eq!(y.to_plain_array_view::<f32>()?[[2, 0, 1]], (20 + 5 * 2 + 3) as f32);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod analysis;
 pub mod dims;
 pub mod error;
+pub mod fold;
 pub mod graph;
+pub mod io;
 pub mod kernel;
+pub mod load;
 mod model;
 pub mod npy;
 pub mod onnx;
 pub mod profile;
 pub mod report;
 pub mod semantics;
+pub mod symbolic;
 pub mod threads;
 pub mod view;
 
-pub use error::{NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
-pub use graph::onnx;
+pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
+pub use graph::onnx_parser;
 pub use model::{decode_proto, Model, ValueFact};
+/// The tract-onnx sliceops is built on, pinned to exactly 0.23.9 (sliceops fixes and registers ops
+/// against that version's internals). Take tract's types (`Tensor`, `TDim`, facts) from here: a
+/// program that depends on tract itself must use this same version, or its types are other types.
 pub use tract_onnx;

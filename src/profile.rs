@@ -1,7 +1,7 @@
 //! Where a plan's time goes: each node of an optimized plan timed over repeated runs, summed per node and
 //! per op type.
 //!
-//! The plan is run through tract's own evaluation loop ([`SimpleState::run_plan_with_eval`]) with an
+//! The plan is run through tract's own evaluation loop (`SimpleState::run_plan_with_eval`) with an
 //! evaluation callback that times each node's `eval` and hands everything else to tract's `eval`, so the
 //! nodes run exactly as in a plain `plan.run` (same order, same values freed at the same steps); only
 //! the two clock reads per node are added. Nodes of nested plans (`If`, `Scan`, `Loop` bodies) count

@@ -1,9 +1,30 @@
-//! The reports users and snapshot tests read: inferred facts as JSON (DESIGN.md §5) and tensors as text.
+//! The reports users and snapshot tests read: inferred facts as JSON and tensors as text.
 
 use crate::dims::format_dim;
 use crate::npy::numpy_name;
 use crate::ValueFact;
 use tract_onnx::prelude::*;
+
+/// What `infer` tells besides the facts, one line each: `warning: ...` for a declared shape that
+/// inference contradicts, `note: node ...` for a node whose own rule could not be used.
+pub fn infer_notes(
+    model: &crate::Model,
+    analysis: &crate::analysis::Analysis,
+    facts: &[ValueFact],
+) -> anyhow::Result<Vec<String>> {
+    let mut notes: Vec<String> = model.shape_warnings(facts)?.into_iter().map(|w| format!("warning: {w}")).collect();
+    for f in &analysis.fallbacks {
+        let what = if f.deferred {
+            "computed only when the model runs"
+        } else if f.typed {
+            "its output dims that depend on it are fresh symbols"
+        } else {
+            "its outputs are unknown"
+        };
+        notes.push(format!("note: node '{}' ({}): {what}: {}", f.node, f.op, f.reason));
+    }
+    Ok(notes)
+}
 
 /// A dim as JSON: an integer, or an expression string.
 pub fn dim_json(d: &TDim) -> serde_json::Value {
@@ -56,36 +77,36 @@ pub fn values_text(t: &Tensor, limit: usize) -> anyhow::Result<String> {
     }
 }
 
-/// One line describing an error: our own `node 'x' (Op): ...` message when the chain has one; else a
-/// tract context that names a node (`Failed analyse for node #3 "x" Pad`, `Evaluating #3 "x" Pad`)
-/// rewritten in that form with the causes after it; else the whole chain.
+/// One line describing an error: the [`NodeError`](crate::NodeError) in its chain when it has one;
+/// else a tract context that names a node (`Failed analyse for node #3 "x" Pad`, `Evaluating #3 "x"
+/// Pad`, read by `tract_node`) rewritten in that form with the causes after it; else the whole chain.
 pub fn describe_error(e: &anyhow::Error) -> String {
-    let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
     // tract's advice names its own API; ours is a flag.
-    let chain: Vec<String> = chain
-        .into_iter()
-        .map(|m| {
-            m.replace(
-                "Help: provide explicit input facts to your model.",
-                "Set the input's shape with --input-shape NAME=D0,D1,... (library: Model::set_input_shape).",
-            )
-        })
-        .collect();
-    let line = if let Some(ours) = chain.iter().find(|m| m.starts_with("node '")) {
-        ours.clone()
-    } else if let Some((ix, (name, op))) = chain.iter().enumerate().find_map(|(i, m)| tract_node(m).map(|n| (i, n))) {
-        let rest: Vec<&str> = chain[ix + 1..].iter().map(String::as_str).filter(|m| tract_node(m).is_none()).collect();
-        format!(
-            "node '{name}' ({op}): {}",
-            if rest.is_empty() { chain[ix].as_str() } else { rest.last().copied().unwrap_or("") }
+    let ours = |m: String| {
+        m.replace(
+            "Help: provide explicit input facts to your model.",
+            "Set the input's shape with --input-shape NAME=D0,D1,... (library: Model::set_input_shape).",
         )
+    };
+    let line = if let Some(node) = crate::NodeError::find(e) {
+        ours(node.to_string())
     } else {
-        chain.join(": ")
+        let chain: Vec<String> = e.chain().map(|c| ours(c.to_string())).collect();
+        match chain.iter().enumerate().find_map(|(i, m)| tract_node(m).map(|n| (i, n))) {
+            Some((ix, (name, op))) => {
+                let rest: Vec<&str> =
+                    chain[ix + 1..].iter().map(String::as_str).filter(|m| tract_node(m).is_none()).collect();
+                let cause = rest.last().copied().unwrap_or(chain[ix].as_str());
+                format!("node '{name}' ({op}): {cause}")
+            }
+            None => chain.join(": "),
+        }
     };
     line.lines().next().unwrap_or_default().to_string()
 }
 
-/// The `(name, op)` in a tract context such as `Failed analyse for node #3 "x" Pad`.
+/// The `(name, op)` in a tract context such as `Failed analyse for node #3 "x" Pad`: the one place
+/// sliceops reads an error's text, tract's (its format is pinned by a test).
 pub(crate) fn tract_node(message: &str) -> Option<(String, String)> {
     let hash = message.find('#')?;
     let after = &message[hash + 1..];
@@ -99,21 +120,26 @@ pub(crate) fn tract_node(message: &str) -> Option<(String, String)> {
 
 /// A dim as a parsed structure: an integer, `{"sym": name}`, or `{op: [operands]}` with `op` one of
 /// `add`, `mul`, `div` (floor division by an integer), `min`, `max`, `broadcast`, `ge`, `eq`.
+/// The dim is written in [`crate::dims::canonical`] form, as [`crate::dims::format_dim`] writes it.
 pub fn dim_tree(d: &TDim) -> serde_json::Value {
+    tree(&crate::dims::canonical(d))
+}
+
+fn tree(d: &TDim) -> serde_json::Value {
     use serde_json::json;
-    let list = |terms: &[TDim]| serde_json::Value::Array(terms.iter().map(dim_tree).collect());
+    let list = |terms: &[TDim]| serde_json::Value::Array(terms.iter().map(tree).collect());
     match d {
         TDim::Val(v) => json!(v),
         TDim::Sym(s) => json!({ "sym": s.to_string() }),
         TDim::Add(terms) => json!({ "add": list(terms) }),
         TDim::Mul(terms) => json!({ "mul": list(terms) }),
-        TDim::MulInt(k, x) => json!({ "mul": [k, dim_tree(x)] }),
-        TDim::Div(x, k) => json!({ "div": [dim_tree(x), k] }),
+        TDim::MulInt(k, x) => json!({ "mul": [k, tree(x)] }),
+        TDim::Div(x, k) => json!({ "div": [tree(x), k] }),
         TDim::Min(terms) => json!({ "min": list(terms) }),
         TDim::Max(terms) => json!({ "max": list(terms) }),
         TDim::Broadcast(terms) => json!({ "broadcast": list(terms) }),
-        TDim::Ge(a, b) => json!({ "ge": [dim_tree(a), dim_tree(b)] }),
-        TDim::Eq(a, b) => json!({ "eq": [dim_tree(a), dim_tree(b)] }),
+        TDim::Ge(a, b) => json!({ "ge": [tree(a), tree(b)] }),
+        TDim::Eq(a, b) => json!({ "eq": [tree(a), tree(b)] }),
     }
 }
 
@@ -178,7 +204,7 @@ pub fn analysis_json(
         if let Some(outlet) = analysis.outlets.get(name) {
             let fact = analysis.typed.outlet_fact(*outlet)?;
             let shape: Vec<TDim> = fact.shape.iter().map(|d| d.clone().simplify()).collect();
-            v.insert("dtype".into(), json!(analysis.dtype_name(analysis.dtype(*outlet)?)));
+            v.insert("dtype".into(), json!(analysis.dtype_name(analysis.dtype(name)?)));
             v.insert("shape".into(), json!(shape.iter().map(dim_json).collect::<Vec<_>>()));
             v.insert("dims".into(), json!(shape.iter().map(dim_tree).collect::<Vec<_>>()));
             if let Some(dims) = fact.konst.as_deref().and_then(shape_value) {
@@ -254,5 +280,28 @@ pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
         Ok(())
     } else {
         Err("values differ".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tract_onnx::prelude::*;
+    use tract_onnx::tract_core::ops::identity::Identity;
+
+    /// `tract_node` reads the text tract writes for a node in its error contexts (`Failed analyse for
+    /// node {node}`, `Evaluating {node}`): this pins that format.
+    #[test]
+    fn tract_node_reads_the_node_text_of_tracts_contexts() {
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact([2])).unwrap();
+        let y = model.wire_node("the node", Identity, &[x]).unwrap();
+        let node = model.node(y[0].node);
+        for context in [format!("Failed analyse for node {node}"), format!("Evaluating {node}: got 2 inputs")] {
+            assert_eq!(
+                super::tract_node(&context),
+                Some(("the node".to_string(), "Identity".to_string())),
+                "{context}"
+            );
+        }
     }
 }

@@ -228,3 +228,26 @@ fn declared_shapes_that_contradict_inference_are_warnings() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_outputs(&f, &out);
 }
+
+#[test]
+fn lower_prints_what_it_rewrote() {
+    let f = fixture("ss_shrink_ellipsis_new_axis_reverse");
+    let dir = temp_dir("lower-report");
+    let written = dir.join("out.onnx");
+    let o = sliceops(&["lower", &f.model().display().to_string(), "-o", &written.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["nodes: 1 -> 3", "  StridedSlice rewritten: 1", "every new value has a type and shape"]
+    );
+    // Lowering its own output again finds nothing to rewrite.
+    let again = dir.join("again.onnx");
+    let o = sliceops(&["lower", &written.display().to_string(), "-o", &again.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("nothing to rewrite"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

@@ -1,4 +1,4 @@
-//! Every error rule of DESIGN.md §1: the typed error and its exact message.
+//! Every error rule: the typed error and its exact message.
 
 use sliceops::semantics::{AsStrided, MxnetSlice, Slice, StridedSlice};
 use sliceops::SliceError;

@@ -1,4 +1,4 @@
-//! Hostile inputs (DESIGN.md §1 errors, §5 CLI contract): whatever the files hold, the library returns
+//! Hostile inputs (the error rules and the CLI contract): whatever the files hold, the library returns
 //! `Err` (never panics, aborts or hangs) and `sliceops` exits with status 1 and exactly one line
 //! `error: ...` on stderr (after any `warning:` lines), which names the node, the op and the offending
 //! value for node-level errors. Valid extremes (`INT64_MIN` / `INT64_MAX` bounds and steps, AsStrided

@@ -36,7 +36,7 @@ import onnxruntime as ort
 ort.set_default_logger_severity(3)
 
 # Models that do not run yet, and the op that stops them (tests/real_models.rs lists the same).
-CANNOT_RUN = {"llama_torch_dynamo_opset23": "Attention"}
+CANNOT_RUN: dict[str, str] = {}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

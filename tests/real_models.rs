@@ -9,7 +9,7 @@ use common::real::real_models;
 use sliceops::Model;
 
 /// Models the analysis cannot run yet, with the reason (see the README's list of what is unsupported).
-const CANNOT_RUN: &[(&str, &str)] = &[("llama_torch_dynamo_opset23", "Attention")];
+const CANNOT_RUN: &[(&str, &str)] = &[];
 
 #[test]
 fn every_real_export_runs_at_two_sizes_and_matches_onnxruntime() {

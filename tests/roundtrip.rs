@@ -1,7 +1,8 @@
-//! `fold` writes a model back losing nothing it did not fold (DESIGN.md §3, "Write-back").
+//! `fold` writes a model back losing nothing it did not fold.
 //!
 //! The model here sets every field of the ONNX IR that `proto/onnx.proto` knows: model metadata,
-//! opset imports (ours, the default domain and an unknown one), training info, local functions,
+//! opset imports (ours, the default domain and an unknown one), training info, local functions, device
+//! configurations (and a node's placement under one),
 //! typed inputs with symbolic dims and denotations, int64 initializers in both storages, an
 //! initializer with external data, a sparse initializer, quantization annotations, value_info with
 //! metadata, a StridedSlice over the input, a foldable StridedSlice over an initializer, and a node of
@@ -182,6 +183,7 @@ fn mystery_node() -> proto::NodeProto {
     n.overload = s("v2");
     n.doc_string = s("an op nobody here knows; it must survive untouched");
     n.metadata_props = vec![kv("source", "hand-written"), kv("note", "ünïcödé ✓")];
+    n.device_configurations = vec![node_device_configuration("sliced")];
     n.attribute = vec![
         proto::AttributeProto {
             f: Some(0.25),
@@ -374,6 +376,36 @@ fn full_model() -> proto::ModelProto {
         metadata_props: vec![kv("author", "test"), kv("license", "MIT")],
         training_info: vec![training_info()],
         functions: vec![function()],
+        configuration: vec![device_configuration()],
+    }
+}
+
+/// A device configuration of two named devices (IR 11's multi-device fields).
+fn device_configuration() -> proto::DeviceConfigurationProto {
+    proto::DeviceConfigurationProto {
+        name: s("two_gpus"),
+        num_devices: Some(2),
+        device: vec!["cuda:0".to_string(), "cuda:1".to_string()],
+    }
+}
+
+/// A node's placement under [`device_configuration`]: its first input split in two along axis 0.
+fn node_device_configuration(tensor: &str) -> proto::NodeDeviceConfigurationProto {
+    proto::NodeDeviceConfigurationProto {
+        configuration_id: s("two_gpus"),
+        sharding_spec: vec![proto::ShardingSpecProto {
+            tensor_name: s(tensor),
+            device: vec![0, 1],
+            index_to_device_group_map: vec![proto::IntIntListEntryProto { key: Some(0), value: vec![0, 1] }],
+            sharded_dim: vec![proto::ShardedDimProto {
+                axis: Some(0),
+                simple_sharding: vec![proto::SimpleShardedDimProto {
+                    dim: Some(proto::simple_sharded_dim_proto::Dim::DimParam("N".into())),
+                    num_shards: Some(2),
+                }],
+            }],
+        }],
+        pipeline_stage: Some(1),
     }
 }
 
@@ -622,7 +654,8 @@ fn fold_keeps_initializers_that_annotations_and_training_info_name() {
 fn fold_keeps_the_dim_denotations_of_declared_types() {
     // Inference replaces declared dims (hints) with the inferred ones, but a dim's denotation says what
     // the axis means, not how long it is: where the declared rank is the inferred rank, each axis keeps
-    // its denotation (and the type its own), in value_info and in graph outputs alike.
+    // its denotation (and the type its own), in value_info and in graph outputs alike. (A Relu after the
+    // slice: an Identity would be removed, its graph output name moving to the slice.)
     let dir = test_dir("denotations");
     let declared = |last: Dim| {
         tensor_type(
@@ -636,7 +669,7 @@ fn fold_keeps_the_dim_denotations_of_declared_types() {
         opset_import: vec![opset("", 13), opset("ai.sliceops", 1)],
         graph: Some(proto::GraphProto {
             name: s("denotations"),
-            node: vec![runtime_slice_node(), node("Identity", "", "copy", &["sliced"], &["y"])],
+            node: vec![runtime_slice_node(), node("Relu", "", "relu", &["sliced"], &["y"])],
             initializer: vec![
                 i64_raw("ss_begin", &[0, 1]),
                 i64_typed("ss_end", &[0, 5]),

@@ -1,4 +1,5 @@
-//! Every worked example of the source documents (`shared/seeds/`), with its exact expected output.
+//! Every worked example of the source documents the ops were specified from (TensorFlow, MindSpore,
+//! Paddle, MXNet, PyTorch and Ascend docs), with its exact expected output.
 
 mod common;
 

@@ -1,7 +1,8 @@
 //! StridedSlice end to end on small tensors: arbitrary raw parameters (begin, end, strides, five masks)
 //! over an arbitrary small shape, resolved by sliceops and executed by `sliceops::kernel::execute` on
 //! `0, 1, 2, ..` (in one of several datum types), against an index-by-index reference written here from
-//! the numpy rules (Python's `slice.indices`, basic indexing) and DESIGN.md §1's reading of the masks.
+//! the numpy rules (Python's `slice.indices`, basic indexing) and the reading of the masks in the
+//! module docs of `src/semantics/strided_slice.rs`.
 //! sliceops must reject exactly what the reference rejects and otherwise produce the same tensor.
 
 #![no_main]

@@ -8,8 +8,8 @@
 //!   gets a symbol of its own, named after its input and axis (`image_d2`), so paddle2onnx's `?` for
 //!   height and `?` for width stay two dims.
 
-use super::parse_shim::parse_dim;
 use super::symbols::{Origin, SymbolTable};
+use crate::symbolic::parse_dim;
 use anyhow::{bail, Context};
 use std::collections::HashMap;
 use tract_onnx::pb::{self, tensor_shape_proto::dimension::Value as DimValue};
@@ -41,19 +41,17 @@ impl DeclaredInput {
     /// Reads the graph inputs that are not initializers.
     pub fn from_graph(graph: &pb::GraphProto) -> Vec<DeclaredInput> {
         let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
-        graph
-            .input
-            .iter()
-            .filter(|i| !initializers.contains(i.name.as_str()))
-            .map(|i| {
-                let tensor = match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
-                    Some(pb::type_proto::Value::TensorType(t)) => Some(t),
-                    _ => None,
-                };
-                let dims = tensor.and_then(|t| t.shape.as_ref()).map(|s| s.dim.iter().map(declared_dim).collect());
-                DeclaredInput { name: i.name.clone(), elem_type: tensor.map_or(0, |t| t.elem_type), dims }
-            })
-            .collect()
+        graph.input.iter().filter(|i| !initializers.contains(i.name.as_str())).map(DeclaredInput::of_value).collect()
+    }
+
+    /// Reads a declared value (a graph input or output).
+    pub fn of_value(i: &pb::ValueInfoProto) -> DeclaredInput {
+        let tensor = match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(pb::type_proto::Value::TensorType(t)) => Some(t),
+            _ => None,
+        };
+        let dims = tensor.and_then(|t| t.shape.as_ref()).map(|s| s.dim.iter().map(declared_dim).collect());
+        DeclaredInput { name: i.name.clone(), elem_type: tensor.map_or(0, |t| t.elem_type), dims }
     }
 }
 
@@ -128,8 +126,9 @@ pub fn input_facts(
                 }
                 let mut dims = Vec::with_capacity(given.len());
                 for (axis, text) in given.iter().enumerate() {
-                    let dim = parse_dim(scope, text)
-                        .with_context(|| format!("bad dim '{text}' for input '{}'", input.name))?;
+                    let dim = parse_dim(scope, text).with_context(|| {
+                        format!("bad dim '{}' for input '{}'", crate::symbolic::excerpt(text), input.name)
+                    })?;
                     for sym in dim.symbols() {
                         table.record(scope, &sym, Origin::Given { input: input.name.clone(), axis })?;
                     }

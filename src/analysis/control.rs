@@ -11,6 +11,7 @@
 
 use super::translate::translate;
 use super::SymbolTable;
+use crate::error::{NodeError, NodeErrorKind};
 use std::sync::{Arc, Mutex};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -53,7 +54,7 @@ impl Branch {
                 match cached.as_ref() {
                     Some(p) => p.clone(),
                     None => {
-                        let p = (**model).clone().into_optimized()?.into_runnable()?;
+                        let p = crate::model::optimize::optimize((**model).clone())?.into_runnable()?;
                         *cached = Some(p.clone());
                         p
                     }
@@ -69,11 +70,15 @@ impl Branch {
                         let facts: Vec<TypedFact> = signature.iter().map(|(dt, shape)| dt.fact(shape)).collect();
                         let index = super::node_index(graph);
                         let t = translate(model, &index, facts, SymbolScope::default(), SymbolTable::default(), 0)
-                            .with_context(|| format!("node '{node}' (If): the branch taken ({reason})"))?;
+                            .map_err(|e| {
+                                // Of the kind the branch's own error is, if it names a node.
+                                let kind = NodeError::find(&e).map_or(NodeErrorKind::Failed, |n| n.kind);
+                                NodeError::of_kind(node, "If", kind, format!("the branch taken ({reason}): {e:#}"))
+                            })?;
                         if let Some(why) = t.unknown.values().next() {
-                            bail!("node '{node}' (If): the branch taken cannot run: {why}");
+                            return Err(NodeError::failed(node, "If", format!("the branch taken cannot run: {why}")));
                         }
-                        let p = t.typed.into_optimized()?.into_runnable()?;
+                        let p = crate::model::optimize::optimize(t.typed)?.into_runnable()?;
                         cached.push((signature, p.clone()));
                         p
                     }
@@ -125,18 +130,18 @@ impl EvalOp for IfOp {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let cond =
-            inputs[0].cast_to_scalar::<bool>().with_context(|| format!("node '{}' (If): the condition", self.node))?;
+        let cond = inputs[0]
+            .cast_to_scalar::<bool>()
+            .map_err(|e| NodeError::failed(&self.node, "If", format!("the condition: {e:#}")))?;
         let (branch, mapping) =
             if cond { (&self.then_branch, &self.then_inputs) } else { (&self.else_branch, &self.else_inputs) };
         let branch_inputs: TVec<TValue> = mapping.iter().map(|&i| inputs[i].clone()).collect();
         let outputs = branch.run(&self.node, branch_inputs)?;
-        ensure!(
-            outputs.len() == self.facts.len()
-                && outputs.iter().zip(&self.facts).all(|(o, f)| o.rank() == f.rank() && o.datum_type() == f.datum_type),
-            "node '{}' (If): the branch taken returns other types or ranks than analysis found",
-            self.node
-        );
+        let same = outputs.iter().zip(&self.facts).all(|(o, f)| o.rank() == f.rank() && o.datum_type() == f.datum_type);
+        if outputs.len() != self.facts.len() || !same {
+            let message = "the branch taken returns other types or ranks than analysis found";
+            return Err(NodeError::failed(&self.node, "If", message));
+        }
         Ok(outputs)
     }
 }

@@ -2,31 +2,33 @@
 //!
 //! An analysis starts from the graph inputs, bound to what the model declares ([`Binding::Declared`],
 //! symbolic dims included) or to the tensors a run is given ([`Binding::Concrete`]), and translates
-//! the model into tract's typed form node by node ([`translate`]). It never gives up on the whole
+//! the model into tract's typed form node by node (`translate.rs`). It never gives up on the whole
 //! graph: a node no rule can type keeps going with fresh symbols, dims the model requires equal are
 //! unified and reported as [`Requirement`]s, and each symbol's origin is recorded ([`SymbolInfo`]).
 
 mod bind;
+mod budget;
 mod control;
 mod opaque;
-mod parse_shim;
 mod rational;
 mod require;
+mod splice;
 mod symbols;
 mod translate;
 mod verify;
 
 pub use bind::{datum_type_of as bind_datum_type, symbol_name, Binding, DeclaredDim, DeclaredInput};
+pub use budget::bytes_of;
 pub use control::{Branch, IfOp};
 pub use opaque::Opaque;
-pub use parse_shim::{check_bounded, parse_dim};
 pub use require::{AssumeShape, Requirement};
 use symbols::SymbolTable;
 pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
 pub use translate::Fallback;
 pub use verify::eval_exact;
 
-use anyhow::bail;
+use crate::symbolic::{excerpt, parse_assumption, Assumption, Comparison};
+use anyhow::{bail, Context};
 use std::collections::HashMap;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -46,8 +48,8 @@ pub struct Analysis {
     pub requirements: Vec<Requirement>,
     /// Nodes whose own rule could not be used.
     pub fallbacks: Vec<Fallback>,
-    /// The type the model declares for values tract holds as dims (`int64` unless listed).
-    pub dtypes: HashMap<OutletId, DatumType>,
+    /// The type the model declares for values tract holds as dims (`int64` unless listed), by name.
+    pub dtypes: HashMap<String, DatumType>,
     /// Names of the ONNX types that tract types stand for in this model (`bfloat16` for float16, ...).
     pub type_names: Vec<(DatumType, &'static str)>,
 }
@@ -88,10 +90,12 @@ pub fn analyse(
 ) -> anyhow::Result<Analysis> {
     let scope = SymbolScope::default();
     let mut bounded = vec![];
+    let mut named = vec![];
     for a in assumptions {
-        check_bounded(a)?;
-        scope.add_assertion(a.as_str()).map_err(|e| anyhow::anyhow!("bad assumption '{a}': {e}"))?;
-        bounded.extend(upper_bounded_symbols(a));
+        for parsed in add_assumption(&scope, a)? {
+            bounded.extend(upper_bounded_symbol(&parsed));
+            named.extend(parsed.symbols().iter().map(|s| (a, s.clone())));
+        }
     }
     let mut table = symbols::SymbolTable::new(bounded);
     let facts = bind::input_facts(source.inputs, binding, &scope, &mut table)?;
@@ -99,7 +103,11 @@ pub fn analyse(
     let t = translate::translate(source.inference, &nodes, facts, scope.clone(), table, options.fold_bytes)?;
     let mut outlets = HashMap::new();
     let mut unknown = HashMap::new();
+    let mut dtypes = HashMap::new();
     for (outlet, label) in value_names(source.inference) {
+        if let Some(dt) = t.dtypes.get(&outlet) {
+            dtypes.insert(label.clone(), *dt);
+        }
         if let Some(typed) = t.mapping.get(&outlet) {
             outlets.insert(label, *typed);
         } else if let Some(why) = t.unknown.get(&outlet) {
@@ -114,15 +122,14 @@ pub fn analyse(
     let on_inputs = |d: &TDim| d.symbols().iter().all(|s| !minted.contains(s.to_string().as_str()));
     let requirements: Vec<Requirement> =
         t.requirements.iter().filter(|r| on_inputs(&r.kept) && on_inputs(&r.other)).cloned().collect();
-    for a in assumptions {
-        for name in assumption_symbols(a) {
-            if !symbols.iter().any(|s| s.name == name) {
-                let known: Vec<&str> = symbols.iter().map(|s| s.name.as_str()).collect();
-                bail!(
-                    "assumption '{a}' names {name}, which is not a dim of this model (its symbols: {})",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                );
-            }
+    for (a, name) in named {
+        if !symbols.iter().any(|s| s.name == name) {
+            let known: Vec<&str> = symbols.iter().map(|s| s.name.as_str()).collect();
+            bail!(
+                "assumption '{}' names {name}, which is not a dim of this model (its symbols: {})",
+                excerpt(a),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            );
         }
     }
     Ok(Analysis {
@@ -132,7 +139,7 @@ pub fn analyse(
         symbols,
         requirements,
         fallbacks: t.fallbacks,
-        dtypes: t.dtypes,
+        dtypes,
         type_names: vec![],
     })
 }
@@ -164,70 +171,31 @@ fn value_names(model: &InferenceModel) -> Vec<(OutletId, String)> {
     names
 }
 
-/// The symbols an assumption bounds from above (`N<=K`, `N<K`, `K>=N`, `K>N` with `K` a number).
-fn upper_bounded_symbols(assumption: &str) -> Vec<String> {
-    let a = assumption.replace(' ', "");
-    let sides =
-        ["<=", ">=", "<", ">"].iter().find_map(|op| a.split_once(op).map(|(l, r)| (*op, l.to_string(), r.to_string())));
-    let Some((op, left, right)) = sides else { return vec![] };
-    let is_name = |s: &str| {
-        !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && s.parse::<i64>().is_err()
-    };
-    let is_number = |s: &str| s.parse::<i64>().is_ok();
-    match op {
-        "<=" | "<" if is_name(&left) && is_number(&right) => vec![left],
-        ">=" | ">" if is_number(&left) && is_name(&right) => vec![right],
-        _ => vec![],
+/// A symbol the assumption bounds from above by a constant (`N<=64`, `64>=N`): it replaces the
+/// default upper bound every symbol gets.
+fn upper_bounded_symbol(a: &Assumption) -> Option<String> {
+    match (&a.lhs, a.comparison, &a.rhs) {
+        (TDim::Sym(s), Comparison::Le | Comparison::Lt, TDim::Val(_)) => Some(s.to_string()),
+        (TDim::Val(_), Comparison::Ge | Comparison::Gt, TDim::Sym(s)) => Some(s.to_string()),
+        _ => None,
     }
 }
 
-/// The identifiers an assumption names (`min` and `max` are functions, not symbols).
-fn assumption_symbols(text: &str) -> Vec<String> {
-    let mut names = vec![];
-    let mut current = String::new();
-    for c in text.chars().chain(std::iter::once(' ')) {
-        if c.is_ascii_alphanumeric() || c == '_' || (c == '.' && !current.is_empty()) {
-            current.push(c);
-        } else if !current.is_empty() {
-            let word = std::mem::take(&mut current);
-            let is_name = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-            if is_name && word != "min" && word != "max" && !names.contains(&word) {
-                names.push(word);
-            }
-        }
+/// Parses an assumption (one comparison such as `N>=2`, or several joined with `&&`) and adds it to
+/// `scope`. tract's own parser only ever reads our canonical, depth-bounded text.
+fn add_assumption(scope: &SymbolScope, text: &str) -> anyhow::Result<Vec<Assumption>> {
+    let bad = |e: &dyn std::fmt::Display| anyhow::anyhow!("bad assumption '{}': {e}", excerpt(text));
+    let parsed = parse_assumption(scope, text).map_err(|e| bad(&e))?;
+    for a in &parsed {
+        scope.add_assertion(a.tract_text()).map_err(|_| bad(&"not a comparison tract can use"))?;
     }
-    names
+    Ok(parsed)
 }
 
-/// Checks an assumption's syntax: one comparison (`==`, `<=`, `>=`, `<`, `>`) between two dim
-/// expressions, such as `N>=2`.
+/// Checks an assumption before it is kept: one comparison (`==`, `<=`, `>=`, `<`, `>`) between two dim
+/// expressions, such as `N>=2`, or several joined with `&&`.
 pub fn check_assumption(text: &str) -> anyhow::Result<()> {
-    check_bounded(text).map_err(|e| anyhow::anyhow!("bad assumption '{text}': {e}"))?;
-    if text.contains("&&") || text.contains("||") {
-        bail!("bad assumption '{text}': an assumption is one comparison such as N>=2; give several with one --assume each");
-    }
-    let ops = ["==", "<=", ">=", "<", ">"];
-    // The first comparison in the text, the longest at that place (`>=` rather than `>`).
-    let found = ops.iter().filter_map(|op| text.find(op).map(|at| (at, std::cmp::Reverse(op.len()), *op))).min();
-    let found = found.map(|(at, _, op)| (at, op));
-    let Some((at, op)) = found else {
-        bail!("bad assumption '{text}': it compares nothing; write it as a comparison such as N>=2 (==, <=, >=, <, >)")
-    };
-    let (left, right) = (&text[..at], &text[at + op.len()..]);
-    let scratch = SymbolScope::default();
-    for (side, what) in [(left, "left"), (right, "right")] {
-        if side.trim().is_empty() {
-            bail!("bad assumption '{text}': the {what} side of '{op}' is empty");
-        }
-        if ops.iter().any(|o| side.contains(o)) {
-            bail!("bad assumption '{text}': an assumption is one comparison such as N>=2");
-        }
-        parse_dim(&scratch, side).map_err(|e| anyhow::anyhow!("bad assumption '{text}': the {what} side: {e}"))?;
-    }
-    scratch
-        .add_assertion(text.trim())
-        .map_err(|_| anyhow::anyhow!("bad assumption '{text}': not a comparison tract can use"))?;
-    Ok(())
+    add_assumption(&SymbolScope::default(), text).map(|_| ())
 }
 
 impl Analysis {
@@ -239,12 +207,13 @@ impl Analysis {
         }
     }
 
-    /// The element type of a typed outlet as the model declares it: tract holds every integer shape
+    /// The element type of a named value as the model declares it: tract holds every integer shape
     /// value as a dim, reported as `int64` unless the model casts it to another integer type.
-    pub fn dtype(&self, outlet: OutletId) -> anyhow::Result<DatumType> {
-        let dt = self.typed.outlet_fact(outlet)?.datum_type;
-        Ok(match self.dtypes.get(&outlet) {
-            Some(declared) if dt.is_tdim() => *declared,
+    pub fn dtype(&self, name: &str) -> anyhow::Result<DatumType> {
+        let outlet = self.outlets.get(name).with_context(|| format!("no fact for value '{name}'"))?;
+        let dt = self.typed.outlet_fact(*outlet)?.datum_type;
+        Ok(match self.dtypes.get(name) {
+            Some(declared) if dt.is_tdim() || dt == DatumType::I64 => *declared,
             _ if dt.is_tdim() => DatumType::I64,
             _ => dt,
         })
@@ -262,7 +231,7 @@ impl Analysis {
             let Some(outlet) = self.outlets.get(name) else { continue };
             let fact = self.typed.outlet_fact(*outlet)?;
             let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
-            let dtype = self.dtype(*outlet)?;
+            let dtype = self.dtype(name)?;
             let dtype_name = self.dtype_name(dtype);
             facts.push(crate::ValueFact { name: name.to_string(), dtype, shape, dtype_name });
         }

@@ -21,6 +21,9 @@ pub struct Opaque {
     pub facts: TVec<TypedFact>,
     /// Why the node's own rule could not be used.
     pub reason: String,
+    /// Whether the node is evaluated only when a plan runs, never out of one (constant folding,
+    /// analysis): its output is over the analysis budget (`budget.rs`).
+    pub deferred: bool,
 }
 
 impl PartialEq for Opaque {
@@ -50,6 +53,9 @@ impl Op for Opaque {
 
 impl EvalOp for Opaque {
     fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
+        if self.deferred {
+            return Ok(None);
+        }
         let outputs = self.op.eval_out_of_plan(inputs)?;
         if let Some(outputs) = &outputs {
             self.check(outputs)?;
@@ -67,28 +73,23 @@ impl EvalOp for Opaque {
 impl Opaque {
     /// The outputs must have the types and ranks analysis gave them.
     fn check(&self, outputs: &[TValue]) -> TractResult<()> {
-        ensure!(
-            outputs.len() == self.facts.len(),
-            "node '{}' ({}): produced {} outputs, expected {}",
-            self.node,
-            self.op.name(),
-            outputs.len(),
-            self.facts.len()
-        );
+        let failed = |message: String| crate::NodeError::failed(&self.node, self.op.name(), message);
+        if outputs.len() != self.facts.len() {
+            return Err(failed(format!("produced {} outputs, expected {}", outputs.len(), self.facts.len())));
+        }
         for (ix, (o, f)) in outputs.iter().zip(&self.facts).enumerate() {
             let same_type = o.datum_type() == f.datum_type
                 || (o.datum_type().is_tdim() && f.datum_type == DatumType::I64)
                 || (o.datum_type() == DatumType::I64 && f.datum_type.is_tdim());
-            ensure!(
-                same_type && o.rank() == f.rank(),
-                "node '{}' ({}): output {ix} is {:?} of rank {}, analysis expected {:?} of rank {}",
-                self.node,
-                self.op.name(),
-                o.datum_type(),
-                o.rank(),
-                f.datum_type,
-                f.rank()
-            );
+            if !same_type || o.rank() != f.rank() {
+                return Err(failed(format!(
+                    "output {ix} is {:?} of rank {}, analysis expected {:?} of rank {}",
+                    o.datum_type(),
+                    o.rank(),
+                    f.datum_type,
+                    f.rank()
+                )));
+            }
         }
         Ok(())
     }

@@ -35,6 +35,9 @@ pub struct Fallback {
     pub reason: String,
     /// Whether its outputs are typed (as an opaque node) or unknown.
     pub typed: bool,
+    /// Whether the node was deferred for its size (typed exactly, computed only when a plan runs:
+    /// `budget.rs`) rather than for a rule that failed.
+    pub deferred: bool,
 }
 
 /// The result of a translation.
@@ -54,7 +57,7 @@ pub struct Translated {
     /// The symbols met.
     pub table: SymbolTable,
     /// Integer types the model declares for values tract holds as dims (symbolic shape values cast to
-    /// `int32`, and what is computed from them), by typed outlet.
+    /// `int32`, and what is computed from them), by outlet of the parsed model.
     pub dtypes: HashMap<OutletId, DatumType>,
 }
 
@@ -84,6 +87,7 @@ pub fn translate(
         fold_bytes,
         dtypes: HashMap::new(),
         rationals: HashMap::new(),
+        names: super::splice::Names::default(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -124,6 +128,8 @@ struct Translator<'a> {
     dtypes: HashMap<OutletId, DatumType>,
     /// Float values computed from dims, followed exactly ([`super::rational`]), by typed outlet.
     rationals: HashMap<OutletId, super::rational::Rats>,
+    /// The names of the target's nodes.
+    names: super::splice::Names,
 }
 
 impl Translator<'_> {
@@ -150,12 +156,21 @@ impl Translator<'_> {
             return Ok(());
         }
         let mark = self.target.nodes.len();
-        let outcome = match node.op_as::<tract_onnx::ops::logic::If>() {
-            Some(op) => self.if_node(node, op),
-            None => self.typed_outputs(node, &op_type),
+        let outcome = match self.over_budget(node)? {
+            Some(deferred) => Ok(deferred),
+            None => match node.op_as::<tract_onnx::ops::logic::If>() {
+                Some(op) => self.if_node(node, op),
+                None => self.typed_outputs(node, &op_type),
+            }
+            .map(|outlets| (outlets, String::new())),
         };
+        let mut deferred = false;
         let (outlets, reason) = match outcome {
-            Ok(outlets) => (outlets, None),
+            Ok((outlets, why)) if !why.is_empty() => {
+                deferred = true;
+                (outlets, Some(why))
+            }
+            Ok((outlets, _)) => (outlets, None),
             Err(e) => {
                 if is_invalid(&e) {
                     // A panic says little: the node's own rules may say what is wrong with it.
@@ -169,7 +184,7 @@ impl Translator<'_> {
                 rollback(&mut self.target, mark);
                 // The reason without the node's own name, which the fallback carries already.
                 let reason = match crate::error::NodeError::find(&e) {
-                    Some(n) if n.node == node.name => n.message.clone(),
+                    Some(n) if n.node == node.name => n.cause.to_string(),
                     _ => crate::report::describe_error(&e),
                 };
                 match self.opaque(node, &op_type, &reason)? {
@@ -179,7 +194,13 @@ impl Translator<'_> {
                         for slot in 0..node.outputs.len() {
                             self.unknown.insert(OutletId::new(id, slot), why.clone());
                         }
-                        self.fallbacks.push(Fallback { node: node.name.clone(), op: op_type, reason, typed: false });
+                        self.fallbacks.push(Fallback {
+                            node: node.name.clone(),
+                            op: op_type,
+                            reason,
+                            typed: false,
+                            deferred: false,
+                        });
                         return Ok(());
                     }
                 }
@@ -191,6 +212,7 @@ impl Translator<'_> {
                 op: op_type.clone(),
                 reason: reason.clone(),
                 typed: true,
+                deferred,
             });
         }
         let mut outlets = outlets;
@@ -283,14 +305,14 @@ impl Translator<'_> {
             let mut outlet = outlet;
             if let Some(k) = fact.konst.as_ref().filter(|k| k.datum_type().is_tdim() && k.rank() <= 1) {
                 let values = crate::graph::dims_of(k)?;
-                let neat: Vec<TDim> = values.iter().map(crate::dims::tidy).collect();
+                let neat: Vec<TDim> = values.iter().map(crate::dims::tidy_checked).collect();
                 if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
                 {
                     let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
                     outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
                 }
             }
-            let shape: TVec<TDim> = fact.shape.iter().map(crate::dims::tidy).collect();
+            let shape: TVec<TDim> = fact.shape.iter().map(crate::dims::tidy_checked).collect();
             if &*shape != fact.shape.dims() {
                 let op = AssumeShape { shape, requirement: String::new() };
                 let node = self.target.unique_name(format!("{name}.tidy"));
@@ -332,18 +354,28 @@ impl Translator<'_> {
             "ReduceMax",
             "ReduceMin",
             "Mod",
+            "Range",
         ];
-        for outlet in outlets {
-            if !self.target.outlet_fact(*outlet)?.datum_type.is_tdim() {
+        for (slot, outlet) in outlets.iter().enumerate() {
+            let dt = self.target.outlet_fact(*outlet)?.datum_type;
+            if !(dt.is_tdim() || dt == DatumType::I64) {
                 continue;
             }
+            let source = OutletId::new(node.id, slot);
             let producer = &self.target.nodes[outlet.node];
             if let Some(cast) = producer.op_as::<crate::graph::SymbolicCast>() {
-                self.dtypes.insert(*outlet, cast.to);
+                self.dtypes.insert(source, cast.to);
             } else if KEEPS_TYPE.contains(&op_type) {
-                let inherited = node.inputs.iter().find_map(|i| self.dtypes.get(&self.mapping[i]).copied());
-                if let Some(dt) = inherited {
-                    self.dtypes.insert(*outlet, dt);
+                // The type of the first integer input, as the model declares it.
+                let inherited = node.inputs.iter().find_map(|i| match self.dtypes.get(i) {
+                    Some(d) => Some(*d),
+                    None => {
+                        let t = self.target.outlet_fact(self.mapping[i]).ok()?.datum_type;
+                        (t.is_integer() && t != DatumType::I64).then_some(t)
+                    }
+                });
+                if let Some(d) = inherited.filter(|d| *d != DatumType::I64) {
+                    self.dtypes.insert(source, d);
                 }
             }
         }
@@ -560,8 +592,14 @@ impl Translator<'_> {
             }
             return Ok(tvec![outlet]);
         }
+        let inputs_now: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
         let result = guard("translating the model", || {
-            let outlets = node.op.to_typed(self.source, node, &mut self.target, &self.mapping)?;
+            let (source, names) = (self.source, &mut self.names);
+            let outlets = super::splice::wire_alone(&mut self.target, names, &inputs_now, |scratch, wires| {
+                let mapping: HashMap<OutletId, OutletId> =
+                    node.inputs.iter().copied().zip(wires.iter().copied()).collect();
+                node.op.to_typed(source, node, scratch, &mapping)
+            })?;
             ensure!(
                 outlets.len() == node.outputs.len(),
                 "translated into {} outputs, expected {}",
@@ -704,7 +742,7 @@ impl Translator<'_> {
         }
         let outlet = self.target.add_const(self.target.unique_name(&node.name), dims)?;
         if to != DatumType::I64 {
-            self.dtypes.insert(outlet, to);
+            self.dtypes.insert(OutletId::new(node.id, 0), to);
         }
         Ok(Some(outlet))
     }
@@ -885,13 +923,43 @@ impl Translator<'_> {
             }
             typed.push(dt.fact(&*dims));
         }
-        let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts: typed, reason: reason.to_string() };
-        let name = self.target.unique_name(&node.name);
+        let op = Opaque {
+            op: node.op.clone(),
+            node: node.name.clone(),
+            facts: typed,
+            reason: reason.to_string(),
+            deferred: false,
+        };
+        Ok(Some(self.add_opaque(op, &inputs)?))
+    }
+
+    /// Adds `op` reading `inputs`; its outlets.
+    fn add_opaque(&mut self, op: Opaque, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+        let name = self.target.unique_name(&op.node);
         let id = self.target.add_node(name, op.clone(), op.facts.clone())?;
         for (ix, input) in inputs.iter().enumerate() {
             self.target.add_edge(*input, InletId::new(id, ix))?;
         }
-        Ok(Some((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect()))
+        Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
+    }
+
+    /// A node over constants whose outputs would take more than the folding budget becomes a
+    /// deferred [`Opaque`] (see [`super::budget`]): its outlets and the reason.
+    /// Our slicing ops are left out: they check what they allocate themselves, with their own errors.
+    fn over_budget(&mut self, node: &InferenceNode) -> TractResult<Option<(TVec<OutletId>, String)>> {
+        if node.inputs.is_empty() || node.op_is::<crate::graph::SliceInference>() {
+            return Ok(None);
+        }
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        if facts.iter().any(|f| f.konst.is_none()) {
+            return Ok(None);
+        }
+        let Ok(Some(outputs)) = local_rules(node, &facts, &[]) else { return Ok(None) };
+        let Some((facts, reason)) = super::budget::oversized(&outputs, self.fold_bytes) else { return Ok(None) };
+        let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts, reason: reason.clone(), deferred: true };
+        Ok(Some((self.add_opaque(op, &inputs)?, reason)))
     }
 }
 

@@ -27,13 +27,8 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
     configure(&mut m, input_shapes, assumptions)?;
     let analysis = m.analyse()?;
     let facts = analysis.value_facts(m.graph())?;
-    for w in m.shape_warnings(&facts)? {
-        eprintln!("warning: {w}");
-    }
-    for f in &analysis.fallbacks {
-        let what =
-            if f.typed { "its output dims that depend on it are fresh symbols" } else { "its outputs are unknown" };
-        eprintln!("note: node '{}' ({}): {what}: {}", f.node, f.op, f.reason);
+    for note in sliceops::report::infer_notes(&m, &analysis, &facts)? {
+        eprintln!("{note}");
     }
     match format {
         Format::Json => {
@@ -43,11 +38,12 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
         Format::Table => {
             let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
             let mut seen = std::collections::HashSet::new();
+            let by_name: std::collections::HashMap<&str, _> = facts.iter().map(|f| (f.name.as_str(), f)).collect();
             for name in sliceops::analysis::graph_value_names(m.graph()) {
                 if !seen.insert(name) {
                     continue;
                 }
-                if let Some(f) = facts.iter().find(|f| f.name == name) {
+                if let Some(f) = by_name.get(name) {
                     let shape = f.shape.iter().map(format_dim).collect::<Vec<_>>().join(", ");
                     rows.push([f.name.clone(), f.dtype_name.clone(), format!("[{shape}]")]);
                 } else if analysis.unknown.contains_key(name) {

@@ -1,5 +1,6 @@
-//! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench` (DESIGN.md §5).
+//! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench`.
 
+mod fold;
 mod infer;
 mod inputs;
 mod profile;
@@ -71,6 +72,16 @@ enum Command {
         /// Where to write the folded model.
         #[arg(short = 'o', value_name = "OUT.onnx")]
         output: PathBuf,
+        /// Keep results bit-exact: no fusion that changes floating-point rounding (BatchNormalization
+        /// into Conv, MatMul + Add into Gemm, Add of 0).
+        #[arg(long)]
+        exact: bool,
+        /// Specialize an input's shape, as NAME=D0,D1,... (integers or symbols).
+        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        input_shapes: Vec<String>,
+        /// An assumption about symbols, such as N>=2 (repeatable).
+        #[arg(long = "assume", value_name = "EXPR")]
+        assumptions: Vec<String>,
     },
     /// Rewrite StridedSlice, AsStrided and Paddle-form Slice into standard ONNX.
     Lower {
@@ -116,6 +127,12 @@ pub fn main() -> i32 {
             return e.exit_code();
         }
     };
+    // A write past the file size limit (`ulimit -f`) is an error to report, with the temporary file
+    // removed and the target untouched, not a signal that kills the process mid-write.
+    // Safety: SIG_IGN installs no handler; this runs once, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // Outputs are allocated run after run: keep large buffers for reuse (see tune_allocator).
     sliceops::kernel::tune_allocator();
     // The library turns a panic inside tract into an error, reported as one `error:` line below; the
@@ -128,8 +145,10 @@ pub fn main() -> i32 {
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
         }
-        Command::Fold { model, output } => write_back(&model, &output, sliceops::onnx::fold),
-        Command::Lower { model, output } => write_back(&model, &output, sliceops::onnx::lower),
+        Command::Fold { model, output, exact, input_shapes, assumptions } => {
+            fold::fold(&model, &output, exact, &input_shapes, &assumptions)
+        }
+        Command::Lower { model, output } => fold::lower(&model, &output),
         Command::Bench { model, inputs, runs, format, threads, profile, top } => {
             let profile = profile.then_some(top);
             run::bench(&model, &inputs, &run::BenchOptions { runs, format, threads, profile })
@@ -147,14 +166,35 @@ pub fn main() -> i32 {
     }
 }
 
-fn write_back(
+/// A model rewrite: the model's bytes and the folder of its external data in, the new model's bytes out.
+pub(crate) type Transform<'a> = &'a dyn Fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>;
+
+/// Reads `model`, rewrites it with `transform` and writes the result to `output` atomically.
+pub(crate) fn write_back(
     model: &std::path::Path,
     output: &std::path::Path,
-    transform: fn(&[u8], Option<&std::path::Path>) -> anyhow::Result<Vec<u8>>,
+    transform: Transform,
 ) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
+    use sliceops::onnx::Placement;
+    let bytes = sliceops::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
-    std::fs::write(output, out).with_context(|| format!("cannot write {}", output.display()))?;
+    drop(bytes);
+    // Atomic: with `-o` equal to the input, the input stays whole until the new model is complete.
+    // External data is read from the input's folder, never copied as a reference relative to it.
+    match sliceops::onnx::write_model_file(out, model.parent(), output)? {
+        Placement::Unchanged => {}
+        Placement::Inlined { tensors } => eprintln!("note: external data inlined ({tensors} {})", plural(tensors)),
+        Placement::External { file, tensors } => {
+            eprintln!("note: wrote external data to {} ({tensors} {})", file.display(), plural(tensors))
+        }
+    }
     Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        "tensor"
+    } else {
+        "tensors"
+    }
 }

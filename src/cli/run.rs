@@ -1,9 +1,10 @@
 //! `sliceops run` and `sliceops bench`.
 
-use super::inputs::load_inputs;
+use super::inputs::{load_inputs, split_pair};
 use super::Format;
 use anyhow::Context;
-use sliceops::npy::{escape_name, numpy_name, write_npy};
+use sliceops::io::atomic::{commit_all, AtomicFile};
+use sliceops::npy::{check_writable, escape_name, numpy_name, write_npy_to};
 use sliceops::Model;
 use std::path::Path;
 use std::time::Instant;
@@ -30,14 +31,20 @@ pub fn run(
     threads: Option<u32>,
 ) -> anyhow::Result<()> {
     let mut m = load(model)?;
+    // Inputs given for initializers listed as graph inputs replace their default values.
+    // A malformed argument is reported by `load_inputs`, after the options it has always come after.
+    let names: Vec<String> =
+        inputs.iter().filter_map(|arg| split_pair(arg, "--input").ok()).map(|(name, _)| name.to_string()).collect();
+    if let Some(fed) = m.feeding(&names)? {
+        m = fed;
+    }
     super::infer::configure(&mut m, input_shapes, &[])?;
     m.set_threads(threads.map(|n| n as usize));
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;
-    std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
+    write_outputs(&outputs, output_dir)?;
     let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
     for (name, tensor) in &outputs {
-        write_npy(&output_dir.join(format!("{}.npy", escape_name(name))), tensor)?;
         rows.push([name.clone(), numpy_name(tensor.datum_type()), format!("{:?}", tensor.shape())]);
     }
     print_table(&rows);
@@ -56,6 +63,24 @@ pub fn run(
         println!("every output matches {}", dir.display());
     }
     Ok(())
+}
+
+/// Writes every output as `DIR/<name>.npy`, all or nothing: each is checked to be writable as `.npy`
+/// before any file is created, each is written to a temporary file, and only when all are complete are
+/// they renamed over their targets.
+fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Result<()> {
+    for (name, tensor) in outputs {
+        check_writable(tensor).with_context(|| format!("output '{name}'"))?;
+    }
+    std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
+    let mut staged = Vec::with_capacity(outputs.len());
+    for (name, tensor) in outputs {
+        let path = output_dir.join(format!("{}.npy", escape_name(name)));
+        let mut file = AtomicFile::create(&path)?;
+        write_npy_to(&mut file, tensor).with_context(|| format!("cannot write {}", path.display()))?;
+        staged.push(file.finish()?);
+    }
+    commit_all(staged)
 }
 
 /// Prints rows as left-aligned columns.

@@ -9,7 +9,7 @@
 use super::inference::SliceInference;
 use super::spec::{NodeKind, NodeSpec};
 use super::step::Label;
-use crate::semantics::{AsStrided, Slice};
+use crate::semantics::{AsStrided, Slice, StridedSlice};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::{attribute_proto::AttributeType, AttributeProto, NodeProto};
 use tract_onnx::prelude::*;
@@ -63,9 +63,7 @@ fn build(l: Label, kind: NodeKind, node: &NodeProto) -> Built {
 pub fn strided_slice(_ctx: &ParsingContext, node: &NodeProto) -> Built {
     let l = label(node);
     let mut masks = [0i64; 5];
-    for (m, name) in
-        masks.iter_mut().zip(["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"])
-    {
+    for (m, name) in masks.iter_mut().zip(StridedSlice::MASK_NAMES) {
         *m = attr_int(&l, node, name)?.unwrap_or(0);
         if *m < 0 {
             return Err(l.err(format!("{name} is {m}: masks must be >= 0")));

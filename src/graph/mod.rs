@@ -1,11 +1,12 @@
 //! tract integration: op builders for every slicing op, the inference op and its rules, the typed ops
 //! (a constant-parameter [`ViewOp`] and a runtime-parameter [`DynSliceOp`]) with their declutter rules,
-//! and the registration into tract-onnx ([`onnx`]).
+//! and the registration into tract-onnx ([`onnx_parser`]).
 
 mod builders;
 mod dyn_op;
 mod fixes;
 mod inference;
+pub mod ops;
 mod patterns;
 mod spec;
 mod step;
@@ -18,7 +19,7 @@ pub use fixes::{ReshapeAs, ShapePad, SymbolicCast, SymbolicPad};
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
 pub use spec::{dims_of, NodeKind, NodeSpec};
-pub use step::{chain_output_shape, chain_views, compose_chain, run_chain, Chain, Label, Resolved, SliceStep};
+pub use step::{Chain, Label, SliceStep};
 pub use view_op::ViewOp;
 
 use tract_onnx::Onnx;
@@ -27,7 +28,7 @@ use tract_onnx::Onnx;
 /// `Slice` (replacing tract's). Declared shapes and types in the model (value_info, graph outputs) are
 /// not imposed on the analysis: exporters write wrong ones; [`crate::Model`] compares them with what
 /// inference finds and reports the differences as warnings.
-pub fn onnx() -> Onnx {
+pub fn onnx_parser() -> Onnx {
     let mut onnx =
         tract_onnx::onnx().with_ignore_value_info(true).with_ignore_output_shapes(true).with_ignore_output_types(true);
     onnx.op_register.insert("StridedSlice", builders::strided_slice);
@@ -35,5 +36,6 @@ pub fn onnx() -> Onnx {
     onnx.op_register.insert("ATen", builders::aten);
     onnx.op_register.insert("Slice", builders::slice);
     fixes::register(&mut onnx);
+    ops::register(&mut onnx);
     onnx
 }

@@ -1,4 +1,4 @@
-//! What exported models write instead of our ops, recognized as views (DESIGN.md §2).
+//! What exported models write instead of our ops, recognized as views.
 //!
 //! - tract's axis changes (ONNX Squeeze, Unsqueeze, Reshape, Flatten, Transpose of one axis) and its
 //!   own `Slice` are views; next to a [`ViewOp`](super::ViewOp) they join its chain, so a
@@ -7,9 +7,8 @@
 //!   by entry) is a view too: torch exports `as_strided` and `unfold` as `Reshape(x, [-1])` + such a
 //!   Gather, and integer indexing as a Gather with a scalar index.
 
-use super::step::Resolved;
 use crate::error::{SliceError, SliceResult};
-use crate::view::{row_major_strides, Dim, OutAxis, Selection, View, ViewAxis};
+use crate::view::{row_major_strides, Dim, OutAxis, Resolved, Selection, View, ViewAxis};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
 
@@ -193,29 +192,4 @@ impl AffineGather {
         let offset = D::from_i64(self.offset).checked_mul(&base).ok_or_else(ovf)?;
         Ok(Resolved::Flat(View { offset, axes }.normalized()))
     }
-}
-
-/// The chain step a typed op of tract's is, if it is a view we can absorb: an axis change, or a Slice
-/// with known bounds.
-pub fn step_of(node: &TypedNode) -> Option<super::step::SliceStep> {
-    use super::step::SliceStep;
-    if let Some(op) = node.op_as::<AxisOp>() {
-        return AxisChange::from_axis_op(op).map(SliceStep::Axis);
-    }
-    if let Some(op) = node.op_as::<tract_onnx::tract_core::ops::array::Slice>() {
-        let (start, end) = (op.start.as_i64()?, op.end.as_i64()?);
-        let slice = crate::semantics::Slice {
-            starts: vec![start],
-            ends: vec![end],
-            axes: Some(vec![op.axis as i64]),
-            steps: None,
-        };
-        return Some(SliceStep::Slice(slice));
-    }
-    None
-}
-
-/// A label for a step absorbed from one of tract's nodes.
-pub fn label_of(node: &TypedNode) -> super::step::Label {
-    super::step::Label { node: node.name.clone(), op: node.op.name().to_string() }
 }

@@ -13,7 +13,7 @@ use tract_onnx::prelude::*;
 pub enum NodeKind {
     /// StridedSlice: roles `begin`, `end`, `strides`; the five masks are attributes.
     Strided {
-        /// `[begin, end, ellipsis, new_axis, shrink_axis]` masks.
+        /// The masks, in the order of [`StridedSlice::MASK_NAMES`].
         masks: [i64; 5],
     },
     /// ONNX Slice opset 10+: roles `starts`, `ends`, `axes`, `steps`.
@@ -159,16 +159,12 @@ impl NodeSpec {
             }
         };
         let step = match &self.kind {
-            NodeKind::Strided { masks } => SliceStep::Strided(StridedSlice {
-                begin: get("begin")?.unwrap_or_default(),
-                end: get("end")?.unwrap_or_default(),
-                strides: get("strides")?,
-                begin_mask: masks[0],
-                end_mask: masks[1],
-                ellipsis_mask: masks[2],
-                new_axis_mask: masks[3],
-                shrink_axis_mask: masks[4],
-            }),
+            NodeKind::Strided { masks } => SliceStep::Strided(StridedSlice::with_masks(
+                get("begin")?.unwrap_or_default(),
+                get("end")?.unwrap_or_default(),
+                get("strides")?,
+                *masks,
+            )),
             NodeKind::OnnxSlice => SliceStep::Slice(Slice {
                 starts: get("starts")?.unwrap_or_default(),
                 ends: get("ends")?.unwrap_or_default(),

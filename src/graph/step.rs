@@ -7,9 +7,10 @@
 use super::patterns::{AffineGather, AxisChange};
 use crate::error::{SliceError, SliceResult};
 use crate::semantics::{AsStrided, Slice, StridedSlice};
-use crate::view::{Dim, Selection, View};
+use crate::view::{Dim, Resolved, View};
 use std::fmt;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::change_axes::AxisOp;
 
 /// A slicing op with its parameters known.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -26,26 +27,21 @@ pub enum SliceStep {
     Gather(AffineGather),
 }
 
-/// What a step resolves to: an index-space selection (composes with anything) or a flat view.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resolved<D> {
-    /// From StridedSlice and Slice.
-    Select(Selection<D>),
-    /// From AsStrided.
-    Flat(View<D>),
-}
-
-impl<D: Dim> Resolved<D> {
-    /// The output shape.
-    pub fn output_shape(&self) -> Vec<D> {
-        match self {
-            Resolved::Select(s) => s.output_shape(),
-            Resolved::Flat(v) => v.shape(),
-        }
-    }
-}
-
 impl SliceStep {
+    /// The chain step a typed op of tract's is, if it is a view we can absorb: an axis change, or a
+    /// Slice with known bounds.
+    pub fn of_typed(node: &TypedNode) -> Option<SliceStep> {
+        if let Some(op) = node.op_as::<AxisOp>() {
+            return AxisChange::from_axis_op(op).map(SliceStep::Axis);
+        }
+        if let Some(op) = node.op_as::<tract_onnx::tract_core::ops::array::Slice>() {
+            let (start, end) = (op.start.as_i64()?, op.end.as_i64()?);
+            let slice = Slice { starts: vec![start], ends: vec![end], axes: Some(vec![op.axis as i64]), steps: None };
+            return Some(SliceStep::Slice(slice));
+        }
+        None
+    }
+
     /// Resolves against an input shape.
     pub fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
         Ok(match self {
@@ -74,9 +70,14 @@ impl fmt::Display for Label {
 }
 
 impl Label {
-    /// Wraps a pure-layer error with this node's name and op.
-    pub fn err(&self, e: impl fmt::Display) -> TractError {
-        crate::error::NodeError::invalid(&self.node, &self.op, e)
+    /// The label of a step absorbed from one of tract's nodes.
+    pub fn of_typed(node: &TypedNode) -> Label {
+        Label { node: node.name.clone(), op: node.op.name().to_string() }
+    }
+
+    /// Wraps a pure-layer error (kept typed) or a message with this node's name and op.
+    pub fn err(&self, e: impl Into<crate::error::Cause>) -> TractError {
+        crate::error::NodeError::of_kind(&self.node, &self.op, crate::error::NodeErrorKind::Invalid, e)
     }
 
     /// An output of this node that cannot be decided before running, for the reason `e`.

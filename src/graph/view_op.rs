@@ -4,8 +4,7 @@
 //! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
 //! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
 
-use super::patterns::{label_of, step_of};
-use super::step::{chain_output_shape, compose_chain, run_chain, Chain};
+use super::step::{chain_output_shape, compose_chain, run_chain, Chain, Label, SliceStep};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::konst::Const;
@@ -66,32 +65,50 @@ impl TypedOp for ViewOp {
                 return TypedModelPatch::shunt_one_op(model, node);
             }
         }
-        // A view of a view (ours, or one of tract's axis changes and slices): one op, one copy.
+        // A run of views (ours, or tract's axis changes and slices), each the single reader of the one
+        // before: one op, one copy. The whole run is merged in one patch, from the view before this
+        // one (if any) to the last view reading after it, so a run of `k` views costs `O(k)`.
         let prec = model.node(node.inputs[0].node);
         let before = match prec.op_as::<ViewOp>() {
             Some(before) => Some(before.chain.clone()),
-            None => step_of(prec).map(|step| vec![(label_of(prec), step)]),
+            None => SliceStep::of_typed(prec).map(|step| vec![(Label::of_typed(prec), step)]),
         };
-        if let Some(mut chain) = before {
-            if prec.inputs.len() == 1 {
-                chain.extend(self.chain.iter().cloned());
-                return TypedModelPatch::replace_single_op(model, node, &prec.inputs, ViewOp { chain }).map(Some);
-            }
-        }
-        // An axis change or slice of tract's reading this view joins it.
-        if let Some(succ) = model.single_succ(node.id)? {
-            if let Some(step) = step_of(succ) {
-                let mut chain = self.chain.clone();
-                chain.push((label_of(succ), step));
-                let mut patch = TypedModelPatch::default();
-                let input = patch.tap_model(model, node.inputs[0])?;
-                let wire = patch.wire_node(&succ.name, ViewOp { chain }, &[input])?[0];
-                patch.shunt_outside(model, succ.id.into(), wire)?;
-                return Ok(Some(patch));
-            }
-        }
-        Ok(None)
+        let (after, last) = views_after(model, node)?;
+        let (mut chain, input) = match before {
+            Some(chain) if prec.inputs.len() == 1 => (chain, prec.inputs[0]),
+            _ if last != node.id => (vec![], node.inputs[0]),
+            _ => return Ok(None),
+        };
+        chain.extend(self.chain.iter().cloned());
+        chain.extend(after);
+        let mut patch = TypedModelPatch::default();
+        let input = patch.tap_model(model, input)?;
+        let wire = patch.wire_node(&model.node(last).name, ViewOp { chain }, &[input])?[0];
+        patch.shunt_outside(model, last.into(), wire)?;
+        Ok(Some(patch))
     }
+}
+
+/// The views reading `from` one after another, each the single reader of the one before and not a model
+/// output: their steps in order, and the last of them (`from` itself when no view reads it).
+fn views_after(model: &TypedModel, from: &TypedNode) -> TractResult<(Chain, usize)> {
+    let outputs = model.output_outlets()?;
+    let mut chain = Chain::new();
+    let mut last = from.id;
+    while let Some(succ) = model.single_succ(last)? {
+        if succ.inputs.len() != 1 || outputs.contains(&OutletId::new(last, 0)) {
+            break;
+        }
+        match succ.op_as::<ViewOp>() {
+            Some(view) => chain.extend(view.chain.iter().cloned()),
+            None => match SliceStep::of_typed(succ) {
+                Some(step) => chain.push((Label::of_typed(succ), step)),
+                None => break,
+            },
+        }
+        last = succ.id;
+    }
+    Ok((chain, last))
 }
 
 /// Refuses a known empty output shape tract cannot hold (see [`crate::kernel::representable`]): tract

@@ -98,13 +98,15 @@ impl Plan {
     /// row_len` writable elements, and the two must not overlap.
     unsafe fn run_rows<T: Copy>(&self, src: *const T, dst: *mut T, first: usize, count: usize, stream: bool) {
         let (n, stride) = (self.row_len, self.row_stride);
-        // Safety (both closures): `off` is the flat index of an in-box multi-index of the checked view, so
-        // it and every `off + j * stride` (j < n) lie in the source; the rows fill the caller's `count *
-        // n` destination elements in order.
+        // In both branches `off` is the flat index of an in-box multi-index of the checked view, so it and
+        // every `off + j * stride` (j < n) lie in the source; the rows fill the caller's `count * n`
+        // destination elements in order.
         if stream && stride == 1 {
+            // Safety: as above, with a stride of 1.
             self.for_each_row(first, count, |row, off| unsafe { stream_row(src, off, dst.add(row * n), n) });
             store_fence();
         } else {
+            // Safety: as above.
             self.for_each_row(first, count, |row, off| unsafe { copy_row(src, off, stride, dst.add(row * n), n) });
         }
     }
@@ -128,8 +130,8 @@ unsafe fn stream_row<T: Copy>(src: *const T, off: i64, dst: *mut T, n: usize) {
 /// elements that do not overlap it.
 #[inline(always)]
 unsafe fn copy_row<T: Copy>(src: *const T, off: i64, stride: i64, dst: *mut T, n: usize) {
-    // Safety (whole body): guaranteed by the caller, see above; indices fit isize because they are below
-    // the source length.
+    // Safety: for the whole body, guaranteed by the caller (see above); indices fit isize because they
+    // are below the source length.
     unsafe {
         let base = src.offset(off as isize);
         match stride {
@@ -265,15 +267,17 @@ unsafe fn run_pieces<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mu
                     let off = plan.row_offset(row) + first as i64 * plan.row_stride;
                     (n > 0).then_some((off, row * plan.row_len + first, n))
                 });
-                // Safety (both branches): the pieces are this thread's alone; their source indices are in
-                // the checked view and their destination within the caller's buffer.
+                // In both branches the pieces are this thread's alone; their source indices are in the
+                // checked view and their destination within the caller's buffer.
                 if stream && plan.row_stride == 1 {
                     for (off, at, n) in pieces {
+                        // Safety: as above, with a stride of 1.
                         unsafe { stream_row(src, off, dst.add(at), n) };
                     }
                     store_fence();
                 } else {
                     for (off, at, n) in pieces {
+                        // Safety: as above.
                         unsafe { copy_row(src, off, plan.row_stride, dst.add(at), n) };
                     }
                 }

@@ -65,7 +65,7 @@ fn parse_cache_size(text: &str) -> Option<usize> {
 pub(super) unsafe fn stream_bytes(dst: *mut u8, src: *const u8, n: usize) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
     let head = dst.align_offset(16).min(n);
-    // Safety (whole body): every access is below `n` bytes from `src` or `dst`, as the caller allows; the
+    // Safety: for the whole body, every access is below `n` bytes from `src` or `dst`, as the caller allows; the
     // streamed addresses are 16-byte aligned (`dst + head` is, and steps are multiples of 16); the loads
     // are unaligned loads; SSE2 is always available on x86-64.
     unsafe {

@@ -86,6 +86,8 @@ fn copy_sized(input: &Tensor, view: &View<i64>, out: &mut Tensor, size: usize) -
             // sizes), so its buffer is a valid `[$t]` of `input.len()` elements: every bit pattern is a
             // valid unsigned integer. The output pointer is its (uninitialized) buffer of the same type.
             let src: &[$t] = unsafe { plain.as_slice_unchecked::<$t>() };
+            // Safety: `out` was allocated for `$t` elements (the same datum size); the pointer is only
+            // written through by `copy_view_raw` below.
             let dst: *mut $t = unsafe { out.as_ptr_mut_unchecked::<$t>() };
             // Safety: `dst` holds exactly `view.numel()` elements (the tensor's shape is the view's), and
             // it is a fresh allocation, so it does not overlap `src`.

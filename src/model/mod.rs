@@ -5,7 +5,12 @@
 //! model runs whatever its declared dims say, as onnxruntime does; the optimized plan is kept per
 //! input signature, so repeated runs with the same shapes optimize once.
 
+mod feeds;
+mod fuse_chain;
 mod guard;
+mod memory;
+pub(crate) mod optimize;
+mod overrides;
 mod plans;
 mod prepare;
 mod types;
@@ -89,10 +94,10 @@ pub fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
 }
 
 impl Model {
-    /// Loads a model file (external data is looked up next to it).
+    /// Loads a model file (a regular file of at most 2 GiB; external data is looked up next to it).
     pub fn load_path(path: impl AsRef<Path>) -> anyhow::Result<Model> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = crate::load::read_model_file(path)?;
         Self::load_proto(decode_proto(&bytes)?, path.parent().and_then(|p| p.to_str()))
     }
 
@@ -106,14 +111,16 @@ impl Model {
         Self::load_proto(decode_proto(bytes)?, dir.and_then(|d| d.to_str()))
     }
 
-    fn load_proto(proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+    fn load_proto(mut proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
         let graph = proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
         prepare::check_structure(graph)?;
+        // External data checked and read by us (tract never opens a file); uint64_data made readable.
+        crate::load::prepare_for_tract(&mut proto, dir.map(Path::new))?;
         let mut typed_proto = proto.clone();
         let proxies = types::replace(&mut typed_proto)?;
         let prepared = prepare::for_tract(&typed_proto);
         let graph = typed_proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
-        let parsed = guard("parsing the model", || graph::onnx().parse(&prepared, dir))?;
+        let parsed = guard("parsing the model", || graph::onnx_parser().parse(&prepared, dir))?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
         }
@@ -224,6 +231,11 @@ impl Model {
         &self.declared
     }
 
+    /// The graph outputs as the model declares them, in order.
+    pub fn declared_outputs(&self) -> Vec<DeclaredInput> {
+        self.proto.graph.as_ref().map(|g| g.output.iter().map(DeclaredInput::of_value).collect()).unwrap_or_default()
+    }
+
     /// The names of the graph inputs that must be fed (initializers excluded).
     pub fn input_names(&self) -> Vec<String> {
         self.declared.iter().map(|d| d.name.clone()).collect()
@@ -247,9 +259,11 @@ impl Model {
         let ix = self.input_index(name)?;
         let scratch = SymbolScope::default();
         for d in dims {
-            let dim = analysis::parse_dim(&scratch, d).with_context(|| format!("bad dim '{d}' for input '{name}'"))?;
+            let shown = crate::symbolic::excerpt(d);
+            let dim = crate::symbolic::parse_dim(&scratch, d)
+                .with_context(|| format!("bad dim '{shown}' for input '{name}'"))?;
             if dim.as_i64().is_some_and(|v| v < 0) {
-                bail!("bad dim '{d}' for input '{name}': a dim is a size, never negative");
+                bail!("bad dim '{shown}' for input '{name}': a dim is a size, never negative");
             }
         }
         if let Some(declared) = &self.declared[ix].dims {
@@ -267,7 +281,8 @@ impl Model {
         Ok(())
     }
 
-    /// Adds an assumption about symbols, such as `N>=2`, used to simplify shapes.
+    /// Adds an assumption about symbols, such as `N>=2` (or several joined with `&&`), used to simplify
+    /// shapes.
     pub fn assume(&mut self, expr: &str) -> anyhow::Result<()> {
         analysis::check_assumption(expr)?;
         self.assumptions.push(expr.trim().to_string());
@@ -303,6 +318,18 @@ impl Model {
         a.type_names = self.proxies.names.clone();
         let a = Arc::new(a);
         *cached = Some(a.clone());
+        Ok(a)
+    }
+
+    /// Analyses the model as [`Model::analyse`] does, with these options (not kept).
+    pub fn analyse_with(&self, options: analysis::Options) -> anyhow::Result<Analysis> {
+        let mut a = analysis::analyse(
+            &self.source(),
+            &Binding::Declared(self.input_shapes.clone()),
+            &self.assumptions,
+            options,
+        )?;
+        a.type_names = self.proxies.names.clone();
         Ok(a)
     }
 
@@ -350,13 +377,13 @@ impl Model {
     /// The decluttered and optimized model (symbolic dims as declared).
     pub fn optimized(&self) -> anyhow::Result<TypedModel> {
         let typed = self.typed()?;
-        guard("optimizing the model", || typed.into_optimized())
+        guard("optimizing the model", || optimize::optimize(typed))
     }
 
     /// The decluttered model (folded, views composed), before codegen.
     pub fn decluttered(&self) -> anyhow::Result<TypedModel> {
         let mut typed = self.typed()?;
-        guard("decluttering the model", || typed.declutter())?;
+        guard("decluttering the model", || optimize::declutter(&mut typed))?;
         Ok(typed)
     }
 
@@ -377,11 +404,18 @@ impl Model {
         let signature: Vec<(DatumType, Vec<usize>)> =
             inputs.iter().map(|t| (t.datum_type(), t.shape().to_vec())).collect();
         self.plans.get_or_make(&signature, || {
-            let analysis = self.analyse_for(&signature)?;
-            if let Some((value, why)) = analysis.unknown.iter().next() {
-                bail!("value '{value}' cannot be computed: {why}");
-            }
-            let optimized = guard("optimizing the model", || analysis.typed.into_optimized())?;
+            let typed = match self.kept_analysis_for(&signature) {
+                Some(kept) => kept.typed.clone(),
+                None => {
+                    let analysis = self.analyse_for(&signature)?;
+                    if let Some((value, why)) = analysis.unknown.iter().next() {
+                        bail!("value '{value}' cannot be computed: {why}");
+                    }
+                    analysis.typed
+                }
+            };
+            let optimized = guard("optimizing the model", || optimize::optimize(typed))?;
+            memory::check_values(&optimized)?;
             guard("planning the model", || crate::threads::plan(optimized, self.threads))
         })
     }
@@ -402,6 +436,23 @@ impl Model {
     /// The thread budget set with [`Model::set_threads`].
     pub fn threads(&self) -> Option<usize> {
         self.threads
+    }
+
+    /// The kept analysis ([`Model::analyse`]), when it was made for inputs of exactly these types and
+    /// shapes (every declared dim concrete) and knows every value: analysing again for them would give
+    /// the same typed model.
+    fn kept_analysis_for(&self, signature: &[(DatumType, Vec<usize>)]) -> Option<Arc<Analysis>> {
+        let kept = self.analysis.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        if !kept.unknown.is_empty() || kept.typed.inputs.len() != signature.len() {
+            return None;
+        }
+        for (outlet, (dt, shape)) in kept.typed.inputs.iter().zip(signature) {
+            let fact = kept.typed.outlet_fact(*outlet).ok()?;
+            if fact.datum_type != *dt || fact.shape.as_concrete()? != shape.as_slice() {
+                return None;
+            }
+        }
+        Some(kept)
     }
 
     /// How many plans [`Model::run`] has made so far (one per input signature).

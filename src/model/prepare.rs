@@ -69,10 +69,19 @@ pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
     let graph = renamed.graph.as_mut()?;
     let mut taken: HashSet<String> = graph.node.iter().filter_map(effective).collect();
     let mut seen = HashSet::new();
+    // The next suffix to try for each name: every smaller one is taken, so the search resumes there
+    // (linear overall, where restarting from 1 was quadratic for many nodes sharing a name).
+    let mut next_suffix: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for node in &mut graph.node {
         let Some(name) = effective(node) else { continue };
         if !seen.insert(name.clone()) {
-            let fresh = (1u64..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n))?;
+            let i = next_suffix.entry(name.clone()).or_insert(1);
+            let mut fresh = format!("{name}.{i}");
+            while taken.contains(&fresh) {
+                *i += 1;
+                fresh = format!("{name}.{i}");
+            }
+            *i += 1;
             taken.insert(fresh.clone());
             seen.insert(fresh.clone());
             node.name = fresh;
@@ -85,10 +94,7 @@ pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
 /// initializer, or a node), and the nodes have no cycle. Errors name a node.
 pub fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     use std::collections::{HashMap, HashSet};
-    let label = |n: &pb::NodeProto| {
-        let name = if n.name.is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name.clone() };
-        format!("node '{name}' ({})", n.op_type)
-    };
+    let invalid = |n: &pb::NodeProto, message: String| crate::graph::node_label(n).err(message);
     let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
     defined.extend(graph.initializer.iter().map(|t| t.name.as_str()));
     let mut producer: HashMap<&str, usize> = HashMap::new();
@@ -100,7 +106,8 @@ pub fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     for node in &graph.node {
         for input in node.input.iter().filter(|i| !i.is_empty()) {
             if !defined.contains(input.as_str()) && !producer.contains_key(input.as_str()) {
-                bail!("{}: input '{input}' is not defined by any graph input, initializer or node", label(node));
+                let message = format!("input '{input}' is not defined by any graph input, initializer or node");
+                return Err(invalid(node, message));
             }
         }
     }
@@ -136,7 +143,7 @@ pub fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     }
     if ordered < graph.node.len() {
         let stuck = (0..graph.node.len()).find(|&i| pending[i] > 0).expect("some node is not ordered");
-        bail!("{}: the graph has a cycle through this node", label(&graph.node[stuck]));
+        return Err(invalid(&graph.node[stuck], "the graph has a cycle through this node".into()));
     }
     Ok(())
 }

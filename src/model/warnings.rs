@@ -9,12 +9,13 @@ use tract_onnx::pb;
 pub fn shape_warnings(proto: &pb::ModelProto, facts: &[ValueFact]) -> anyhow::Result<Vec<String>> {
     let graph = proto.graph.as_ref().context("the model has no graph")?;
     let mut warnings = vec![];
+    let by_name: std::collections::HashMap<&str, &ValueFact> = facts.iter().map(|f| (f.name.as_str(), f)).collect();
     for info in graph.value_info.iter().chain(graph.output.iter()) {
         let Some(pb::type_proto::Value::TensorType(t)) = info.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
             continue;
         };
         let Some(declared) = &t.shape else { continue };
-        let Some(fact) = facts.iter().find(|f| f.name == info.name) else { continue };
+        let Some(fact) = by_name.get(info.name.as_str()) else { continue };
         let declared_dims: Vec<String> = declared
             .dim
             .iter()

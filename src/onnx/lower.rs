@@ -21,12 +21,13 @@
 use super::proto::{self, attribute_proto::AttributeType, NodeProto};
 use super::tensor_to_proto;
 use crate::graph::DOMAIN;
-use crate::semantics::{resolve_range, AsStrided, Clamp, SpecEntry, StridedSlice};
+use crate::semantics::{place_spec, resolve_range, AsStrided, Clamp, Placed, StridedSlice};
 use crate::view::View;
 use crate::Model;
+use crate::{NodeError, NodeErrorKind, SliceError};
 use anyhow::{bail, Context};
 use prost::Message;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
@@ -88,8 +89,27 @@ const STABLE_TO_13: &[&str] = &[
     "Where",
 ];
 
+/// What `lower` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LowerReport {
+    /// Nodes of the main graph before.
+    pub nodes_before: usize,
+    /// Nodes of the main graph after.
+    pub nodes_after: usize,
+    /// How many nodes of each kind were rewritten.
+    pub changes: BTreeMap<&'static str, usize>,
+    /// Values lowering created that are left without a type and shape.
+    pub unshaped: Vec<String>,
+}
+
 /// Lowers a model (its bytes); `dir` is where its external data lives.
 pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
+    lower_model(bytes, dir).map(|(model, _)| model.encode_to_vec())
+}
+
+/// Lowers a model (its bytes) and says what it rewrote; every value the rewrite creates gets a
+/// `value_info` (element type and shape, symbolic dims named as `infer` names them).
+pub fn lower_model(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<(proto::ModelProto, LowerReport)> {
     let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
     let loaded = Model::load_bytes_in(bytes, dir)?;
     let facts = loaded.value_facts()?;
@@ -114,14 +134,28 @@ pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
         }
     }
     let mut lw = Lowering { facts: &facts, consts, inits: vec![], counter: 0 };
+    let mut report = LowerReport { nodes_before: graph.node.len(), ..LowerReport::default() };
+    let existing: HashSet<String> = graph.node.iter().flat_map(|n| n.output.iter().cloned()).collect();
     let mut nodes = vec![];
     for node in std::mem::take(&mut graph.node) {
         if is_ours(&node) {
-            nodes.extend(lw.lower_node(&node)?);
-        } else if let Some(resolved) = lw.resolve_standard_slice(&node, opset)? {
+            let kind = match node.op_type.as_deref().unwrap_or("") {
+                "StridedSlice" => "StridedSlice rewritten",
+                "Slice" => "Paddle-form Slice rewritten",
+                "AsStrided" => "AsStrided rewritten",
+                _ => "ATen as_strided rewritten",
+            };
+            nodes.extend(lw.lower_node(&node).map_err(|e| at_node(&node, e))?);
+            *report.changes.entry(kind).or_default() += 1;
+        } else if let Some(resolved) = lw.resolve_standard_slice(&node, opset).map_err(|e| at_node(&node, e))? {
             nodes.extend(resolved);
+            *report.changes.entry("standard Slice bounds written resolved").or_default() += 1;
         } else if opset < TARGET_OPSET {
-            nodes.extend(lw.raise_opset(node, opset)?);
+            let raised = lw.raise_opset(node.clone(), opset).map_err(|e| at_node(&node, e))?;
+            if raised.len() != 1 || raised[0] != node {
+                *report.changes.entry("nodes rewritten in their opset-13 form").or_default() += 1;
+            }
+            nodes.extend(raised);
         } else {
             nodes.push(node);
         }
@@ -145,7 +179,31 @@ pub fn lower(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
             .opset_import
             .push(proto::OperatorSetIdProto { domain: Some(String::new()), version: Some(TARGET_OPSET) }),
     }
-    Ok(model.encode_to_vec())
+    let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
+    report.nodes_after = graph.node.len();
+    let created: HashSet<String> = graph
+        .node
+        .iter()
+        .flat_map(|n| n.output.iter())
+        .filter(|o| !o.is_empty() && !existing.contains(*o))
+        .cloned()
+        .collect();
+    if !created.is_empty() {
+        // The lowered model is analysed like any other: its new values get the types found there. Should
+        // that analysis fail, the model is still written, and the report lists the values left bare.
+        let facts = Model::load_bytes_in(&model.encode_to_vec(), dir)
+            .and_then(|lowered| crate::fold::Facts::of(&lowered, crate::fold::SMALL));
+        let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
+        report.unshaped = match facts {
+            Ok(facts) => crate::fold::annotate_values(graph, &facts, &created),
+            Err(_) => {
+                let mut bare: Vec<String> = created.into_iter().collect();
+                bare.sort();
+                bare
+            }
+        };
+    }
+    Ok((model, report))
 }
 
 fn is_ours(node: &NodeProto) -> bool {
@@ -155,6 +213,26 @@ fn is_ours(node: &NodeProto) -> bool {
         || op == "AsStrided"
         || (op == "Slice" && domain == DOMAIN)
         || (op == "ATen" && aten_operator(node) == Some("as_strided"))
+}
+
+/// A node's name, or its first output's when it has none (as everywhere in sliceops).
+fn node_name(node: &NodeProto) -> String {
+    node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default()
+}
+
+/// An error lowering `node`, as a [`NodeError`] naming it: a pure-layer error kept typed, any other
+/// with its whole chain.
+fn at_node(node: &NodeProto, e: anyhow::Error) -> anyhow::Error {
+    if NodeError::find(&e).is_some() {
+        return e;
+    }
+    let (name, op) = (node_name(node), node.op_type.clone().unwrap_or_default());
+    if e.chain().count() == 1 {
+        if let Some(slice) = e.downcast_ref::<SliceError>() {
+            return NodeError::of_kind(name, op, NodeErrorKind::Invalid, slice.clone());
+        }
+    }
+    NodeError::invalid(name, op, format!("{e:#}"))
 }
 
 fn aten_operator(node: &NodeProto) -> Option<&str> {
@@ -198,17 +276,9 @@ struct Lowering<'a> {
 type SliceAxis = (i64, i64, i64, i64);
 
 impl Lowering<'_> {
-    fn label(node: &NodeProto) -> String {
-        let name =
-            node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default();
-        format!("node '{name}' ({})", node.op_type.as_deref().unwrap_or(""))
-    }
-
     fn fresh(&mut self, node: &NodeProto, what: &str) -> String {
         self.counter += 1;
-        let base =
-            node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default();
-        format!("{base}__lower_{what}_{}", self.counter)
+        format!("{}__lower_{what}_{}", node_name(node), self.counter)
     }
 
     fn init_i64(&mut self, node: &NodeProto, what: &str, values: &[i64]) -> anyhow::Result<String> {
@@ -260,28 +330,23 @@ impl Lowering<'_> {
     }
 
     fn lower_node(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(node);
         match node.op_type.as_deref().unwrap_or("") {
-            "StridedSlice" => self.strided_slice(node).map_err(|e| anyhow::anyhow!("{label}: {e:#}")),
+            "StridedSlice" => self.strided_slice(node),
             "Slice" => self.paddle_slice(node),
             "AsStrided" => {
-                let size = attr_ints(node, "size").with_context(|| format!("{label}: attribute size is missing"))?;
-                let stride =
-                    attr_ints(node, "stride").with_context(|| format!("{label}: attribute stride is missing"))?;
+                let size = attr_ints(node, "size").context("attribute size is missing")?;
+                let stride = attr_ints(node, "stride").context("attribute stride is missing")?;
                 let offset = attr_ints(node, "offset").and_then(|v| v.first().copied()).unwrap_or(0);
                 self.as_strided(node, AsStrided { size, stride, offset })
             }
             _ => {
                 let get = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).and_then(|n| self.const_ints(n));
                 let (Some(size), Some(stride)) = (get(1), get(2)) else {
-                    bail!("{label}: size and stride must be constants to lower as_strided");
+                    bail!("size and stride must be constants to lower as_strided");
                 };
                 let offset = match node.input.get(3).filter(|s| !s.is_empty()) {
                     None => 0,
-                    Some(_) => *get(3)
-                        .with_context(|| format!("{label}: storage_offset must be a constant"))?
-                        .first()
-                        .unwrap_or(&0),
+                    Some(_) => *get(3).context("storage_offset must be a constant")?.first().unwrap_or(&0),
                 };
                 self.as_strided(node, AsStrided { size, stride, offset })
             }
@@ -291,8 +356,7 @@ impl Lowering<'_> {
     fn strided_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
         let data = input(0).context("the data input is missing")?;
-        let masks: [i64; 5] = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
-            .map(|m| attr_int(node, m).unwrap_or(0));
+        let masks = StridedSlice::MASK_NAMES.map(|m| attr_int(node, m).unwrap_or(0));
         let (begin, end) = (input(1).context("begin is missing")?, input(2).context("end is missing")?);
         let strides = input(3);
         let (cb, ce) = (self.const_ints(&begin), self.const_ints(&end));
@@ -303,50 +367,19 @@ impl Lowering<'_> {
         let (Some(b), Some(e), Some(s)) = (cb, ce, cs.clone()) else {
             return self.runtime_strided_slice(node, &data, [&begin, &end], strides.as_deref(), cs, masks);
         };
-        let spec = StridedSlice {
-            begin: b,
-            end: e,
-            strides: Some(s),
-            begin_mask: masks[0],
-            end_mask: masks[1],
-            ellipsis_mask: masks[2],
-            new_axis_mask: masks[3],
-            shrink_axis_mask: masks[4],
-        }
-        .spec()?;
+        let spec = StridedSlice::with_masks(b, e, Some(s), masks).spec()?;
         let shape = self.shape_of(&data).context("the input's rank must be known to lower")?;
-        let rank = shape.len();
-        let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
-        if real > rank {
-            bail!("the spec indexes {real} dims but the input has rank {rank}");
-        }
-        let mut spec = spec;
-        if !spec.contains(&SpecEntry::Ellipsis) {
-            spec.push(SpecEntry::Ellipsis);
-        }
         let (mut axes, mut squeeze, mut unsqueeze) = (vec![], vec![], vec![]);
-        let (mut axis, mut out_pos) = (0usize, 0i64);
-        for entry in spec {
-            match entry {
-                SpecEntry::Ellipsis => {
-                    axis += rank - real;
-                    out_pos += (rank - real) as i64;
-                }
-                SpecEntry::NewAxis => {
-                    unsqueeze.push(out_pos);
-                    out_pos += 1;
-                }
-                SpecEntry::Index(i) => {
-                    axes.push(index_axis(axis, i, &shape[axis])?);
+        for placed in place_spec(&spec, shape.len())? {
+            match placed {
+                Placed::Whole { .. } => {}
+                Placed::NewAxis { out, .. } => unsqueeze.push(out as i64),
+                Placed::Index { axis, value, .. } => {
+                    axes.push(index_axis(axis, value, &shape[axis])?);
                     squeeze.push(axis as i64);
-                    axis += 1;
                 }
-                SpecEntry::Range(b, e, k) => {
-                    if let Some(a) = range_axis(axis, b, e, k, &shape[axis])? {
-                        axes.push(a);
-                    }
-                    axis += 1;
-                    out_pos += 1;
+                Placed::Range { axis, begin, end, step, .. } => {
+                    axes.extend(range_axis(axis, begin, end, step, &shape[axis])?);
                 }
             }
         }
@@ -405,21 +438,43 @@ impl Lowering<'_> {
     }
 
     fn paddle_slice(&mut self, node: &NodeProto) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(node);
         let input = |i: usize| node.input.get(i).filter(|s| !s.is_empty()).cloned();
-        let data = input(0).with_context(|| format!("{label}: the data input is missing"))?;
-        let axes = attr_ints(node, "axes").with_context(|| format!("{label}: attribute axes is missing"))?;
+        let data = input(0).context("the data input is missing")?;
+        let axes = attr_ints(node, "axes").context("attribute axes is missing")?;
+        // Paddle's slice clamps as ONNX's does: with constant parameters over known dims, the bounds are
+        // written resolved, as for a standard Slice.
+        let constant = |slot: usize, role: &str| match input(slot) {
+            Some(t) => self.const_ints(&t),
+            None => attr_ints(node, role),
+        };
+        let steps = match (input(3), attr_ints(node, "strides")) {
+            (None, None) => Some(None),
+            _ => constant(3, "strides").map(Some),
+        };
+        if let (Some(starts), Some(ends), Some(steps)) = (constant(1, "starts"), constant(2, "ends"), steps) {
+            let slice = crate::semantics::Slice { starts, ends, axes: Some(axes.clone()), steps };
+            if let Some(nodes) = self.resolved_slice(node, &data, slice)? {
+                return Ok(nodes);
+            }
+        }
         let mut nodes = vec![];
         let mut args = vec![data];
         for (slot, role) in [(1, "starts"), (2, "ends")] {
             let name = match (input(slot), attr_ints(node, role)) {
                 (Some(t), _) => {
-                    let (n, w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
+                    let (n, mut w) = self.new_node(node, "Cast", vec![t], None, vec![int_attr("to", 7)]);
                     nodes.push(n);
+                    if role == "ends" {
+                        w = self.off_sentinels(node, w, &mut nodes)?;
+                    }
                     w
                 }
+                (None, Some(v)) if role == "ends" => {
+                    let v: Vec<i64> = v.into_iter().map(off_sentinel).collect();
+                    self.init_i64(node, role, &v)?
+                }
                 (None, Some(v)) => self.init_i64(node, role, &v)?,
-                (None, None) => bail!("{label}: {role} is missing"),
+                (None, None) => bail!("{role} is missing"),
             };
             args.push(name);
         }
@@ -439,19 +494,29 @@ impl Lowering<'_> {
         Ok(nodes)
     }
 
+    /// Runtime int64 ends, with the two values some runtimes special-case moved off (see
+    /// [`off_sentinel`]): `e' = min(e, 2^62)`, then `e' + (e' == INT32_MAX)`.
+    fn off_sentinels(&mut self, node: &NodeProto, ends: String, nodes: &mut Vec<NodeProto>) -> anyhow::Result<String> {
+        let cap = self.init(node, "cap", &tensor0(1i64 << 62))?;
+        let (n, capped) = self.new_node(node, "Min", vec![ends, cap], None, vec![]);
+        nodes.push(n);
+        let int32_max = self.init(node, "int32_max", &tensor0(i64::from(i32::MAX)))?;
+        let (n, is_max) = self.new_node(node, "Equal", vec![capped.clone(), int32_max], None, vec![]);
+        nodes.push(n);
+        let (n, one_if_max) = self.new_node(node, "Cast", vec![is_max], None, vec![int_attr("to", 7)]);
+        nodes.push(n);
+        let (n, moved) = self.new_node(node, "Add", vec![capped, one_if_max], None, vec![]);
+        nodes.push(n);
+        Ok(moved)
+    }
+
     fn as_strided(&mut self, node: &NodeProto, op: AsStrided) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(node);
-        op.check().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
-        let data = node
-            .input
-            .first()
-            .filter(|s| !s.is_empty())
-            .cloned()
-            .with_context(|| format!("{label}: the data input is missing"))?;
+        op.check()?;
+        let data = node.input.first().filter(|s| !s.is_empty()).cloned().context("the data input is missing")?;
         if let Some(shape) = self.shape_of(&data) {
             let dims: Option<Vec<i64>> = shape.iter().map(|d| d.as_i64()).collect();
             if let Some(dims) = dims {
-                op.resolve(&dims).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+                op.resolve(&dims)?;
             }
         }
         let view = View::<i64> {
@@ -480,13 +545,13 @@ impl Lowering<'_> {
             return Ok(nodes);
         }
         // Every index of the table lies within the view's extent, which must fit i64.
-        view.index_range().map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        view.index_range()?;
         let shape: Vec<usize> = op.size.iter().map(|&s| s as usize).collect();
         if !crate::kernel::representable(&shape, 8) {
-            bail!("{label}: an index table of shape {shape:?} cannot be represented");
+            bail!("an index table of shape {shape:?} cannot be represented");
         }
         if numel as usize > MAX_TABLE {
-            bail!("{label}: as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
+            bail!("as_strided of {numel} elements needs an index table larger than {MAX_TABLE} entries");
         }
         // The table: offset + Σ j_k * stride_k for every output index, shaped like the output.
         let mut table = Vec::with_capacity(numel as usize);
@@ -494,7 +559,7 @@ impl Lowering<'_> {
         for _ in 0..numel {
             let flat_ix =
                 index.iter().zip(&op.stride).try_fold(op.offset, |acc, (j, s)| acc.checked_add(j.checked_mul(*s)?));
-            table.push(flat_ix.with_context(|| format!("{label}: an index of the view overflows i64"))?);
+            table.push(flat_ix.context("an index of the view overflows i64")?);
             for k in (0..index.len()).rev() {
                 index[k] += 1;
                 if index[k] < op.size[k] {
@@ -532,26 +597,56 @@ impl Lowering<'_> {
         };
         let (Some(starts), Some(ends), axes, steps) = params else { return Ok(None) };
         let Some(data) = input(0) else { return Ok(None) };
+        let data = data.clone();
+        let written: Vec<SliceAxis> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let a = axes.as_ref().and_then(|a| a.get(i).copied()).unwrap_or(i as i64);
+                let k = steps.as_ref().and_then(|k| k.get(i).copied()).unwrap_or(1);
+                (a, s, ends.get(i).copied().unwrap_or(0), k)
+            })
+            .collect();
+        let slice = crate::semantics::Slice { starts, ends, axes, steps };
+        let Some(resolved) = self.resolved_axes(&data, slice)? else { return Ok(None) };
+        if resolved == written {
+            // Written resolved already (a lowered model lowered again).
+            return Ok(None);
+        }
+        let slice = self.slice_inits(node, &resolved)?;
+        self.emit_slice_chain(node, &data, vec![], slice, vec![], vec![]).map(Some)
+    }
+
+    /// `slice` (ONNX clamping) of `data` with its bounds written resolved, when `data`'s dims are known.
+    fn resolved_slice(
+        &mut self,
+        node: &NodeProto,
+        data: &str,
+        slice: crate::semantics::Slice,
+    ) -> anyhow::Result<Option<Vec<NodeProto>>> {
+        let Some(axes) = self.resolved_axes(data, slice)? else { return Ok(None) };
+        let slice = self.slice_inits(node, &axes)?;
+        self.emit_slice_chain(node, data, vec![], slice, vec![], vec![]).map(Some)
+    }
+
+    /// The resolved Slice axes of `slice` over `data`, when `data`'s dims are known.
+    fn resolved_axes(&self, data: &str, slice: crate::semantics::Slice) -> anyhow::Result<Option<Vec<SliceAxis>>> {
         let Some(dims) = self.shape_of(data).and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
         else {
             return Ok(None);
         };
-        let slice = crate::semantics::Slice { starts, ends, axes, steps };
-        let sel = slice.resolve(&dims).map_err(|e| anyhow::anyhow!("{}: {e}", Self::label(node)))?;
+        let sel = slice.resolve(&dims)?;
         let mut axes = vec![];
         for out in &sel.out {
             if let crate::view::OutAxis::Range { axis, start, step, len } = out {
                 axes.extend(resolved_axis(*axis as i64, *start, *len, *step, dims[*axis]));
             }
         }
-        let data = data.clone();
-        let slice = self.slice_inits(node, &axes)?;
-        self.emit_slice_chain(node, &data, vec![], slice, vec![], vec![]).map(Some)
+        Ok(Some(axes))
     }
 
     /// A standard node of a model below opset 13, in its opset-13 form.
     fn raise_opset(&mut self, mut node: NodeProto, opset: i64) -> anyhow::Result<Vec<NodeProto>> {
-        let label = Self::label(&node);
         let domain = node.domain.clone().unwrap_or_default();
         if !(domain.is_empty() || domain == "ai.onnx") {
             return Ok(vec![node]);
@@ -564,10 +659,14 @@ impl Lowering<'_> {
                     n.attribute.retain(|a| a.name.as_deref() != Some(name));
                     v
                 };
-                let starts = take(&mut node, "starts").with_context(|| format!("{label}: attribute starts is missing"))?;
-                let ends = take(&mut node, "ends").with_context(|| format!("{label}: attribute ends is missing"))?;
+                let starts = take(&mut node, "starts").context("attribute starts is missing")?;
+                let ends = take(&mut node, "ends").context("attribute ends is missing")?;
                 let axes = take(&mut node, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
-                let (s, e, a) = (self.init_i64(&node, "starts", &starts)?, self.init_i64(&node, "ends", &ends)?, self.init_i64(&node, "axes", &axes)?);
+                let (s, e, a) = (
+                    self.init_i64(&node, "starts", &starts)?,
+                    self.init_i64(&node, "ends", &ends)?,
+                    self.init_i64(&node, "axes", &axes)?,
+                );
                 node.input.extend([s, e, a]);
                 Ok(vec![node])
             }
@@ -581,7 +680,10 @@ impl Lowering<'_> {
             }
             "Slice" => Ok(vec![node]),
             other if STABLE_TO_13.contains(&other) => Ok(vec![node]),
-            other => bail!("{label}: the model's opset {opset} is below 13 and {other} may mean something else at opset 13; lowering would change it"),
+            other => bail!(
+                "the model's opset {opset} is below 13 and {other} may mean something else at opset 13; \
+                 lowering would change it"
+            ),
         }
     }
 }
@@ -650,12 +752,27 @@ fn range_axis(axis: usize, b: Option<i64>, e: Option<i64>, k: i64, dim: &TDim) -
     // Symbolic dim: the bounds as they are. They mean the same under both rules except for a negative
     // step starting below -dim, which Python makes empty and ONNX starts at 0.
     if k < 0 && b.is_some_and(|b| b < -1) {
-        bail!("cannot lower {b:?}:{e:?}:{k} on symbolic axis {axis} exactly: a negative step from below -dim is empty in numpy but not in ONNX");
+        bail!(
+            "cannot lower {b:?}:{e:?}:{k} on symbolic axis {axis} exactly: a negative step from below -dim is \
+             empty in numpy but not in ONNX"
+        );
     }
     let start = b.unwrap_or(if k > 0 { 0 } else { i64::MAX });
     let end = e.unwrap_or(if k > 0 { i64::MAX } else { i64::MIN });
     if start == 0 && end == i64::MAX && k == 1 {
         return Ok(None);
     }
-    Ok(Some((a, start, end, k)))
+    Ok(Some((a, start, if k < 0 { off_sentinel(end) } else { end }, k)))
+}
+
+/// An end moved off the two values onnxruntime special-cases: with a negative step it reads an end of
+/// exactly `INT32_MAX` or `INT64_MAX` as "through the first element", where ONNX (and numpy) clamp it to
+/// `dim - 1`, which makes the axis empty. `INT64_MAX` becomes `2^62` and `INT32_MAX` becomes `2^31`: the
+/// same end under clamping for every dim below `2^31` (dims are at most 10^9 unless assumed otherwise).
+fn off_sentinel(end: i64) -> i64 {
+    match end {
+        i64::MAX => 1 << 62,
+        e if e == i64::from(i32::MAX) => e + 1,
+        e => e,
+    }
 }

@@ -5,6 +5,7 @@
 //! not touch (metadata, doc strings, opset imports, functions, training info, unknown domains' nodes)
 //! is written back as it was read.
 
+mod external;
 mod fold;
 mod lower;
 mod tensor;
@@ -15,9 +16,10 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
+pub use external::{place_external_data, write_model_file, Placement, PROTOBUF_LIMIT};
 pub use fold::fold;
-pub use lower::lower;
-pub use tensor::{datum_type_of_elem, tensor_to_proto, type_proto};
+pub use lower::{lower, lower_model, LowerReport};
+pub use tensor::{datum_type_of_elem, f32s_of, ints_of, onnx_data_type, tensor_to_proto, type_proto};
 
 use std::collections::HashSet;
 

@@ -92,3 +92,33 @@ pub fn type_proto(dt: DatumType, shape: &[TDim]) -> anyhow::Result<proto::TypePr
         ..Default::default()
     })
 }
+
+/// The values of an integer initializer (int64 or int32, raw or typed storage), if it is one.
+pub fn ints_of(t: &proto::TensorProto) -> Option<Vec<i64>> {
+    let dt = DataType::try_from(t.data_type?).ok()?;
+    match (dt, t.raw_data.as_ref()) {
+        (DataType::Int64, Some(raw)) if raw.len() % 8 == 0 => {
+            Some(raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+        }
+        (DataType::Int32, Some(raw)) if raw.len() % 4 == 0 => {
+            Some(raw.chunks_exact(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect())
+        }
+        (DataType::Int64, None) => Some(t.int64_data.clone()),
+        (DataType::Int32, None) => Some(t.int32_data.iter().map(|&v| i64::from(v)).collect()),
+        _ => None,
+    }
+}
+
+/// The values of a float32 initializer (raw or typed storage), if it is one.
+pub fn f32s_of(t: &proto::TensorProto) -> Option<Vec<f32>> {
+    if DataType::try_from(t.data_type?).ok()? != DataType::Float {
+        return None;
+    }
+    match t.raw_data.as_ref() {
+        Some(raw) if raw.len() % 4 == 0 => {
+            Some(raw.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+        }
+        Some(_) => None,
+        None => Some(t.float_data.clone()),
+    }
+}

@@ -17,4 +17,4 @@ mod strided_slice;
 pub use as_strided::AsStrided;
 pub use range::{resolve_range, resolve_range_with_dims, AxisRange, Clamp};
 pub use slice::{DimSlice, Slice};
-pub use strided_slice::{resolve_spec, MxnetSlice, SpecEntry, StridedSlice};
+pub use strided_slice::{place_spec, resolve_spec, MxnetSlice, Placed, SpecEntry, StridedSlice};

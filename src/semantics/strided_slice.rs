@@ -4,6 +4,14 @@
 //! (new-axis bit), the integer `begin[i]` (shrink bit), or `begin[i]:end[i]:strides[i]` with a bound
 //! omitted under its mask bit. A spec shorter than the rank ends in an implicit `...`.
 //!
+//! Reading the masks, entry by entry: the ellipsis bit wins over the new-axis bit, which wins over
+//! the shrink bit; `begin_mask` and `end_mask` matter only on a range entry; bits past the spec's
+//! length are ignored; masks must be non-negative and at most one ellipsis bit may be set among the
+//! entries. A stride of 0 is an error, on any entry but the ellipsis and new axes, and a shrunk entry
+//! needs a positive stride. The index of a shrunk entry must lie in `[-dim, dim)`; range bounds clamp
+//! as Python's `slice.indices` does ([`Clamp::Python`]). Indices and ranges together consume at
+//! most `rank` input axes; new axes and the ellipsis consume none.
+//!
 //! MindSpore's own CPU kernel departs from numpy for some masks (it applies begin_mask to shrunk axes,
 //! among others); we follow numpy, as TensorFlow does.
 
@@ -50,6 +58,62 @@ fn bit(mask: i64, i: usize) -> bool {
 }
 
 impl StridedSlice {
+    /// The names of the five mask attributes, in the order of [`StridedSlice::masks`].
+    pub const MASK_NAMES: [&'static str; 5] =
+        ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"];
+
+    /// The most entries a spec written with masks may have: bit 63 would make a mask negative.
+    pub const MAX_ENTRIES: usize = 63;
+
+    /// Parameters from `begin`, `end`, `strides` and the masks in the order of
+    /// [`StridedSlice::MASK_NAMES`].
+    pub fn with_masks(begin: Vec<i64>, end: Vec<i64>, strides: Option<Vec<i64>>, masks: [i64; 5]) -> StridedSlice {
+        let [begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask] = masks;
+        StridedSlice { begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask }
+    }
+
+    /// The masks, in the order of [`StridedSlice::MASK_NAMES`].
+    pub fn masks(&self) -> [i64; 5] {
+        [self.begin_mask, self.end_mask, self.ellipsis_mask, self.new_axis_mask, self.shrink_axis_mask]
+    }
+
+    /// Encodes a numpy index expression as parameters with masks, as TensorFlow's front end does: an
+    /// omitted bound is a mask bit (its number 0), an index `i` is the shrunk range `i:i+1`, the
+    /// ellipsis and new axes are mask bits with the numbers `0:0:1`.
+    pub fn from_spec(spec: &[SpecEntry]) -> SliceResult<StridedSlice> {
+        if spec.len() > Self::MAX_ENTRIES {
+            return Err(SliceError::TooManyMaskedEntries { what: "StridedSlice spec", entries: spec.len() });
+        }
+        let mut ss = StridedSlice::default();
+        let mut strides = vec![];
+        for (i, e) in spec.iter().enumerate() {
+            let (b, e, s) = match *e {
+                SpecEntry::Ellipsis => {
+                    ss.ellipsis_mask |= 1 << i;
+                    (0, 0, 1)
+                }
+                SpecEntry::NewAxis => {
+                    ss.new_axis_mask |= 1 << i;
+                    (0, 0, 1)
+                }
+                SpecEntry::Index(v) => {
+                    ss.shrink_axis_mask |= 1 << i;
+                    (v, v.wrapping_add(1), 1)
+                }
+                SpecEntry::Range(b, e, s) => {
+                    ss.begin_mask |= i64::from(b.is_none()) << i;
+                    ss.end_mask |= i64::from(e.is_none()) << i;
+                    (b.unwrap_or(0), e.unwrap_or(0), s)
+                }
+            };
+            ss.begin.push(b);
+            ss.end.push(e);
+            strides.push(s);
+        }
+        ss.strides = Some(strides);
+        Ok(ss)
+    }
+
     /// The numpy index expression these parameters denote (checks lengths, masks and strides).
     pub fn spec(&self) -> SliceResult<Vec<SpecEntry>> {
         for (name, value) in [
@@ -103,40 +167,114 @@ impl StridedSlice {
     }
 }
 
-/// Resolves a numpy index expression (basic indexing only) against `input_shape`.
-pub fn resolve_spec<D: Dim>(spec: &[SpecEntry], input_shape: &[D]) -> SliceResult<Selection<D>> {
-    let rank = input_shape.len();
+/// Where one entry of an index expression lands, once the ellipsis is expanded: the spec entry it
+/// comes from, the input axis it reads and the output axis it makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// Input axis `axis` kept whole as output axis `out` (an axis the ellipsis covers, explicit or
+    /// implicit after the last entry).
+    Whole {
+        /// Input axis.
+        axis: usize,
+        /// Output axis.
+        out: usize,
+    },
+    /// `np.newaxis` (spec entry `entry`) as output axis `out`.
+    NewAxis {
+        /// Spec entry.
+        entry: usize,
+        /// Output axis.
+        out: usize,
+    },
+    /// The integer index `value` (spec entry `entry`) on input axis `axis`, which disappears.
+    Index {
+        /// Spec entry.
+        entry: usize,
+        /// Input axis.
+        axis: usize,
+        /// The index as written (negative counts from the end).
+        value: i64,
+    },
+    /// `begin:end:step` (spec entry `entry`) on input axis `axis`, as output axis `out`.
+    Range {
+        /// Spec entry.
+        entry: usize,
+        /// Input axis.
+        axis: usize,
+        /// Output axis.
+        out: usize,
+        /// The start, `None` when omitted.
+        begin: Option<i64>,
+        /// The end, `None` when omitted.
+        end: Option<i64>,
+        /// The step (non-zero).
+        step: i64,
+    },
+}
+
+/// The spec walk: every entry of a numpy index expression over an input of rank `rank`, placed on
+/// its input and output axes, the ellipsis expanded to whole axes (an expression without one ends in
+/// an implicit `...`). The one place masks-as-entries become axes: resolving ([`resolve_spec`]) and
+/// lowering to standard ONNX both read it.
+pub fn place_spec(spec: &[SpecEntry], rank: usize) -> SliceResult<Vec<Placed>> {
     let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
     if real > rank {
         return Err(SliceError::TooManyEntries { entries: real, rank });
     }
-    let has_ellipsis = spec.contains(&SpecEntry::Ellipsis);
-    let mut sel = Selection { input_shape: input_shape.to_vec(), fixed: vec![], out: vec![] };
-    let mut axis = 0usize;
-    let whole = |sel: &mut Selection<D>, axis: usize| {
-        let len = input_shape[axis].clone();
-        sel.out.push(OutAxis::Range { axis, start: D::from_i64(0), step: 1, len });
+    let ellipses: Vec<usize> = (0..spec.len()).filter(|&i| spec[i] == SpecEntry::Ellipsis).collect();
+    if ellipses.len() > 1 {
+        let mask = ellipses.iter().filter(|&&i| i < 64).fold(0i64, |m, &i| m | 1 << i);
+        return Err(SliceError::MultipleEllipsis { mask });
+    }
+    let mut placed = Vec::with_capacity(spec.len().max(rank));
+    let (mut axis, mut out) = (0usize, 0usize);
+    let whole = |placed: &mut Vec<Placed>, axis: &mut usize, out: &mut usize, count: usize| {
+        for _ in 0..count {
+            placed.push(Placed::Whole { axis: *axis, out: *out });
+            *axis += 1;
+            *out += 1;
+        }
     };
-    for (entry_index, entry) in spec.iter().enumerate() {
-        match *entry {
-            SpecEntry::Ellipsis => {
-                for _ in 0..rank - real {
-                    whole(&mut sel, axis);
-                    axis += 1;
-                }
+    for (entry, e) in spec.iter().enumerate() {
+        match *e {
+            SpecEntry::Ellipsis => whole(&mut placed, &mut axis, &mut out, rank - real),
+            SpecEntry::NewAxis => {
+                placed.push(Placed::NewAxis { entry, out });
+                out += 1;
             }
-            SpecEntry::NewAxis => sel.out.push(OutAxis::New),
-            SpecEntry::Index(i) => {
+            SpecEntry::Index(value) => {
+                placed.push(Placed::Index { entry, axis, value });
+                axis += 1;
+            }
+            SpecEntry::Range(begin, end, step) => {
+                placed.push(Placed::Range { entry, axis, out, begin, end, step });
+                axis += 1;
+                out += 1;
+            }
+        }
+    }
+    if ellipses.is_empty() {
+        whole(&mut placed, &mut axis, &mut out, rank - real);
+    }
+    Ok(placed)
+}
+
+/// Resolves a numpy index expression (basic indexing only) against `input_shape`.
+pub fn resolve_spec<D: Dim>(spec: &[SpecEntry], input_shape: &[D]) -> SliceResult<Selection<D>> {
+    let mut sel = Selection { input_shape: input_shape.to_vec(), fixed: vec![], out: vec![] };
+    for placed in place_spec(spec, input_shape.len())? {
+        match placed {
+            Placed::Whole { axis, .. } => {
+                let len = input_shape[axis].clone();
+                sel.out.push(OutAxis::Range { axis, start: D::from_i64(0), step: 1, len });
+            }
+            Placed::NewAxis { .. } => sel.out.push(OutAxis::New),
+            Placed::Index { entry, axis, value: i } => {
                 let dim = &input_shape[axis];
                 let index = match dim.as_i64() {
                     Some(d) => {
                         if i < -d || i >= d {
-                            return Err(SliceError::IndexOutOfRange {
-                                entry: entry_index,
-                                axis,
-                                value: i,
-                                dim: d.to_string(),
-                            });
+                            return Err(SliceError::IndexOutOfRange { entry, axis, value: i, dim: d.to_string() });
                         }
                         D::from_i64(if i < 0 { i + d } else { i })
                     }
@@ -145,20 +283,12 @@ pub fn resolve_spec<D: Dim>(spec: &[SpecEntry], input_shape: &[D]) -> SliceResul
                     None => D::from_i64(i),
                 };
                 sel.fixed.push((axis, index));
-                axis += 1;
             }
-            SpecEntry::Range(b, e, step) => {
-                let r = resolve_range(&input_shape[axis], b, e, step, Clamp::Python)
-                    .map_err(|_| SliceError::ZeroStep { what: "spec entry", index: entry_index })?;
+            Placed::Range { entry, axis, begin, end, step, .. } => {
+                let r = resolve_range(&input_shape[axis], begin, end, step, Clamp::Python)
+                    .map_err(|_| SliceError::ZeroStep { what: "spec entry", index: entry })?;
                 sel.out.push(OutAxis::Range { axis, start: r.start, step: r.step, len: r.len });
-                axis += 1;
             }
-        }
-    }
-    if !has_ellipsis {
-        while axis < rank {
-            whole(&mut sel, axis);
-            axis += 1;
         }
     }
     Ok(sel)
@@ -186,19 +316,13 @@ impl MxnetSlice {
                 lens: format!("{}, {}, {}", n, self.end.len(), self.step.len()),
             });
         }
-        if n > 63 {
-            return Err(SliceError::Unsupported(format!("MXNet slice with {n} entries: at most 63 are supported")));
+        if n > StridedSlice::MAX_ENTRIES {
+            return Err(SliceError::TooManyMaskedEntries { what: "MXNet slice", entries: n });
         }
-        let mask =
-            |v: &[Option<i64>]| v.iter().enumerate().fold(0i64, |m, (i, b)| if b.is_none() { m | 1 << i } else { m });
-        Ok(StridedSlice {
-            begin: self.begin.iter().map(|b| b.unwrap_or(0)).collect(),
-            end: self.end.iter().map(|e| e.unwrap_or(0)).collect(),
-            strides: Some((0..n).map(|i| self.step.get(i).copied().flatten().unwrap_or(1)).collect()),
-            begin_mask: mask(&self.begin),
-            end_mask: mask(&self.end),
-            ..StridedSlice::default()
-        })
+        let spec: Vec<SpecEntry> = (0..n)
+            .map(|i| SpecEntry::Range(self.begin[i], self.end[i], self.step.get(i).copied().flatten().unwrap_or(1)))
+            .collect();
+        StridedSlice::from_spec(&spec)
     }
 
     /// Resolves against `input_shape`.

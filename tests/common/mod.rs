@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod fixtures;
 pub mod onnx_build;
 pub mod real;
@@ -37,36 +38,7 @@ pub fn parse_spec(expr: &str) -> Vec<SpecEntry> {
 
 /// Encodes spec entries as StridedSlice parameters with masks, as TensorFlow's front end does.
 pub fn to_strided_slice(spec: &[SpecEntry]) -> StridedSlice {
-    let mut ss = StridedSlice { strides: Some(vec![]), ..Default::default() };
-    for (i, e) in spec.iter().enumerate() {
-        let (b, en, s) = match *e {
-            SpecEntry::Ellipsis => {
-                ss.ellipsis_mask |= 1 << i;
-                (0, 0, 1)
-            }
-            SpecEntry::NewAxis => {
-                ss.new_axis_mask |= 1 << i;
-                (0, 0, 1)
-            }
-            SpecEntry::Index(v) => {
-                ss.shrink_axis_mask |= 1 << i;
-                (v, v.wrapping_add(1), 1)
-            }
-            SpecEntry::Range(b, en, s) => {
-                if b.is_none() {
-                    ss.begin_mask |= 1 << i;
-                }
-                if en.is_none() {
-                    ss.end_mask |= 1 << i;
-                }
-                (b.unwrap_or(0), en.unwrap_or(0), s)
-            }
-        };
-        ss.begin.push(b);
-        ss.end.push(en);
-        ss.strides.as_mut().unwrap().push(s);
-    }
-    ss
+    StridedSlice::from_spec(spec).expect("a spec of at most 63 entries")
 }
 
 /// `np.arange(numel).reshape(shape)` as i64 data.

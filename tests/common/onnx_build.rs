@@ -108,6 +108,12 @@ impl Builder {
         self
     }
 
+    /// Adds an initializer as given.
+    pub fn initializer(mut self, t: pb::TensorProto) -> Self {
+        self.graph.initializer.push(t);
+        self
+    }
+
     /// Adds a node.
     pub fn node(
         mut self,

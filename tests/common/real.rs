@@ -27,7 +27,11 @@ pub fn real_models() -> Vec<RealModel> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| RealModel { name: m["name"].as_str().unwrap().into(), inputs: names(&m["inputs"]), outputs: names(&m["outputs"]) })
+        .map(|m| RealModel {
+            name: m["name"].as_str().unwrap().into(),
+            inputs: names(&m["inputs"]),
+            outputs: names(&m["outputs"]),
+        })
         .collect()
 }
 
@@ -46,7 +50,10 @@ impl RealModel {
     pub fn inputs_at(&self, size: &str) -> Vec<Tensor> {
         self.inputs
             .iter()
-            .map(|n| sliceops::npy::read_npy(&self.dir().join("inputs").join(size).join(format!("{}.npy", escape(n)))).unwrap())
+            .map(|n| {
+                sliceops::npy::read_npy(&self.dir().join("inputs").join(size).join(format!("{}.npy", escape(n))))
+                    .unwrap()
+            })
             .collect()
     }
 
@@ -54,7 +61,10 @@ impl RealModel {
     pub fn expected_at(&self, size: &str) -> Vec<Tensor> {
         self.outputs
             .iter()
-            .map(|n| sliceops::npy::read_npy(&self.dir().join("expected").join(size).join(format!("{}.npy", escape(n)))).unwrap())
+            .map(|n| {
+                sliceops::npy::read_npy(&self.dir().join("expected").join(size).join(format!("{}.npy", escape(n))))
+                    .unwrap()
+            })
             .collect()
     }
 }

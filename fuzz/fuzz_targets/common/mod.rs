@@ -94,8 +94,9 @@ pub use reference::*;
 /// One entry of a numpy index expression (the reference's type, sliceops' plain data enum).
 pub use sliceops::semantics::SpecEntry as Entry;
 
-/// StridedSlice parameters read as numpy's index expression, straight from DESIGN.md §1; `None` when
-/// the parameters are invalid whatever the shape.
+/// StridedSlice parameters read as numpy's index expression, written from the rules in the module
+/// docs of `src/semantics/strided_slice.rs` (not from its code); `None` when the parameters are
+/// invalid whatever the shape.
 pub fn strided_slice_entries(
     begin: &[i64],
     end: &[i64],
@@ -138,7 +139,7 @@ pub fn strided_slice_entries(
     Some(spec)
 }
 
-/// ONNX Slice on `shape` as reference axes, or `None` when the ONNX spec (and DESIGN.md) calls it an
+/// ONNX Slice on `shape` as reference axes, or `None` when the ONNX spec (and `src/semantics/slice.rs`) calls it an
 /// error.
 pub fn onnx_slice_axes(
     shape: &[i64],

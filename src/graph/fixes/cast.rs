@@ -62,8 +62,13 @@ impl Expansion for ExactCast {
         let fact = model.outlet_fact(inputs[0])?.clone();
         let from = fact.datum_type;
         if self.to == DatumType::I64 {
-            if from == DatumType::I64 || from.is_tdim() {
+            if from == DatumType::I64 {
                 return Ok(tvec![inputs[0]]);
+            }
+            // Dims stay dims; a node of its own records that the model declares them int64 here (the
+            // input may be dims the model declared int32).
+            if from.is_tdim() {
+                return model.wire_node(prefix, SymbolicCast { to: DatumType::I64 }, inputs);
             }
             if from.is_integer() || from == DatumType::Bool {
                 if let Some(k) = &fact.konst {
@@ -110,7 +115,11 @@ impl Op for SymbolicCast {
 }
 
 impl EvalOp for SymbolicCast {
-    op_out_of_plan!();
+    // Not evaluated ahead of running: tract would replace the node by a constant and lose the type
+    // it records; its output fact carries the input's value already.
+    fn eval_out_of_plan(&self, _inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
+        Ok(None)
+    }
 
     fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         // Running, the symbols have values; the output stays dims, as its fact says.

@@ -3,19 +3,30 @@
 //! `Shape`, exact integer values) and hands everything else to tract's own builder.
 //!
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
+//! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
 //! - `Range`: ONNX's exact length for negative steps;
-//! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement.
+//! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
+//! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`: axes, sizes and shapes given as runtime inputs, through one
+//!   mechanism for shape parameters ([`params`]).
 
 mod cast;
+mod constant_of_shape;
+mod expand;
+mod fill;
 mod flatten;
 mod gather;
 mod pad;
+pub mod params;
 mod range;
+mod reduce;
 mod reshape;
+mod split;
+mod squeeze;
 mod sympad;
+mod tile;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
@@ -43,9 +54,23 @@ pub fn stock(op_type: &'static str) -> Builder {
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Cast", cast::cast);
+    onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
     onnx.op_register.insert("Pad", pad::pad);
     onnx.op_register.insert("Range", range::range);
     onnx.op_register.insert("Reshape", reshape::reshape);
+    for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean"] {
+        onnx.op_register.insert(op, reduce::reduce);
+    }
+    for op in ["ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"] {
+        onnx.op_register.insert(op, reduce::reduce);
+    }
+    onnx.op_register.insert("Squeeze", squeeze::squeeze);
+    onnx.op_register.insert("Unsqueeze", squeeze::unsqueeze);
+    onnx.op_register.insert("Expand", expand::expand);
+    onnx.op_register.insert("Tile", tile::tile);
+    onnx.op_register.insert("Split", split::split);
+    // The ConstantOfShape builder above, wrapped for a shape known only at run time.
+    onnx.op_register.insert("ConstantOfShape", fill::constant_of_shape);
 }

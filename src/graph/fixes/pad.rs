@@ -23,7 +23,7 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
         let name = crate::graph::node_label(node).node;
         let has_constant = node.input.get(2).is_some_and(|s| !s.is_empty());
         if node.input.len() > 3 {
-            bail!("node '{name}' (Pad): the axes input is not supported on a shape vector");
+            return Err(crate::NodeError::invalid(name, "Pad", "the axes input is not supported on a shape vector"));
         }
         return Ok((Box::new(ShapePad { node: name, has_constant }), vec![]));
     }

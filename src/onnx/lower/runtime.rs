@@ -22,7 +22,7 @@
 //! node becomes one Slice of the same begin and end.
 
 use super::{int_attr, Lowering, NodeProto};
-use crate::semantics::{SpecEntry, StridedSlice};
+use crate::semantics::{place_spec, Placed, SpecEntry, StridedSlice};
 use anyhow::{bail, Context};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
@@ -53,21 +53,11 @@ impl Lowering<'_> {
         }
         let n = usize::try_from(n).context("begin has a negative length")?;
         // The masks alone fix the expression's shape; placeholder numbers stand in for the runtime ones.
-        let spec = StridedSlice {
-            begin: vec![0; n],
-            end: vec![0; n],
-            strides: Some(vec![1; n]),
-            begin_mask: masks[0],
-            end_mask: masks[1],
-            ellipsis_mask: masks[2],
-            new_axis_mask: masks[3],
-            shrink_axis_mask: masks[4],
-        }
-        .spec()?;
+        let spec = StridedSlice::with_masks(vec![0; n], vec![0; n], Some(vec![1; n]), masks).spec()?;
         let input_shape = self.shape_of(data).context("the input's rank must be known to lower")?;
         let rank = input_shape.len();
         let known_dims: Option<Vec<i64>> = input_shape.iter().map(|d| d.as_i64()).collect();
-        let plan = EntryPlan::new(&spec, masks, rank)?;
+        let plan = EntryPlan::new(&spec, rank)?;
 
         let mut g = Emit { lw: self, node, nodes: vec![] };
         let begin = g.int64(begin);
@@ -235,43 +225,27 @@ struct EntryPlan {
 }
 
 impl EntryPlan {
-    fn new(spec: &[SpecEntry], masks: [i64; 5], rank: usize) -> anyhow::Result<EntryPlan> {
-        let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
-        if real > rank {
-            bail!("the spec indexes {real} dims but the input has rank {rank}");
-        }
-        let bit = |mask: i64, i: usize| i < 64 && (mask >> i) & 1 == 1;
+    /// The plan of `spec` (placeholder numbers: only which bounds are omitted matters) over `rank`.
+    fn new(spec: &[SpecEntry], rank: usize) -> anyhow::Result<EntryPlan> {
         let mut plan = EntryPlan { ranges: vec![], indices: vec![], unsqueeze: vec![] };
-        let (mut axis, mut out_pos) = (0usize, 0i64);
-        for (pos, entry) in spec.iter().enumerate() {
-            let entry_at = |axis: usize| Entry {
-                pos: pos as i64,
-                axis: axis as i64,
-                begin_masked: bit(masks[0], pos),
-                end_masked: bit(masks[1], pos),
-            };
-            match entry {
-                SpecEntry::Ellipsis => {
-                    axis += rank - real;
-                    out_pos += (rank - real) as i64;
-                }
-                SpecEntry::NewAxis => {
-                    plan.unsqueeze.push(out_pos);
-                    out_pos += 1;
-                }
-                SpecEntry::Index(_) => {
-                    plan.indices.push(entry_at(axis));
-                    axis += 1;
-                }
-                SpecEntry::Range(..) => {
-                    plan.ranges.push(entry_at(axis));
-                    axis += 1;
-                    out_pos += 1;
-                }
+        let at = |entry: usize, axis: usize| Entry {
+            pos: entry as i64,
+            axis: axis as i64,
+            begin_masked: false,
+            end_masked: false,
+        };
+        for placed in place_spec(spec, rank)? {
+            match placed {
+                Placed::Whole { .. } => {}
+                Placed::NewAxis { out, .. } => plan.unsqueeze.push(out as i64),
+                Placed::Index { entry, axis, .. } => plan.indices.push(at(entry, axis)),
+                Placed::Range { entry, axis, begin, end, .. } => plan.ranges.push(Entry {
+                    begin_masked: begin.is_none(),
+                    end_masked: end.is_none(),
+                    ..at(entry, axis)
+                }),
             }
         }
-        // Without an ellipsis, the axes after the entries are kept whole at the end: new axes' output
-        // positions are the same either way.
         Ok(plan)
     }
 }

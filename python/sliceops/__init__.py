@@ -1,0 +1,360 @@
+"""sliceops from Python: shape inference, folding, lowering and running ONNX models, on tract.
+
+Each function takes a model as an ``onnx.ModelProto``, its serialized ``bytes``, or a path (``str`` or
+``os.PathLike``; external data is looked up next to it), in the conventions of the libraries it stands
+in for:
+
+=====================================================  =====================================================
+sliceops                                               onnx / onnxsim / onnxruntime
+=====================================================  =====================================================
+``sliceops.infer_shapes(model)``                       ``onnx.shape_inference.infer_shapes(model)``
+``sliceops.infer(model)``                              ``SymbolicShapeInference.infer_shapes(model)``
+``sliceops.fold(model)``                               ``onnxsim.simplify(model)``
+``sliceops.Session(path).run(None, feeds)``            ``onnxruntime.InferenceSession(path).run(None, feeds)``
+=====================================================  =====================================================
+
+A model-returning function returns the kind it was given: an ``onnx.ModelProto`` for a ``ModelProto``,
+``bytes`` for ``bytes``; for a path, an ``onnx.ModelProto`` (this needs the ``onnx`` package).
+
+Errors in the model or the inputs raise ``ValueError`` with the message the ``sliceops`` command line
+prints. The interpreter lock is released while the Rust core works, so threads run models in parallel.
+"""
+
+import os
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import json as _json
+
+import numpy as _np
+
+from . import _sliceops
+
+__all__ = [
+    "infer_shapes",
+    "infer",
+    "fold",
+    "lower",
+    "tune_allocator",
+    "Session",
+    "NodeArg",
+    "Value",
+    "Inference",
+    "FoldReport",
+]
+
+Dim = Union[int, str]
+InputShapes = Optional[Mapping[str, Sequence[Dim]]]
+
+# ONNX TensorProto.DataType -> onnxruntime's type names (`tensor(float)`).
+_ORT_TYPES = {
+    1: "float",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "string",
+    9: "bool",
+    10: "float16",
+    11: "double",
+    12: "uint32",
+    13: "uint64",
+    14: "complex64",
+    15: "complex128",
+    16: "bfloat16",
+    17: "float8e4m3fn",
+    18: "float8e4m3fnuz",
+    19: "float8e5m2",
+    20: "float8e5m2fnuz",
+    21: "uint4",
+    22: "int4",
+}
+
+
+def _source(model: Any) -> Tuple[Any, str]:
+    """What the core reads (bytes or a path) and the kind of model given: proto, bytes or path."""
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model), "bytes"
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model), "path"
+    serialize = getattr(model, "SerializeToString", None)
+    if callable(serialize):
+        return serialize(), "proto"
+    raise TypeError(
+        "a model is an onnx.ModelProto, bytes or a path, not %s" % type(model).__name__
+    )
+
+
+def _returned(encoded: bytes, given: Any, kind: str) -> Any:
+    """The model in the kind it was given (a path gives an onnx.ModelProto)."""
+    if kind == "bytes":
+        return encoded
+    if kind == "proto":
+        return type(given).FromString(encoded)
+    try:
+        import onnx
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "a model given as a path comes back as an onnx.ModelProto, which needs the onnx package; "
+            "pass the model's bytes to get bytes back"
+        ) from e
+    return onnx.load_model_from_string(encoded)
+
+
+def _shapes(input_shapes: InputShapes) -> List[Tuple[str, List[str]]]:
+    if input_shapes is None:
+        return []
+    if not isinstance(input_shapes, Mapping):
+        raise TypeError("input_shapes is a dict of input name -> dims, such as {'x': ['N', 3]}")
+    out = []
+    for name, dims in input_shapes.items():
+        if isinstance(dims, (str, bytes)):
+            raise TypeError("the shape of input '%s' is a sequence of dims, such as ['N', 3]" % name)
+        out.append((str(name), [str(d) for d in dims]))
+    return out
+
+
+def _assumptions(assume: Union[str, Iterable[str]]) -> List[str]:
+    if isinstance(assume, str):
+        return [assume]
+    return [str(a) for a in assume]
+
+
+def infer_shapes(model: Any, input_shapes: InputShapes = None, assume: Union[str, Iterable[str]] = ()) -> Any:
+    """The model with a ``value_info`` (element type and shape) on every value.
+
+    Like ``onnx.shape_inference.infer_shapes(model)``; symbolic dims are written as ``dim_param``
+    expressions (``N*3``, ``sequence+1``), as ``sliceops infer`` prints them. Nothing else changes.
+
+    Args:
+        model: an ``onnx.ModelProto``, its bytes, or a path.
+        input_shapes: dims to set for inputs, such as ``{"x": ["N", 3]}`` (ints or symbol expressions).
+        assume: assumptions about symbols used to simplify shapes, such as ``["N>=2"]``.
+
+    Returns:
+        The annotated model, of the kind given (a path gives an ``onnx.ModelProto``).
+
+    Raises:
+        ValueError: the model cannot be read or analysed, or an input shape or assumption is bad.
+    """
+    source, kind = _source(model)
+    encoded, _unshaped = _sliceops.infer_shapes(source, _shapes(input_shapes), _assumptions(assume))
+    return _returned(encoded, model, kind)
+
+
+class Value(NamedTuple):
+    """One value of the graph: its name, numpy dtype name and shape.
+
+    ``dtype`` and ``shape`` are None when the value's type cannot be known (``Inference.unknown`` says
+    why); a dim is an ``int`` or a symbolic expression as a ``str`` (``"N"``, ``"sequence+1"``).
+    """
+
+    name: str
+    dtype: Optional[str]
+    shape: Optional[List[Dim]]
+
+
+class Inference(List[Value]):
+    """What ``sliceops infer`` reports: a list of :class:`Value` (graph inputs, every node output,
+    graph outputs, in graph order), with:
+
+    - ``requirements``: what the model requires of its inputs (``"sequence <= 64"``), as text;
+    - ``unknown``: value name -> why its type or shape cannot be known;
+    - ``notes``: the warnings and notes the command line prints on stderr;
+    - ``report``: the whole JSON report of ``sliceops infer --format json`` (symbols and their origins,
+      assumptions, the structure of each dim, the values of shape tensors).
+    """
+
+    requirements: List[str]
+    unknown: Dict[str, str]
+    notes: List[str]
+    report: Dict[str, Any]
+
+    def shape_of(self, name: str) -> Optional[List[Dim]]:
+        """The shape of the value ``name`` (KeyError if the graph has no such value)."""
+        for v in self:
+            if v.name == name:
+                return v.shape
+        raise KeyError(name)
+
+
+def infer(model: Any, input_shapes: InputShapes = None, assume: Union[str, Iterable[str]] = ()) -> Inference:
+    """The element type and shape of every value, symbolic dims as strings, and the model's requirements.
+
+    The library form of ``sliceops infer`` (its JSON report is ``.report``); a list of
+    ``(name, dtype, shape)``.
+
+    Args:
+        model: an ``onnx.ModelProto``, its bytes, or a path.
+        input_shapes: dims to set for inputs, such as ``{"x": ["N", 3]}``.
+        assume: assumptions about symbols, such as ``["N>=2"]``.
+
+    Raises:
+        ValueError: the model cannot be read or analysed, or an input shape or assumption is bad.
+    """
+    source, _kind = _source(model)
+    text, notes = _sliceops.infer_json(source, _shapes(input_shapes), _assumptions(assume))
+    report = _json.loads(text)
+    result = Inference()
+    result.unknown = {}
+    for v in report["values"]:
+        if "unknown" in v:
+            result.append(Value(v["name"], None, None))
+            result.unknown[v["name"]] = v["unknown"]
+        else:
+            result.append(Value(v["name"], v["dtype"], list(v["shape"])))
+    result.requirements = [r["requires"] for r in report["requirements"]]
+    result.notes = list(notes)
+    result.report = report
+    return result
+
+
+class FoldReport(NamedTuple):
+    """What :func:`fold` did."""
+
+    nodes_before: int
+    nodes_after: int
+    changes: Dict[str, int]
+    """How many of each kind of change (``"constants folded"``...)."""
+    unshaped: List[str]
+    """Values left without a type and shape."""
+
+    @property
+    def every_value_shaped(self) -> bool:
+        """True when every value got a type and shape (``onnxsim.simplify``'s ``check`` analogue)."""
+        return not self.unshaped
+
+
+def fold(
+    model: Any,
+    exact: bool = False,
+    input_shapes: InputShapes = None,
+    assume: Union[str, Iterable[str]] = (),
+) -> Tuple[Any, FoldReport]:
+    """Folds constants, removes dead and no-op nodes, merges repeats, and annotates every value.
+
+    Like ``onnxsim.simplify(model)``, which returns ``(model, check)``: this returns
+    ``(model, report)``.
+
+    Args:
+        model: an ``onnx.ModelProto``, its bytes, or a path.
+        exact: keep results bit-exact (no fusion that changes floating-point rounding).
+        input_shapes: specialize inputs' shapes, such as ``{"x": [1, 3, 224, 224]}``.
+        assume: assumptions about symbols, such as ``["N>=2"]``.
+
+    Raises:
+        ValueError: the model cannot be read or analysed.
+    """
+    source, kind = _source(model)
+    encoded, report = _sliceops.fold(source, bool(exact), _shapes(input_shapes), _assumptions(assume))
+    return _returned(encoded, model, kind), FoldReport(
+        report["nodes_before"], report["nodes_after"], dict(report["changes"]), list(report["unshaped"])
+    )
+
+
+def lower(model: Any) -> Any:
+    """Rewrites StridedSlice, AsStrided and Paddle-form Slice into standard ONNX, for any runtime.
+
+    Raises:
+        ValueError: the model cannot be read, or a node cannot be lowered.
+    """
+    source, kind = _source(model)
+    return _returned(_sliceops.lower(source), model, kind)
+
+
+def tune_allocator() -> None:
+    """Keeps freed large buffers in the process's heap for reuse, as the ``sliceops`` command line does.
+
+    Without it, every ``Session.run`` on large tensors maps fresh memory for the input copies and the
+    outputs and pays a page fault per 4 KB of them (on a 128 MB input, most of the run's time). It
+    changes glibc's malloc settings for the whole process (freed memory is kept, not returned to the
+    system), so it is opt-in; it does nothing where the C library is not glibc.
+    """
+    _sliceops.tune_allocator()
+
+
+class NodeArg(NamedTuple):
+    """A graph input or output, as ``onnxruntime.NodeArg``: ``name``, ``type`` (``"tensor(float)"``)
+    and ``shape`` (ints, symbol names, None for unknown dims; None when no shape is declared)."""
+
+    name: str
+    type: str
+    shape: Optional[List[Optional[Dim]]]
+
+    @property
+    def dtype(self) -> Optional[str]:
+        """The numpy dtype name (``"float32"``), None for types numpy has none for."""
+        return _NUMPY_NAMES.get(self.type)
+
+
+_NUMPY_NAMES = {
+    "tensor(float)": "float32",
+    "tensor(double)": "float64",
+    "tensor(float16)": "float16",
+    "tensor(bool)": "bool",
+    "tensor(int8)": "int8",
+    "tensor(int16)": "int16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(uint8)": "uint8",
+    "tensor(uint16)": "uint16",
+    "tensor(uint32)": "uint32",
+    "tensor(uint64)": "uint64",
+}
+
+
+def _node_args(declared: Sequence[Tuple[str, int, Optional[List[Optional[Dim]]]]]) -> List[NodeArg]:
+    return [
+        NodeArg(name, "tensor(%s)" % _ORT_TYPES.get(elem, "undefined"), None if dims is None else list(dims))
+        for name, elem, dims in declared
+    ]
+
+
+class Session:
+    """Runs a model on numpy arrays, like ``onnxruntime.InferenceSession``.
+
+    The model is loaded once; each distinct set of input shapes is optimized once and kept. One session
+    can be run from many threads at once (the interpreter lock is released while it runs).
+
+    Args:
+        model: an ``onnx.ModelProto``, its bytes, or a path.
+
+    Raises:
+        ValueError: the model cannot be read.
+    """
+
+    def __init__(self, model: Any) -> None:
+        source, _kind = _source(model)
+        self._session = _sliceops.Session(source)
+
+    def inputs(self) -> List[NodeArg]:
+        """The inputs to feed, as declared (initializers excluded); ``get_inputs()`` in onnxruntime."""
+        return _node_args(self._session.inputs())
+
+    def outputs(self) -> List[NodeArg]:
+        """The graph outputs, as declared; ``get_outputs()`` in onnxruntime."""
+        return _node_args(self._session.outputs())
+
+    get_inputs = inputs
+    get_outputs = outputs
+
+    def run(self, output_names: Optional[Sequence[str]], feeds: Mapping[str, Any]) -> List[_np.ndarray]:
+        """Runs the model; returns the outputs named in ``output_names`` (all when None), in that order.
+
+        Args:
+            output_names: graph output names, or None for every output.
+            feeds: input name -> array (``numpy.asarray`` is applied; the dtype must be the input's).
+
+        Returns:
+            numpy arrays over the outputs' buffers (not copied).
+
+        Raises:
+            ValueError: an input is missing, unknown, or of the wrong dtype or shape; an output name is
+                unknown; or the model fails on these inputs. The message is the command line's.
+        """
+        if not isinstance(feeds, Mapping):
+            raise TypeError("feeds is a dict of input name -> numpy array")
+        arrays = {name: _np.asarray(value) for name, value in feeds.items()}
+        names = None if output_names is None else [str(n) for n in output_names]
+        return self._session.run(names, arrays)

@@ -1,0 +1,45 @@
+"""The Rust core of the sliceops package (use the functions of ``sliceops`` itself)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+_Source = Union[bytes, str, PathLike]
+_Dim = Union[int, str, None]
+_Declared = List[Tuple[str, int, Optional[List[_Dim]]]]
+
+def infer_json(
+    model: _Source, input_shapes: Sequence[Tuple[str, Sequence[str]]], assume: Sequence[str]
+) -> Tuple[str, List[str]]:
+    """``sliceops infer --format json`` as a string, and the warnings and notes it prints."""
+
+def infer_shapes(
+    model: _Source, input_shapes: Sequence[Tuple[str, Sequence[str]]], assume: Sequence[str]
+) -> Tuple[bytes, List[str]]:
+    """The model with a type and shape on every value, and the values left without one."""
+
+def fold(
+    model: _Source, exact: bool, input_shapes: Sequence[Tuple[str, Sequence[str]]], assume: Sequence[str]
+) -> Tuple[bytes, Dict[str, Any]]:
+    """The folded model and fold's report."""
+
+def lower(model: _Source) -> bytes:
+    """The lowered model."""
+
+def tune_allocator() -> None:
+    """Keeps freed large buffers in the heap for reuse (glibc's malloc settings, process-wide)."""
+
+class Buffer:
+    """Owns an output tensor whose buffer numpy arrays view (their ``base``)."""
+
+class Session:
+    """A loaded model that runs on numpy arrays; safe to share between threads."""
+
+    def __init__(self, model: _Source) -> None: ...
+    def inputs(self) -> _Declared:
+        """The inputs to feed: ``(name, elem_type, dims)``."""
+    def outputs(self) -> _Declared:
+        """The graph outputs: ``(name, elem_type, dims)``."""
+    def run(self, output_names: Optional[Sequence[str]], feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        """Runs the model; returns the outputs named (all when None or empty)."""

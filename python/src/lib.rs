@@ -1,0 +1,288 @@
+//! The `sliceops._sliceops` extension module: a thin layer over the `sliceops` crate. Models come in
+//! as bytes or a path and go out as bytes; the Python package (`python/sliceops/__init__.py`) turns
+//! `onnx.ModelProto`s into bytes and back. Every error of the core becomes a `ValueError` carrying the
+//! line the CLI prints; the GIL is released while the core works.
+
+mod tensors;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use sliceops::analysis::DeclaredDim;
+use sliceops::fold::FoldOptions;
+use sliceops::Model;
+use std::path::{Path, PathBuf};
+
+/// A core error as Python sees it: a `ValueError` with the CLI's message.
+fn value_error(e: anyhow::Error) -> PyErr {
+    PyValueError::new_err(sliceops::report::describe_error(&e))
+}
+
+/// A model given as bytes or as a path (`str` or `os.PathLike`).
+enum Source {
+    Bytes(Vec<u8>),
+    Path(PathBuf),
+}
+
+impl Source {
+    fn extract(model: &Bound<'_, PyAny>) -> PyResult<Source> {
+        if let Ok(bytes) = model.cast::<PyBytes>() {
+            return Ok(Source::Bytes(bytes.as_bytes().to_vec()));
+        }
+        match model.extract::<PathBuf>() {
+            Ok(path) => Ok(Source::Path(path)),
+            Err(_) => Err(PyValueError::new_err(format!(
+                "a model is bytes or a path, not {}",
+                model.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "this".into())
+            ))),
+        }
+    }
+
+    /// The model's bytes and the folder its external data is looked up in (the CLI's checks on files).
+    fn read(&self) -> anyhow::Result<(std::borrow::Cow<'_, [u8]>, Option<&Path>)> {
+        match self {
+            Source::Bytes(b) => Ok((b.as_slice().into(), None)),
+            Source::Path(p) => Ok((sliceops::load::read_model_file(p)?.into(), p.parent())),
+        }
+    }
+}
+
+/// `(name, [dims as text])` pairs and assumptions as the fold and infer options take them.
+fn options(input_shapes: Vec<(String, Vec<String>)>, assume: Vec<String>, exact: bool) -> FoldOptions {
+    FoldOptions { exact, input_shapes, assumptions: assume }
+}
+
+fn configured(source: &Source, options: &FoldOptions) -> anyhow::Result<Model> {
+    let (bytes, dir) = source.read()?;
+    let mut m = Model::load_bytes_in(&bytes, dir)?;
+    for (name, dims) in &options.input_shapes {
+        let dims: Vec<&str> = dims.iter().map(String::as_str).collect();
+        m.set_input_shape(name, &dims)?;
+    }
+    for a in &options.assumptions {
+        m.assume(a)?;
+    }
+    Ok(m)
+}
+
+/// `sliceops infer --format json` as a string, and the warnings and notes it prints on stderr.
+#[pyfunction]
+#[pyo3(signature = (model, input_shapes, assume))]
+fn infer_json(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    input_shapes: Vec<(String, Vec<String>)>,
+    assume: Vec<String>,
+) -> PyResult<(String, Vec<String>)> {
+    let source = Source::extract(model)?;
+    let options = options(input_shapes, assume, false);
+    py.detach(|| -> anyhow::Result<(String, Vec<String>)> {
+        let m = configured(&source, &options)?;
+        let analysis = m.analyse()?;
+        let facts = analysis.value_facts(m.graph())?;
+        let notes = sliceops::report::infer_notes(&m, &analysis, &facts)?;
+        let json = sliceops::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
+        Ok((serde_json::to_string(&json)?, notes))
+    })
+    .map_err(value_error)
+}
+
+/// The model with a type and shape on every value, encoded, and the values left without one.
+#[pyfunction]
+#[pyo3(signature = (model, input_shapes, assume))]
+fn infer_shapes<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    input_shapes: Vec<(String, Vec<String>)>,
+    assume: Vec<String>,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<String>)> {
+    let source = Source::extract(model)?;
+    let options = options(input_shapes, assume, false);
+    let (bytes, unshaped) = py
+        .detach(|| -> anyhow::Result<(Vec<u8>, Vec<String>)> {
+            let (bytes, dir) = source.read()?;
+            let (annotated, unshaped) = sliceops::fold::annotate_only(&bytes, dir, &options)?;
+            Ok((prost::Message::encode_to_vec(&annotated), unshaped))
+        })
+        .map_err(value_error)?;
+    Ok((PyBytes::new(py, &bytes), unshaped))
+}
+
+/// The folded model, encoded, and `fold`'s report as a dict.
+#[pyfunction]
+#[pyo3(signature = (model, exact, input_shapes, assume))]
+fn fold<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    exact: bool,
+    input_shapes: Vec<(String, Vec<String>)>,
+    assume: Vec<String>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>)> {
+    let source = Source::extract(model)?;
+    let options = options(input_shapes, assume, exact);
+    let (bytes, report) = py
+        .detach(|| -> anyhow::Result<_> {
+            let (bytes, dir) = source.read()?;
+            let (folded, report) = sliceops::fold::fold(&bytes, dir, &options)?;
+            Ok((prost::Message::encode_to_vec(&folded), report))
+        })
+        .map_err(value_error)?;
+    let dict = PyDict::new(py);
+    dict.set_item("nodes_before", report.nodes_before)?;
+    dict.set_item("nodes_after", report.nodes_after)?;
+    let changes = PyDict::new(py);
+    for (kind, n) in &report.changes {
+        changes.set_item(*kind, *n)?;
+    }
+    dict.set_item("changes", changes)?;
+    dict.set_item("unshaped", report.unshaped)?;
+    Ok((PyBytes::new(py, &bytes), dict))
+}
+
+/// The lowered model, encoded.
+#[pyfunction]
+fn lower<'py>(py: Python<'py>, model: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let source = Source::extract(model)?;
+    let bytes = py
+        .detach(|| -> anyhow::Result<Vec<u8>> {
+            let (bytes, dir) = source.read()?;
+            sliceops::onnx::lower(&bytes, dir)
+        })
+        .map_err(value_error)?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// A declared dim as Python sees it: an int, a symbol's name, or None.
+fn dim_object(py: Python<'_>, d: &DeclaredDim) -> PyResult<Py<PyAny>> {
+    Ok(match d {
+        DeclaredDim::Value(v) => v.into_pyobject(py)?.into_any().unbind(),
+        DeclaredDim::Param(p) => p.into_pyobject(py)?.into_any().unbind(),
+        DeclaredDim::Unnamed(_) => py.None(),
+    })
+}
+
+/// `(name, ONNX elem_type, dims or None)` of declared values.
+type Declared = Vec<(String, i32, Option<Vec<Py<PyAny>>>)>;
+
+fn declared(py: Python<'_>, values: &[sliceops::analysis::DeclaredInput]) -> PyResult<Declared> {
+    values
+        .iter()
+        .map(|v| {
+            let dims = match &v.dims {
+                Some(dims) => Some(dims.iter().map(|d| dim_object(py, d)).collect::<PyResult<Vec<_>>>()?),
+                None => None,
+            };
+            Ok((v.name.clone(), v.elem_type, dims))
+        })
+        .collect()
+}
+
+/// A loaded model that runs on numpy arrays; safe to share between threads.
+#[pyclass(frozen, module = "sliceops._sliceops")]
+struct Session {
+    model: Model,
+}
+
+#[pymethods]
+impl Session {
+    #[new]
+    fn new(py: Python<'_>, model: &Bound<'_, PyAny>) -> PyResult<Session> {
+        let source = Source::extract(model)?;
+        let model = py
+            .detach(|| -> anyhow::Result<Model> {
+                let (bytes, dir) = source.read()?;
+                let m = Model::load_bytes_in(&bytes, dir)?;
+                Ok(m)
+            })
+            .map_err(value_error)?;
+        Ok(Session { model })
+    }
+
+    /// The inputs to feed: `(name, elem_type, dims)`.
+    fn inputs(&self, py: Python<'_>) -> PyResult<Declared> {
+        declared(py, self.model.declared_inputs())
+    }
+
+    /// The graph outputs: `(name, elem_type, dims)`.
+    fn outputs(&self, py: Python<'_>) -> PyResult<Declared> {
+        declared(py, &self.model.declared_outputs())
+    }
+
+    /// Runs the model on `feeds` (name -> numpy array); returns the outputs named (all when None or
+    /// empty) as numpy arrays over the output buffers.
+    #[pyo3(signature = (output_names, feeds))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        output_names: Option<Vec<String>>,
+        feeds: &Bound<'py, PyDict>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let all = self.model.output_names();
+        let wanted: Vec<usize> = match output_names {
+            Some(names) if !names.is_empty() => names
+                .iter()
+                .map(|n| {
+                    all.iter().position(|o| o == n).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "the model has no output named '{n}' (its outputs: {})",
+                            all.join(", ")
+                        ))
+                    })
+                })
+                .collect::<PyResult<_>>()?,
+            _ => (0..all.len()).collect(),
+        };
+        let mut given = Vec::with_capacity(feeds.len());
+        for (name, value) in feeds.iter() {
+            let name: String =
+                name.extract().map_err(|_| PyValueError::new_err("feeds are keyed by input name (str)".to_string()))?;
+            let tensor = tensors::to_tensor(&name, &value)?;
+            given.push((name, tensor));
+        }
+        let model = &self.model;
+        let mut outputs = py
+            .detach(|| -> anyhow::Result<_> {
+                // Feeds for initializers listed as graph inputs replace their default values.
+                let names: Vec<String> = given.iter().map(|(n, _)| n.clone()).collect();
+                let fed = model.feeding(&names)?;
+                let model = fed.as_ref().unwrap_or(model);
+                let inputs = model.order_inputs(given, "pass each in feeds")?;
+                model.run(inputs)
+            })
+            .map_err(value_error)?;
+        let mut taken: Vec<Option<(String, sliceops::tract_onnx::prelude::Tensor)>> =
+            outputs.drain(..).map(Some).collect();
+        let mut arrays = Vec::with_capacity(wanted.len());
+        for (k, &ix) in wanted.iter().enumerate() {
+            // An output named twice: every use but the last gets its own copy.
+            let again = wanted[k + 1..].contains(&ix);
+            let slot = taken.get_mut(ix).filter(|s| s.is_some());
+            let slot = slot.ok_or_else(|| PyValueError::new_err("the model returned too few outputs"))?;
+            let entry = if again { slot.clone() } else { slot.take() };
+            let Some((name, tensor)) = entry else { continue };
+            arrays.push(tensors::to_numpy(py, &name, tensor)?);
+        }
+        Ok(arrays)
+    }
+}
+
+/// Keeps freed large buffers in the process's heap for reuse (glibc only; elsewhere it does nothing):
+/// runs on large tensors then stop paying a page fault per 4 KB of every input copy and output.
+/// Process-wide, as it changes glibc's malloc settings: opt-in.
+#[pyfunction]
+fn tune_allocator() {
+    sliceops::kernel::tune_allocator();
+}
+
+/// The Rust core of the `sliceops` package; use the functions of `sliceops` itself.
+#[pymodule]
+fn _sliceops(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(infer_json, m)?)?;
+    m.add_function(wrap_pyfunction!(infer_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(fold, m)?)?;
+    m.add_function(wrap_pyfunction!(lower, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
+    m.add_class::<Session>()?;
+    m.add_class::<tensors::Buffer>()?;
+    Ok(())
+}

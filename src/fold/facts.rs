@@ -1,0 +1,85 @@
+//! What analysis knows of each value of the graph being folded, by name.
+
+use crate::analysis::Analysis;
+use crate::Model;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tract_onnx::prelude::*;
+
+/// The type, shape and (when constant) value of one value.
+#[derive(Debug, Clone)]
+pub struct Fact {
+    /// The element type tract holds it as.
+    pub datum_type: DatumType,
+    /// The type's name as the model declares it (`int64` for dims, `bfloat16` for its proxy...).
+    pub dtype_name: String,
+    /// The shape, symbolic dims as expressions.
+    pub shape: Vec<TDim>,
+    /// The value, when analysis computed it.
+    pub konst: Option<Arc<Tensor>>,
+}
+
+impl Fact {
+    /// The value as a tensor ONNX can hold (dims as int64), if it is constant and concrete.
+    pub fn concrete(&self) -> Option<Tensor> {
+        let k = self.konst.as_ref()?;
+        if k.datum_type().is_tdim() {
+            let dims = crate::graph::dims_of(k).ok()?;
+            let values: Vec<i64> = dims.iter().map(TDim::as_i64).collect::<Option<_>>()?;
+            let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), values).ok()?.into_tensor();
+            return Some(if self.dtype_name == "int32" { t.cast_to::<i32>().ok()?.into_owned() } else { t });
+        }
+        Some((**k).clone())
+    }
+
+    /// The value's dims when it is a constant integer vector (a shape), symbolic ones included.
+    pub fn dims(&self) -> Option<Vec<TDim>> {
+        let k = self.konst.as_ref()?;
+        if k.rank() > 1 || !(k.datum_type().is_integer() || k.datum_type().is_tdim()) {
+            return None;
+        }
+        crate::graph::dims_of(k).ok()
+    }
+
+    /// Its size in bytes, if its shape is concrete.
+    pub fn bytes(&self) -> Option<u64> {
+        let size = if self.datum_type.is_tdim() { 8 } else { self.datum_type.size_of() as u64 };
+        self.shape.iter().try_fold(size, |acc, d| acc.checked_mul(u64::try_from(d.as_i64()?).ok()?))
+    }
+}
+
+/// The facts of every value analysis typed; the analysis is kept so symbols print by name.
+pub struct Facts {
+    /// By value name.
+    pub by_name: HashMap<String, Fact>,
+    /// The analysis they come from.
+    pub analysis: Arc<Analysis>,
+}
+
+impl Facts {
+    /// The facts of `model` under its input shapes and assumptions, with values of at most
+    /// `fold_bytes` computed.
+    pub fn of(model: &Model, fold_bytes: u64) -> anyhow::Result<Facts> {
+        let analysis = Arc::new(model.analyse_with(crate::analysis::Options { fold_bytes })?);
+        let mut by_name = HashMap::new();
+        for (name, outlet) in &analysis.outlets {
+            let f = analysis.typed.outlet_fact(*outlet)?;
+            let dtype = analysis.dtype(name)?;
+            by_name.insert(
+                name.clone(),
+                Fact {
+                    datum_type: f.datum_type,
+                    dtype_name: analysis.dtype_name(dtype),
+                    shape: f.shape.iter().map(|d| d.clone().simplify()).collect(),
+                    konst: f.konst.clone(),
+                },
+            );
+        }
+        Ok(Facts { by_name, analysis })
+    }
+
+    /// The fact of a value.
+    pub fn get(&self, name: &str) -> Option<&Fact> {
+        self.by_name.get(name)
+    }
+}

@@ -1,0 +1,130 @@
+//! Editing a graph in place: who produces and who reads each value, renaming a value everywhere it
+//! is read (subgraphs included), attribute access.
+
+use crate::onnx::proto::{self, attribute_proto::AttributeType, GraphProto, NodeProto};
+use std::collections::{HashMap, HashSet};
+
+/// A node's op type.
+pub fn op_type(n: &NodeProto) -> &str {
+    n.op_type.as_deref().unwrap_or("")
+}
+
+/// Whether a node is in the default ONNX domain.
+pub fn is_onnx(n: &NodeProto) -> bool {
+    matches!(n.domain.as_deref(), None | Some("") | Some("ai.onnx"))
+}
+
+/// An attribute of a node.
+pub fn attr<'a>(n: &'a NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
+    n.attribute.iter().find(|a| a.name.as_deref() == Some(name))
+}
+
+/// An int attribute.
+pub fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
+    attr(n, name).and_then(|a| a.i)
+}
+
+/// An ints attribute.
+pub fn attr_ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
+    attr(n, name).filter(|a| a.r#type == Some(AttributeType::Ints as i32) || !a.ints.is_empty()).map(|a| a.ints.clone())
+}
+
+/// Whether a node carries subgraphs (If, Loop, Scan): those read outer values by name.
+pub fn has_subgraphs(n: &NodeProto) -> bool {
+    n.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty())
+}
+
+/// How many times each value is read: by nodes (subgraphs' reads of outer values included) and as a
+/// graph output.
+pub fn readers(graph: &GraphProto) -> HashMap<String, usize> {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for n in &graph.node {
+        for i in n.input.iter().filter(|i| !i.is_empty()) {
+            *count.entry(i.clone()).or_default() += 1;
+        }
+        for a in &n.attribute {
+            for g in a.g.iter().chain(a.graphs.iter()) {
+                for name in crate::onnx::names_read(g) {
+                    *count.entry(name).or_default() += 1;
+                }
+            }
+        }
+    }
+    for o in &graph.output {
+        if let Some(name) = &o.name {
+            *count.entry(name.clone()).or_default() += 1;
+        }
+    }
+    count
+}
+
+/// The node index producing each value.
+pub fn producers(graph: &GraphProto) -> HashMap<String, usize> {
+    let mut map = HashMap::new();
+    for (ix, n) in graph.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            map.insert(o.clone(), ix);
+        }
+    }
+    map
+}
+
+/// The names of the graph outputs.
+pub fn output_names(graph: &GraphProto) -> HashSet<String> {
+    graph.output.iter().filter_map(|o| o.name.clone()).collect()
+}
+
+/// Every value a graph defines itself (inputs, initializers, node outputs): a subgraph defining `name`
+/// hides the outer value of that name.
+fn defines(graph: &GraphProto, name: &str) -> bool {
+    graph.input.iter().any(|i| i.name.as_deref() == Some(name))
+        || graph.initializer.iter().any(|t| t.name.as_deref() == Some(name))
+        || graph.node.iter().any(|n| n.output.iter().any(|o| o == name))
+}
+
+/// Makes every reader of `from` read `to` instead (node inputs, subgraphs reading it from the outer
+/// scope), except a graph output, which keeps its name.
+pub fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
+    for n in &mut graph.node {
+        for i in &mut n.input {
+            if i == from {
+                *i = to.to_string();
+            }
+        }
+        for a in &mut n.attribute {
+            for g in a.g.iter_mut().chain(a.graphs.iter_mut()) {
+                if !defines(g, from) {
+                    rename_reads(g, from, to);
+                    for o in &mut g.output {
+                        if o.name.as_deref() == Some(from) {
+                            // A subgraph output naming an outer value: the outer value's new name.
+                            o.name = Some(to.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A name no value, initializer or input of `graph` has: `base`, else `base_1`, `base_2`...
+pub fn fresh_name(graph: &GraphProto, base: &str) -> String {
+    let taken = |n: &str| {
+        graph.initializer.iter().any(|t| t.name.as_deref() == Some(n))
+            || graph.input.iter().any(|i| i.name.as_deref() == Some(n))
+            || graph.node.iter().any(|x| x.output.iter().any(|o| o == n))
+    };
+    if !taken(base) {
+        return base.to_string();
+    }
+    (1u64..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).expect("an unused name")
+}
+
+/// Removes the nodes at the indices in `remove`, keeping the others in order.
+pub fn remove_nodes(graph: &mut GraphProto, remove: &HashSet<usize>) {
+    let mut ix = 0;
+    graph.node.retain(|_| {
+        ix += 1;
+        !remove.contains(&(ix - 1))
+    });
+}

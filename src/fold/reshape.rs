@@ -1,0 +1,188 @@
+//! Shape arithmetic written as constants.
+//!
+//! A `Reshape` whose target is computed from `Shape → Gather → Concat` (`x.view(B, T, heads, dim)`)
+//! gets a constant target instead, with `0` for a dim copied from the input and `-1` for at most one
+//! dim left to the volume, so the whole chain computing it goes; two `Reshape`s in a row become one,
+//! and two `Unsqueeze`s in a row one.
+
+use super::facts::Facts;
+use super::graph::{attr_i, attr_ints, is_onnx, op_type, producers, readers};
+use super::Report;
+use crate::onnx::proto::{self, GraphProto};
+use tract_onnx::prelude::*;
+
+/// Rewrites computed Reshape targets as constants; returns whether anything changed.
+pub fn constant_targets(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
+    let mut new_inits = vec![];
+    let mut changed = false;
+    let taken: std::collections::HashSet<String> = graph.initializer.iter().filter_map(|t| t.name.clone()).collect();
+    for node in &mut graph.node {
+        if op_type(node) != "Reshape" || !is_onnx(node) || node.input.len() < 2 {
+            continue;
+        }
+        let (Some(target), Some(data)) = (facts.get(&node.input[1]), facts.get(&node.input[0])) else { continue };
+        let Some(dims) = target.dims() else { continue };
+        if dims.iter().all(|d| d.as_i64().is_some()) {
+            continue;
+        }
+        let allowzero = attr_i(node, "allowzero").unwrap_or(0) != 0;
+        let mut values = vec![];
+        let mut free = 0;
+        for (i, d) in dims.iter().enumerate() {
+            match d.as_i64() {
+                Some(-1) => {
+                    free += 1;
+                    values.push(-1);
+                }
+                Some(v) => values.push(v),
+                None if !allowzero && data.shape.get(i).is_some_and(|x| x == d) => values.push(0),
+                None => {
+                    free += 1;
+                    values.push(-1);
+                }
+            }
+        }
+        if free > 1 {
+            continue;
+        }
+        let mut name = format!("{}_target", node.output[0]);
+        while taken.contains(&name)
+            || new_inits.iter().any(|t: &proto::TensorProto| t.name.as_deref() == Some(name.as_str()))
+        {
+            name.push('_');
+        }
+        let t = tract_ndarray::arr1(&values).into_tensor();
+        new_inits.push(crate::onnx::tensor_to_proto(&name, &t)?);
+        node.input[1] = name;
+        report.count("Reshape targets made constant", 1);
+        changed = true;
+    }
+    graph.initializer.extend(new_inits);
+    Ok(changed)
+}
+
+/// Merges a Reshape into the Reshape after it, and an Unsqueeze into the Unsqueeze after it, when the
+/// first one's output has no other reader; returns whether anything changed.
+pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> anyhow::Result<bool> {
+    let producers = producers(graph);
+    let readers = readers(graph);
+    let mut rewrites: Vec<(usize, Vec<String>, Option<Vec<i64>>)> = vec![];
+    for (ix, node) in graph.node.iter().enumerate() {
+        let kind = op_type(node);
+        if !is_onnx(node) || !(kind == "Reshape" || kind == "Unsqueeze") {
+            continue;
+        }
+        let Some(&p) = node.input.first().and_then(|i| producers.get(i)) else { continue };
+        let prev = &graph.node[p];
+        if op_type(prev) != kind || !is_onnx(prev) || readers.get(&node.input[0]).copied() != Some(1) {
+            continue;
+        }
+        match kind {
+            // The second target must not copy dims (0) from the intermediate value.
+            "Reshape" => {
+                let zero_free = constant_ints(graph, node.input.get(1)).is_some_and(|t| !t.contains(&0))
+                    || attr_i(node, "allowzero").unwrap_or(0) != 0;
+                if zero_free {
+                    let mut inputs = node.input.clone();
+                    inputs[0] = prev.input[0].clone();
+                    rewrites.push((ix, inputs, None));
+                }
+            }
+            _ => {
+                let axes = |n: &proto::NodeProto| -> Option<Vec<i64>> {
+                    if opset >= 13 {
+                        constant_ints(graph, n.input.get(1))
+                    } else {
+                        attr_ints(n, "axes")
+                    }
+                };
+                let (Some(a1), Some(a2)) = (axes(prev), axes(node)) else { continue };
+                if a1.iter().chain(&a2).any(|&a| a < 0) {
+                    continue;
+                }
+                // a2's positions are final; a1's intermediate position p is the p-th final slot a2
+                // does not take.
+                let free_slots = (0i64..).filter(|s| !a2.contains(s));
+                let max_a1 = a1.iter().copied().max().unwrap_or(0) as usize;
+                let slots: Vec<i64> = free_slots.take(max_a1 + 1).collect();
+                let mut combined: Vec<i64> = a2.iter().copied().chain(a1.iter().map(|&p| slots[p as usize])).collect();
+                combined.sort_unstable();
+                combined.dedup();
+                if combined.len() != a1.len() + a2.len() {
+                    continue;
+                }
+                rewrites.push((ix, vec![prev.input[0].clone()], Some(combined)));
+            }
+        }
+    }
+    if rewrites.is_empty() {
+        return Ok(false);
+    }
+    let mut new_inits = vec![];
+    for (ix, inputs, axes) in rewrites {
+        graph.node[ix].input = inputs;
+        let Some(axes) = axes else {
+            report.count("consecutive Reshapes merged", 1);
+            continue;
+        };
+        if opset >= 13 {
+            let base = format!("{}_axes", graph.node[ix].output[0]);
+            let mut name = super::graph::fresh_name(graph, &base);
+            while new_inits.iter().any(|t: &proto::TensorProto| t.name.as_deref() == Some(name.as_str())) {
+                name.push('_');
+            }
+            new_inits.push(crate::onnx::tensor_to_proto(&name, &tract_ndarray::arr1(&axes).into_tensor())?);
+            graph.node[ix].input.push(name);
+        } else if let Some(a) = graph.node[ix].attribute.iter_mut().find(|a| a.name.as_deref() == Some("axes")) {
+            a.ints = axes;
+        }
+        report.count("consecutive Unsqueezes merged", 1);
+    }
+    graph.initializer.extend(new_inits);
+    Ok(true)
+}
+
+/// The values of an int64/int32 initializer.
+fn constant_ints(graph: &GraphProto, name: Option<&String>) -> Option<Vec<i64>> {
+    let name = name.filter(|n| !n.is_empty())?;
+    let t = graph.initializer.iter().find(|t| t.name.as_ref() == Some(name))?;
+    crate::onnx::ints_of(t)
+}
+
+/// `Concat(a, Concat(b, c))` along one axis is `Concat(a, b, c)` when the inner one has no other
+/// reader; returns whether anything changed.
+pub fn merge_concats(graph: &mut GraphProto, report: &mut Report) -> bool {
+    let producers = producers(graph);
+    let readers = readers(graph);
+    let mut changed = false;
+    for ix in 0..graph.node.len() {
+        let node = &graph.node[ix];
+        if op_type(node) != "Concat" || !is_onnx(node) {
+            continue;
+        }
+        let axis = attr_i(node, "axis");
+        let mut inputs = vec![];
+        let mut merged = false;
+        for i in &node.input {
+            match producers.get(i).map(|&p| &graph.node[p]) {
+                Some(inner)
+                    if op_type(inner) == "Concat"
+                        && is_onnx(inner)
+                        && attr_i(inner, "axis") == axis
+                        && readers.get(i).copied() == Some(1)
+                        && !inner.input.iter().any(|x| x.is_empty()) =>
+                {
+                    inputs.extend(inner.input.iter().cloned());
+                    merged = true;
+                }
+                _ => inputs.push(i.clone()),
+            }
+        }
+        if merged {
+            graph.node[ix].input = inputs;
+            report.count("consecutive Concats merged", 1);
+            changed = true;
+        }
+    }
+    changed
+}

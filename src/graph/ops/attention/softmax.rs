@@ -1,0 +1,328 @@
+//! The middle of Attention: scores in, probabilities out, with the soft cap, every mask and the
+//! softmax, row by row.
+//!
+//! For a query row `(b, h, i)` over keys `j < total`, the bias is the sum of
+//! - `attn_mask[b, h, i, j]` broadcast from the right (boolean: 0 where true, -inf where false;
+//!   otherwise its value), -inf where `j` is past the mask's last dim;
+//! - -inf where `is_causal` and `j > i + offset`;
+//! - -inf outside the window `p - left <= j <= p + right` (`p = i + offset`, a bound of -1 is none);
+//! - -inf where `j >= nonpad_kv_seqlen[b]`;
+//!
+//! with `offset` the past length, or `nonpad_kv_seqlen[b] - q_seq`, or 0. The row's logits are the
+//! scores (soft-capped: `c * tanh(s / c)`) plus the bias, rounded to the softmax precision; the
+//! softmax of a row whose bias is -inf everywhere is a row of zeros (whatever the scores: NaN from an
+//! infinite score does not leak), and a row holding NaN is NaN. Arithmetic is in f64, each result
+//! rounded once to the precision and then to the output type.
+
+use super::QkOutput;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+
+/// Masks, soft cap and softmax over `(batch, heads, q_seq, total)` scores.
+///
+/// Inputs: the scores, then `attn_mask`, `past_key` (read for its length only) and
+/// `nonpad_kv_seqlen` when given. Outputs: the probabilities, then the capped or biased logits when
+/// `qk_output` asks for them.
+#[derive(Debug, Clone)]
+pub struct AttentionSoftmax {
+    /// The Attention node, for errors.
+    pub node: String,
+    /// The soft cap (0: none).
+    pub softcap: f32,
+    /// `is_causal`.
+    pub causal: bool,
+    /// `left_window_size` (-1: unbounded).
+    pub left_window: i64,
+    /// `right_window_size` (-1: unbounded).
+    pub right_window: i64,
+    /// An `attn_mask` input follows the scores.
+    pub has_mask: bool,
+    /// A `past_key` input follows: the causal offset is its length.
+    pub has_past: bool,
+    /// A `nonpad_kv_seqlen` input comes last.
+    pub has_nonpad: bool,
+    /// The type the logits are rounded to for the softmax.
+    pub precision: DatumType,
+    /// The type of the outputs.
+    pub output: DatumType,
+    /// A second output: the capped (mode 1) or biased (mode 2) logits.
+    pub qk_output: Option<QkOutput>,
+}
+
+// Equality by the soft cap's bits, so that it is an equivalence whatever the value.
+impl PartialEq for AttentionSoftmax {
+    fn eq(&self, o: &Self) -> bool {
+        fn key(a: &AttentionSoftmax) -> (&str, u32, bool, i64, i64, bool, bool) {
+            (&a.node, a.softcap.to_bits(), a.causal, a.left_window, a.right_window, a.has_mask, a.has_past)
+        }
+        key(self) == key(o)
+            && (self.has_nonpad, self.precision, self.output, self.qk_output)
+                == (o.has_nonpad, o.precision, o.output, o.qk_output)
+    }
+}
+
+impl Eq for AttentionSoftmax {}
+
+impl AttentionSoftmax {
+    fn err(&self, e: impl std::fmt::Display) -> TractError {
+        crate::error::NodeError::invalid(&self.node, "Attention", e)
+    }
+
+    fn input_count(&self) -> usize {
+        1 + usize::from(self.has_mask) + usize::from(self.has_past) + usize::from(self.has_nonpad)
+    }
+
+    /// Checks a mask shape against the scores' `(batch, heads, q_seq, total)`, where each is known.
+    fn check_mask(&self, mask: &[TDim], scores: &[TDim]) -> TractResult<()> {
+        if mask.is_empty() || mask.len() > 4 {
+            return Err(self.err(format!("attn_mask must have rank 1 to 4, got rank {}", mask.len())));
+        }
+        let shown = |d: &[TDim]| d.iter().map(crate::dims::format_dim).collect::<Vec<_>>().join(", ");
+        let off = 4 - mask.len();
+        for (k, m) in mask.iter().enumerate() {
+            let target = &scores[off + k];
+            let (Ok(mv), Ok(tv)) = (m.to_i64(), target.to_i64()) else { continue };
+            let ok = if k + 1 == mask.len() { mv <= tv } else { mv == 1 || mv == tv };
+            if !ok {
+                return Err(self.err(format!(
+                    "attn_mask has shape [{}], which does not broadcast to the scores' [{}] (its last dim may be shorter)",
+                    shown(mask),
+                    shown(scores)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Op for AttentionSoftmax {
+    fn name(&self) -> StaticName {
+        "AttentionSoftmax".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!(
+            "causal: {}, window: ({}, {}), softcap: {}, precision: {:?}",
+            self.causal, self.left_window, self.right_window, self.softcap, self.precision
+        )])
+    }
+
+    op_as_typed_op!();
+}
+
+impl TypedOp for AttentionSoftmax {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs.len() == self.input_count(), self.err("wrong number of inputs"));
+        let scores = inputs[0].shape.to_tvec();
+        ensure!(scores.len() == 4, self.err(format!("the scores have rank {}", scores.len())));
+        let mut next = 1;
+        if self.has_mask {
+            let m = inputs[next];
+            let dt = m.datum_type;
+            if !(dt == DatumType::Bool || dt.is_float() || dt.is_integer()) {
+                return Err(self.err(format!("attn_mask must be boolean or numeric, got {dt:?}")));
+            }
+            self.check_mask(&m.shape.to_tvec(), &scores)?;
+            next += 1;
+        }
+        if self.has_past {
+            next += 1;
+        }
+        if self.has_nonpad {
+            let n = inputs[next];
+            if n.datum_type != DatumType::I64 || n.rank() != 1 {
+                return Err(self.err(format!(
+                    "nonpad_kv_seqlen must be a 1-D int64 tensor, got {:?} of rank {}",
+                    n.datum_type,
+                    n.rank()
+                )));
+            }
+            if let (Ok(len), Ok(batch)) = (n.shape[0].to_i64(), scores[0].to_i64()) {
+                if len != batch {
+                    return Err(self.err(format!("nonpad_kv_seqlen has {len} entries for a batch of {batch}")));
+                }
+            }
+        }
+        let fact = self.output.fact(&*scores);
+        Ok(if self.qk_output.is_some() { tvec![fact.clone(), fact] } else { tvec![fact] })
+    }
+}
+
+impl EvalOp for AttentionSoftmax {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        ensure!(inputs.len() == self.input_count(), self.err("wrong number of inputs"));
+        let shape: TVec<usize> = inputs[0].shape().into();
+        let [batch, heads, q_seq, total] = shape[..] else {
+            return Err(self.err(format!("the scores have shape {shape:?}")));
+        };
+        let mut next = 1;
+        let mask = if self.has_mask {
+            next += 1;
+            let m = &inputs[next - 1];
+            let dims: TVec<TDim> = m.shape().iter().map(|&d| d.to_dim()).collect();
+            let target: TVec<TDim> = shape.iter().map(|&d| d.to_dim()).collect();
+            self.check_mask(&dims, &target)?;
+            Some(Mask::new(m, &shape)?)
+        } else {
+            None
+        };
+        let past = if self.has_past {
+            next += 1;
+            let p = &inputs[next - 1];
+            ensure!(p.rank() == 4, self.err(format!("past_key has rank {}", p.rank())));
+            Some(p.shape()[2])
+        } else {
+            None
+        };
+        let nonpad: Option<Vec<i64>> = if self.has_nonpad {
+            let n = &inputs[next];
+            let v = n.try_as_plain_ram()?.as_slice::<i64>()?.to_vec();
+            if v.len() != batch {
+                return Err(self.err(format!("nonpad_kv_seqlen has {} entries for a batch of {batch}", v.len())));
+            }
+            Some(v)
+        } else {
+            None
+        };
+        let scores = inputs[0].cast_to::<f64>()?;
+        let scores = scores.try_as_plain_ram()?.as_slice::<f64>()?;
+        let len = scores.len();
+        let mut probs = vec![0f64; len];
+        let mut extra = if self.qk_output.is_some() { vec![0f64; len] } else { vec![] };
+        let mut bias = vec![0f64; total];
+        let mut logits = vec![0f64; total];
+        for b in 0..batch {
+            // The count of valid keys before the query block.
+            let offset: i128 = match (past, &nonpad) {
+                (Some(p), _) => p as i128,
+                (None, Some(n)) => i128::from(n[b]) - q_seq as i128,
+                (None, None) => 0,
+            };
+            let valid = nonpad.as_ref().map(|n| i128::from(n[b]));
+            for h in 0..heads {
+                for i in 0..q_seq {
+                    let row = ((b * heads + h) * q_seq + i) * total;
+                    let p = i as i128 + offset;
+                    for (j, slot) in bias.iter_mut().enumerate() {
+                        let j128 = j as i128;
+                        let shut = (self.causal && j128 > p)
+                            || (self.left_window >= 0 && p - j128 > i128::from(self.left_window))
+                            || (self.right_window >= 0 && j128 - p > i128::from(self.right_window))
+                            || valid.is_some_and(|n| j128 >= n);
+                        let base = mask.as_ref().map_or(0.0, |m| m.at(b, h, i, j));
+                        *slot = if shut { base + f64::NEG_INFINITY } else { base };
+                    }
+                    let row_scores = &scores[row..row + total];
+                    for j in 0..total {
+                        let s = row_scores[j];
+                        let capped = if self.softcap > 0.0 {
+                            let c = f64::from(self.softcap);
+                            c * (s / c).tanh()
+                        } else {
+                            s
+                        };
+                        logits[j] = round_to(self.precision, capped + bias[j]);
+                        match self.qk_output {
+                            Some(QkOutput::Capped) => extra[row + j] = capped,
+                            Some(_) => extra[row + j] = capped + bias[j],
+                            None => {}
+                        }
+                    }
+                    let out = &mut probs[row..row + total];
+                    if bias.iter().all(|&v| v == f64::NEG_INFINITY) {
+                        // Nothing to attend: zeros (already there).
+                        continue;
+                    }
+                    softmax(&logits, out);
+                    for v in out.iter_mut() {
+                        *v = round_to(self.precision, *v);
+                    }
+                }
+            }
+        }
+        let as_tensor = |v: Vec<f64>| -> TractResult<TValue> {
+            let t = tract_ndarray::ArrayD::from_shape_vec(&*shape, v)?.into_tensor();
+            Ok(t.cast_to_dt(self.output)?.into_owned().into_tvalue())
+        };
+        let mut outputs = tvec![as_tensor(probs)?];
+        if self.qk_output.is_some() {
+            outputs.push(as_tensor(extra)?);
+        }
+        Ok(outputs)
+    }
+}
+
+/// `v` rounded to the nearest value of `dt` (float16, float or double).
+fn round_to(dt: DatumType, v: f64) -> f64 {
+    match dt {
+        DatumType::F16 => half::f16::from_f64(v).to_f64(),
+        DatumType::F32 => v as f32 as f64,
+        _ => v,
+    }
+}
+
+/// A softmax over one row whose logits are not all -inf: `exp(x - max) / sum`; a NaN anywhere makes
+/// the whole row NaN, as it does in exact arithmetic over the row.
+fn softmax(logits: &[f64], out: &mut [f64]) {
+    if logits.iter().any(|v| v.is_nan()) {
+        out.fill(f64::NAN);
+        return;
+    }
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if max == f64::NEG_INFINITY {
+        // Every logit -inf (the scores, not the masks, sent them there): nothing is attended.
+        out.fill(0.0);
+        return;
+    }
+    let mut sum = 0.0;
+    for (o, &x) in out.iter_mut().zip(logits) {
+        *o = (x - max).exp();
+        sum += *o;
+    }
+    for o in out.iter_mut() {
+        *o /= sum;
+    }
+}
+
+/// An `attn_mask` as additive values over its own shape, read through broadcast strides.
+struct Mask {
+    values: Vec<f64>,
+    /// Strides over `(batch, heads, q_seq)` (0 where broadcast).
+    strides: [usize; 3],
+    /// The mask's last dim: keys at or beyond it are masked.
+    keys: usize,
+}
+
+impl Mask {
+    fn new(m: &Tensor, scores: &[usize]) -> TractResult<Mask> {
+        let values: Vec<f64> = if m.datum_type() == DatumType::Bool {
+            let b = m.try_as_plain_ram()?;
+            b.as_slice::<bool>()?.iter().map(|&ok| if ok { 0.0 } else { f64::NEG_INFINITY }).collect()
+        } else {
+            let f = m.cast_to::<f64>()?;
+            f.try_as_plain_ram()?.as_slice::<f64>()?.to_vec()
+        };
+        let rank = m.rank();
+        let mut dims = [1usize; 4];
+        dims[4 - rank..].copy_from_slice(m.shape());
+        let keys = dims[3];
+        let mut strides = [0usize; 3];
+        let mut stride = keys;
+        for k in (0..3).rev() {
+            strides[k] = if dims[k] == 1 && scores[k] != 1 { 0 } else { stride };
+            stride = stride.checked_mul(dims[k]).context("attn_mask is too large")?;
+        }
+        Ok(Mask { values, strides, keys })
+    }
+
+    fn at(&self, b: usize, h: usize, i: usize, j: usize) -> f64 {
+        if j >= self.keys {
+            return f64::NEG_INFINITY;
+        }
+        self.values[b * self.strides[0] + h * self.strides[1] + i * self.strides[2] + j]
+    }
+}

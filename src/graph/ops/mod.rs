@@ -1,0 +1,35 @@
+//! Standard ONNX ops tract-onnx 0.23.9 does not implement (or implements only in part), built on
+//! tract's kernels where one exists:
+//!
+//! - `Attention` (opsets 23-25): every variant of the specification, as tract's einsums around our
+//!   masked softmax ([`attention`]);
+//! - `BitCast` (26): the same bits read as another type of the same width;
+//! - `CenterCropPad` (18): centred crop and zero pad, output dims from `shape` (symbolic when known
+//!   as dims, minted when only known at run time);
+//! - `CumProd` (26): running products, `exclusive` and `reverse`;
+//! - `Det` (11): determinants of the last two axes;
+//! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
+//! - `ReverseSequence` (10): each batch entry's prefix reversed along time.
+
+pub mod attention;
+mod attrs;
+pub mod bitcast;
+pub mod center_crop_pad;
+pub mod cumprod;
+pub mod det;
+mod elements;
+pub mod lp_pool;
+pub mod reverse_sequence;
+
+use tract_onnx::Onnx;
+
+/// Registers every op of this module (replacing tract-onnx's builder where it has one).
+pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("Attention", attention::attention);
+    onnx.op_register.insert("BitCast", bitcast::bitcast);
+    onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
+    onnx.op_register.insert("CumProd", cumprod::cumprod);
+    onnx.op_register.insert("Det", det::det);
+    onnx.op_register.insert("LpPool", lp_pool::lp_pool);
+    onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
+}

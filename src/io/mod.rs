@@ -1,0 +1,9 @@
+//! Files in and out, safely: only regular files are read, with bounded sizes ([`regular`]), and every
+//! file written goes to a temporary file in the same folder and is renamed over its target once
+//! complete ([`atomic`]).
+
+pub mod atomic;
+pub mod regular;
+
+#[cfg(test)]
+mod tests;

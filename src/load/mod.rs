@@ -1,0 +1,33 @@
+//! Loading model files safely, before tract sees them: the file itself ([`read_model_file`]: a regular
+//! file, at most protobuf's 2 GiB), then the decoded model ([`prepare_for_tract`]): every tensor's
+//! external data checked and read by us into `raw_data`, so tract never opens a file, and
+//! `uint64_data` moved into `raw_data` where tract cannot read it.
+
+mod external;
+mod uint;
+mod walk;
+
+pub use external::{inline_tensor, read_external, TensorFields};
+pub use uint::uint64_data_to_raw;
+pub use walk::{for_each_tensor, TensorTree};
+
+use std::path::Path;
+use tract_onnx::pb;
+
+/// The largest model file read: protobuf messages cannot exceed 2 GiB.
+pub const MAX_MODEL_BYTES: u64 = i32::MAX as u64;
+
+/// Reads a model file: only a regular file (FIFOs, devices and directories are refused by name), at
+/// most [`MAX_MODEL_BYTES`], checked before reading.
+pub fn read_model_file(path: &Path) -> anyhow::Result<Vec<u8>> {
+    crate::io::regular::read_regular(path, MAX_MODEL_BYTES, "an ONNX model is at most 2 GiB (protobuf's limit)")
+}
+
+/// Prepares a decoded model for tract: external data read (and checked) from `dir`, the model's
+/// folder, into `raw_data`; `uint64_data` moved into `raw_data`.
+pub fn prepare_for_tract(model: &mut pb::ModelProto, dir: Option<&Path>) -> anyhow::Result<()> {
+    for_each_tensor(model, &mut |t| {
+        inline_tensor(t, dir)?;
+        uint64_data_to_raw(t)
+    })
+}

@@ -1,0 +1,414 @@
+//! `fold`'s rewrites one by one: each small model is folded, the nodes left are the ones expected, the
+//! report counts the change, and the folded model gives the original's outputs (bit for bit, except
+//! the fusions that change rounding, which `--exact` leaves out).
+
+mod common;
+
+use common::fixtures::same;
+use common::onnx_build::{Builder, A, D};
+use sliceops::fold::{fold, FoldOptions, Report};
+use sliceops::onnx::proto;
+use sliceops::Model;
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::prelude::*;
+
+const F: DataType = DataType::Float;
+
+fn folded(bytes: &[u8], exact: bool) -> (proto::ModelProto, Report) {
+    fold(bytes, None, &FoldOptions { exact, ..FoldOptions::default() }).expect("fold")
+}
+
+fn ops(model: &proto::ModelProto) -> Vec<String> {
+    model.graph.as_ref().unwrap().node.iter().map(|n| n.op_type.clone().unwrap_or_default()).collect()
+}
+
+fn encode(model: &proto::ModelProto) -> Vec<u8> {
+    prost::Message::encode_to_vec(model)
+}
+
+fn run(bytes: &[u8], inputs: &[Tensor]) -> Vec<(String, Tensor)> {
+    Model::load_bytes(bytes).and_then(|m| m.run(inputs.to_vec())).expect("run")
+}
+
+/// The folded model's outputs equal the original's: same names, types, shapes and bits.
+fn assert_same_outputs(original: &[u8], folded: &proto::ModelProto, inputs: &[Tensor]) {
+    let want = run(original, inputs);
+    let got = run(&encode(folded), inputs);
+    assert_eq!(got.len(), want.len());
+    for ((gn, g), (wn, w)) in got.iter().zip(&want) {
+        assert_eq!(gn, wn);
+        same(g, w).unwrap_or_else(|e| panic!("output {gn}: {e}"));
+    }
+}
+
+/// The folded model's outputs are within `tol` of the original's (fusions change rounding).
+fn assert_close_outputs(original: &[u8], folded: &proto::ModelProto, inputs: &[Tensor], tol: f32) {
+    let want = run(original, inputs);
+    let got = run(&encode(folded), inputs);
+    for ((gn, g), (_, w)) in got.iter().zip(&want) {
+        assert_eq!(g.shape(), w.shape(), "output {gn}");
+        let values = |t: &Tensor| t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        for (a, b) in values(g).iter().zip(values(w)) {
+            assert!((a - b).abs() <= tol * (1.0 + b.abs()), "output {gn}: {a} vs {b}");
+        }
+    }
+}
+
+fn changes(report: &Report, kind: &str) -> usize {
+    report.changes.get(kind).copied().unwrap_or(0)
+}
+
+fn ramp(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    tract_ndarray::ArrayD::from_shape_vec(shape, (0..n).map(|i| i as f32 * 0.25 - 1.0).collect()).unwrap().into_tensor()
+}
+
+#[test]
+fn nodes_over_constants_become_initializers() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(3)])
+        .init_f32("a", &[3], &[1.0, 2.0, 3.0])
+        .init_f32("b", &[3], &[0.5, 0.5, 0.5])
+        .node("Mul", "", "ab", &["a", "b"], &["c"], vec![])
+        .node("Add", "", "out", &["x", "c"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Add"]);
+    assert_eq!(changes(&report, "nodes folded into constants"), 1);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn a_constant_larger_than_its_inputs_stays_a_node() {
+    // ConstantOfShape([64, 64]) would write 16 KB where the node reads 16 bytes: the node stays.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(64), D::N(64)])
+        .init_i64("shape", &[64, 64])
+        .node("ConstantOfShape", "", "fill", &["shape"], &["ones"], vec![])
+        .node("Add", "", "out", &["x", "ones"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["ConstantOfShape", "Add"]);
+    assert_eq!(changes(&report, "nodes folded into constants"), 0);
+    let g = model.graph.as_ref().unwrap();
+    let ones = g.value_info.iter().find(|v| v.name.as_deref() == Some("ones")).expect("ones is annotated");
+    assert!(format!("{ones:?}").contains("DimValue(64)"), "{ones:?}");
+}
+
+#[test]
+fn shape_arithmetic_over_symbolic_dims_makes_a_constant_reshape_target() {
+    // x: [N, 4, 6] reshaped to [Shape(x)[0], 24] through Shape -> Gather -> Unsqueeze -> Concat.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(4), D::N(6)])
+        .init_i64("zero", &[0])
+        .init_i64("last", &[24])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "batch", &["s", "zero"], &["n"], vec![("axis", A::I(0))])
+        .node("Concat", "", "target", &["n", "last"], &["t"], vec![("axis", A::I(0))])
+        .node("Reshape", "", "flat", &["x", "t"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Reshape"]);
+    assert_eq!(changes(&report, "Reshape targets made constant"), 1);
+    let g = model.graph.as_ref().unwrap();
+    let target = &g.node[0].input[1];
+    let t = g.initializer.iter().find(|t| t.name.as_ref() == Some(target)).expect("a constant target");
+    assert_eq!(sliceops::onnx::ints_of(t), Some(vec![0, 24]));
+    assert_same_outputs(&bytes, &model, &[ramp(&[3, 4, 6])]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[1, 4, 6])]);
+}
+
+#[test]
+fn identity_dropout_and_same_type_cast_are_removed() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(3)])
+        .node("Identity", "", "id", &["x"], &["a"], vec![])
+        .node("Dropout", "", "drop", &["a"], &["b"], vec![])
+        .node("Cast", "", "cast", &["b"], &["c"], vec![("to", A::I(1))])
+        .node("Relu", "", "relu", &["c"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Relu"]);
+    assert_eq!(model.graph.as_ref().unwrap().node[0].input, ["x"]);
+    assert_eq!(changes(&report, "Identity removed"), 1);
+    assert_eq!(changes(&report, "Dropout removed (inference)"), 1);
+    assert_eq!(changes(&report, "Cast to the same type removed"), 1);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn a_passthrough_into_a_graph_output_keeps_the_output_name() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(3)])
+        .node("Relu", "", "relu", &["x"], &["r"], vec![])
+        .node("Identity", "", "id", &["r"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, _) = folded(&bytes, true);
+    let g = model.graph.as_ref().unwrap();
+    assert_eq!(ops(&model), ["Relu"]);
+    assert_eq!(g.node[0].output, ["y"]);
+    assert_eq!(g.output[0].name.as_deref(), Some("y"));
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn shape_preserving_slice_reshape_expand_and_tile_are_removed() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(3)])
+        .init_i64("starts", &[0])
+        .init_i64("ends", &[i64::MAX])
+        .init_i64("axes", &[1])
+        .init_i64("same", &[0, 3])
+        .init_i64("ones", &[1, 1])
+        .node("Slice", "", "all", &["x", "starts", "ends", "axes"], &["a"], vec![])
+        .node("Reshape", "", "reshape", &["a", "same"], &["b"], vec![])
+        .node("Expand", "", "expand", &["b", "ones"], &["c"], vec![])
+        .node("Tile", "", "tile", &["c", "ones"], &["d"], vec![])
+        .node("Relu", "", "relu", &["d"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Relu"]);
+    assert_eq!(changes(&report, "shape-preserving Slice/Reshape/Expand/Tile/Pad removed"), 4);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn a_slice_that_cuts_stays() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(4), D::N(3)])
+        .init_i64("starts", &[1])
+        .init_i64("ends", &[i64::MAX])
+        .init_i64("axes", &[0])
+        .node("Slice", "", "cut", &["x", "starts", "ends", "axes"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, _) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Slice"]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[4, 3])]);
+}
+
+#[test]
+fn transposes_that_cancel_and_unsqueeze_squeeze_pairs_are_removed() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(3), D::N(4)])
+        .init_i64("axis", &[1])
+        .node("Transpose", "", "t1", &["x"], &["a"], vec![("perm", A::Is(vec![1, 2, 0]))])
+        .node("Transpose", "", "t2", &["a"], &["b"], vec![("perm", A::Is(vec![2, 0, 1]))])
+        .node("Unsqueeze", "", "u", &["b", "axis"], &["c"], vec![])
+        .node("Squeeze", "", "s", &["c", "axis"], &["d"], vec![])
+        .node("Relu", "", "relu", &["d"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Relu"]);
+    assert_eq!(changes(&report, "Transpose pairs that cancel removed"), 1);
+    assert_eq!(changes(&report, "Unsqueeze undone by Squeeze removed"), 1);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3, 4])]);
+}
+
+#[test]
+fn transposes_that_do_not_cancel_stay() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(3), D::N(4)])
+        .node("Transpose", "", "t1", &["x"], &["a"], vec![("perm", A::Is(vec![1, 2, 0]))])
+        .node("Transpose", "", "t2", &["a"], &["y"], vec![("perm", A::Is(vec![1, 2, 0]))])
+        .output("y")
+        .bytes();
+    let (model, _) = folded(&bytes, true);
+    assert_eq!(ops(&model).len(), 2);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3, 4])]);
+}
+
+#[test]
+fn neutral_constants_go_but_adding_zero_stays_with_exact() {
+    let build = || {
+        Builder::new(13)
+            .input("x", F, &[D::S("N"), D::N(3)])
+            .init_f32("one", &[], &[1.0])
+            .init_f32("zero", &[1], &[0.0])
+            .node("Mul", "", "mul", &["one", "x"], &["a"], vec![])
+            .node("Sub", "", "sub", &["a", "zero"], &["b"], vec![])
+            .node("Add", "", "add", &["b", "zero"], &["c"], vec![])
+            .node("Relu", "", "relu", &["c"], &["y"], vec![])
+            .output("y")
+            .bytes()
+    };
+    let bytes = build();
+    // -0.0 + 0.0 is +0.0: with --exact the Add stays.
+    let (exact, report) = folded(&bytes, true);
+    assert_eq!(ops(&exact), ["Add", "Relu"]);
+    assert_eq!(changes(&report, "arithmetic with a neutral constant removed"), 2);
+    assert_same_outputs(&bytes, &exact, &[ramp(&[2, 3])]);
+    let (model, report) = folded(&bytes, false);
+    assert_eq!(ops(&model), ["Relu"]);
+    assert_eq!(changes(&report, "arithmetic with a neutral constant removed"), 3);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn a_constant_that_broadcasts_is_not_neutral() {
+    // x * ones([2, 3]) with x: [3] broadcasts to [2, 3]: not a no-op.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(3)])
+        .init_f32("ones", &[2, 3], &[1.0; 6])
+        .node("Mul", "", "mul", &["x", "ones"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, _) = folded(&bytes, false);
+    assert_eq!(ops(&model), ["Mul"]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[3])]);
+}
+
+#[test]
+fn consecutive_reshapes_unsqueezes_and_concats_merge() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(6)])
+        .input("z", F, &[D::N(2), D::N(6)])
+        .init_i64("t1", &[3, 4])
+        .init_i64("t2", &[12])
+        .init_i64("a0", &[0])
+        .init_i64("a1", &[1])
+        .node("Reshape", "", "r1", &["x", "t1"], &["a"], vec![])
+        .node("Reshape", "", "r2", &["a", "t2"], &["b"], vec![])
+        .node("Unsqueeze", "", "u1", &["b", "a0"], &["c"], vec![])
+        .node("Unsqueeze", "", "u2", &["c", "a1"], &["d"], vec![])
+        .node("Concat", "", "inner", &["x", "z"], &["e"], vec![("axis", A::I(0))])
+        .node("Concat", "", "outer", &["e", "x"], &["f"], vec![("axis", A::I(0))])
+        .output("d")
+        .output("f")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Reshape", "Unsqueeze", "Concat"]);
+    assert_eq!(changes(&report, "consecutive Reshapes merged"), 1);
+    assert_eq!(changes(&report, "consecutive Unsqueezes merged"), 1);
+    assert_eq!(changes(&report, "consecutive Concats merged"), 1);
+    assert_eq!(model.graph.as_ref().unwrap().node[2].input, ["x", "z", "x"]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 6]), ramp(&[2, 6])]);
+}
+
+#[test]
+fn repeated_nodes_and_identical_initializers_merge() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(3)])
+        .init_f32("w1", &[3], &[1.0, 2.0, 3.0])
+        .init_f32("w2", &[3], &[1.0, 2.0, 3.0])
+        .node("Mul", "", "m1", &["x", "w1"], &["a"], vec![])
+        .node("Mul", "", "m2", &["x", "w2"], &["b"], vec![])
+        .node("Add", "", "sum", &["a", "b"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Mul", "Add"]);
+    assert_eq!(changes(&report, "identical initializers merged"), 1);
+    assert_eq!(changes(&report, "repeated nodes merged"), 1);
+    assert_eq!(model.graph.as_ref().unwrap().initializer.len(), 1);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn dead_nodes_and_unused_initializers_go() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(3)])
+        .init_f32("unused", &[3], &[1.0, 2.0, 3.0])
+        .node("Relu", "", "kept", &["x"], &["y"], vec![])
+        .node("Neg", "", "dead", &["x"], &["nobody"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Relu"]);
+    assert!(model.graph.as_ref().unwrap().initializer.is_empty());
+    assert_eq!(changes(&report, "dead nodes removed"), 1);
+    assert_eq!(changes(&report, "unused initializers removed"), 1);
+}
+
+fn conv_bn(channels: usize) -> Vec<u8> {
+    let c = channels as i64;
+    let w: Vec<f32> = (0..channels * channels).map(|i| (i % 5) as f32 * 0.1 - 0.2).collect();
+    let per = |f: fn(usize) -> f32| (0..channels).map(f).collect::<Vec<f32>>();
+    Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(c), D::N(4), D::N(4)])
+        .init_f32("w", &[c, c, 1, 1], &w)
+        .init_f32("scale", &[c], &per(|i| 1.0 + i as f32 * 0.5))
+        .init_f32("bias", &[c], &per(|i| i as f32 * 0.25))
+        .init_f32("mean", &[c], &per(|i| i as f32 * 0.1))
+        .init_f32("var", &[c], &per(|i| 0.5 + i as f32))
+        .init_f32("shift", &[1, c, 1, 1], &per(|i| 1.0 - i as f32))
+        .node("Conv", "", "conv", &["x", "w"], &["a"], vec![])
+        .node("BatchNormalization", "", "bn", &["a", "scale", "bias", "mean", "var"], &["b"], vec![])
+        .node("Add", "", "shift", &["b", "shift"], &["y"], vec![])
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn batchnorm_and_a_per_channel_add_fold_into_the_conv() {
+    let bytes = conv_bn(3);
+    let (model, report) = folded(&bytes, false);
+    assert_eq!(ops(&model), ["Conv"]);
+    assert_eq!(changes(&report, "BatchNormalization folded into Conv (not bit-exact)"), 1);
+    assert_eq!(changes(&report, "Add of a per-channel constant folded into the Conv bias (not bit-exact)"), 1);
+    assert_close_outputs(&bytes, &model, &[ramp(&[2, 3, 4, 4])], 1e-5);
+    // --exact keeps the three nodes.
+    let (exact, _) = folded(&bytes, true);
+    assert_eq!(ops(&exact), ["Conv", "BatchNormalization", "Add"]);
+    assert_same_outputs(&bytes, &exact, &[ramp(&[2, 3, 4, 4])]);
+}
+
+#[test]
+fn matmul_and_add_make_a_gemm() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(3)])
+        .init_f32("w", &[3, 2], &[1.0, -1.0, 0.5, 2.0, -0.25, 0.75])
+        .init_f32("b", &[2], &[0.5, -0.5])
+        .node("MatMul", "", "mm", &["x", "w"], &["a"], vec![])
+        .node("Add", "", "add", &["a", "b"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, false);
+    assert_eq!(ops(&model), ["Gemm"]);
+    assert_eq!(changes(&report, "MatMul + Add made a Gemm (not bit-exact)"), 1);
+    assert_close_outputs(&bytes, &model, &[ramp(&[5, 3])], 1e-6);
+    let (exact, _) = folded(&bytes, true);
+    assert_eq!(ops(&exact), ["MatMul", "Add"]);
+}
+
+#[test]
+fn every_value_gets_a_full_shape_symbolic_dims_included() {
+    // Shape -> Gather gives N at run time; the Slice's end is that runtime value.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(8)])
+        .init_i64("zero", &[0])
+        .init_i64("axis0", &[1])
+        .init_i64("start", &[0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "n", &["s", "zero"], &["n"], vec![("axis", A::I(0))])
+        .node("Slice", "", "cut", &["x", "start", "n", "axis0"], &["a"], vec![])
+        .node("Relu", "", "relu", &["a"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert!(report.unshaped.is_empty(), "{:?}", report.unshaped);
+    let g = model.graph.as_ref().unwrap();
+    let outputs: Vec<String> = g.output.iter().filter_map(|o| o.name.clone()).collect();
+    for node in &g.node {
+        for o in &node.output {
+            let info = if outputs.contains(o) { g.output.iter() } else { g.value_info.iter() }
+                .find(|v| v.name.as_ref() == Some(o))
+                .unwrap_or_else(|| panic!("{o} has no value_info"));
+            let Some(proto::type_proto::Value::TensorType(t)) = info.r#type.as_ref().and_then(|t| t.value.clone())
+            else {
+                panic!("{o} has no tensor type")
+            };
+            assert!(t.elem_type.is_some_and(|e| e != 0), "{o}: no element type");
+            let shape = t.shape.unwrap_or_else(|| panic!("{o}: no shape"));
+            assert!(shape.dim.iter().all(|d| d.value.is_some()), "{o}: a dim without value or name: {shape:?}");
+        }
+    }
+    assert_same_outputs(&bytes, &model, &[ramp(&[5, 8])]);
+}

@@ -1,0 +1,343 @@
+//! Standard ops whose shape parameters are inputs (`Reduce*` axes, `Squeeze`/`Unsqueeze` axes,
+//! `Expand`'s shape), in each regime: constant, computed from shapes, data known only when the model
+//! runs; and their errors on bad parameters.
+
+mod common;
+
+use common::onnx_build::{Builder, A, D};
+use prost::Message;
+use sliceops::Model;
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::prelude::*;
+
+fn shape_of(m: &Model, value: &str) -> String {
+    let facts = m.infer().unwrap();
+    let f = facts.iter().find(|f| f.name == value).unwrap_or_else(|| panic!("no fact for {value}"));
+    let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+    format!("{} [{}]", f.dtype_name, dims.join(", "))
+}
+
+fn f32s(shape: &[usize], values: &[f32]) -> Tensor {
+    Tensor::from_shape(shape, values).unwrap()
+}
+
+fn i64s(values: &[i64]) -> Tensor {
+    Tensor::from_shape(&[values.len()], values).unwrap()
+}
+
+fn arange(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    f32s(shape, &(0..n).map(|i| i as f32).collect::<Vec<_>>())
+}
+
+fn run(m: &Model, inputs: Vec<Tensor>) -> Tensor {
+    m.run(inputs).unwrap().remove(0).1
+}
+
+fn run_err(m: &Model, inputs: Vec<Tensor>) -> String {
+    format!("{:#}", m.run(inputs).unwrap_err())
+}
+
+/// `op(x, axes)`, axes a graph input of `n` values.
+fn with_axes_input(op: &str, opset: i64, x: &[D], n: i64, attrs: Vec<(&str, A)>) -> Model {
+    let bytes = Builder::new(opset)
+        .input("x", DataType::Float, x)
+        .input("axes", DataType::Int64, &[D::N(n)])
+        .node(op, "", "r", &["x", "axes"], &["y"], attrs)
+        .output("y")
+        .bytes();
+    Model::load_bytes(&bytes).unwrap()
+}
+
+/// `op(x, axes)`, axes an initializer.
+fn with_axes_const(op: &str, opset: i64, x: &[D], axes: &[i64], attrs: Vec<(&str, A)>) -> Model {
+    let bytes = Builder::new(opset)
+        .input("x", DataType::Float, x)
+        .init_i64("axes", axes)
+        .node(op, "", "r", &["x", "axes"], &["y"], attrs)
+        .output("y")
+        .bytes();
+    Model::load_bytes(&bytes).unwrap()
+}
+
+#[test]
+fn reduce_sum_with_runtime_axes_keepdims() {
+    let m = with_axes_input("ReduceSum", 13, &[D::N(2), D::N(3)], 1, vec![]);
+    // Either axis may be reduced: both dims are fresh, named after the node.
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0, r_1]");
+    let y = run(&m, vec![arange(&[2, 3]), i64s(&[1])]);
+    assert_eq!(y, f32s(&[2, 1], &[3.0, 12.0]));
+    let y = run(&m, vec![arange(&[2, 3]), i64s(&[-2])]);
+    assert_eq!(y, f32s(&[1, 3], &[3.0, 5.0, 7.0]));
+}
+
+#[test]
+fn reduce_with_runtime_axes_keeps_dims_of_one() {
+    let m = with_axes_input("ReduceMax", 18, &[D::N(1), D::N(4)], 1, vec![]);
+    assert_eq!(shape_of(&m, "y"), "float32 [1, r_1]");
+    assert_eq!(run(&m, vec![arange(&[1, 4]), i64s(&[1])]), f32s(&[1, 1], &[3.0]));
+}
+
+#[test]
+fn reduce_mean_with_runtime_axes_without_keepdims() {
+    let m = with_axes_input("ReduceMean", 18, &[D::N(2), D::N(3)], 1, vec![("keepdims", A::I(0))]);
+    // The rank is known from the number of axes.
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0]");
+    assert_eq!(run(&m, vec![arange(&[2, 3]), i64s(&[0])]), f32s(&[3], &[1.5, 2.5, 3.5]));
+    assert_eq!(run(&m, vec![arange(&[2, 3]), i64s(&[-1])]), f32s(&[2], &[1.0, 4.0]));
+}
+
+#[test]
+fn reduce_with_empty_runtime_axes() {
+    let all = with_axes_input("ReduceSum", 13, &[D::N(2), D::N(3)], 0, vec![("keepdims", A::I(0))]);
+    assert_eq!(shape_of(&all, "y"), "float32 []");
+    let empty = Tensor::from_shape::<i64>(&[0], &[]).unwrap();
+    assert_eq!(run(&all, vec![arange(&[2, 3]), empty.clone()]), tensor0(15f32));
+    let noop = with_axes_input(
+        "ReduceSum",
+        13,
+        &[D::N(2), D::N(3)],
+        0,
+        vec![("keepdims", A::I(0)), ("noop_with_empty_axes", A::I(1))],
+    );
+    assert_eq!(shape_of(&noop, "y"), "float32 [2, 3]");
+    assert_eq!(run(&noop, vec![arange(&[2, 3]), empty]), arange(&[2, 3]));
+}
+
+#[test]
+fn reduce_with_constant_axes_is_exact() {
+    let m = with_axes_const("ReduceL2", 18, &[D::S("N"), D::N(2)], &[1], vec![("keepdims", A::I(0))]);
+    assert_eq!(shape_of(&m, "y"), "float32 [N]");
+    assert_eq!(run(&m, vec![f32s(&[2, 2], &[3.0, 4.0, 6.0, 8.0])]), f32s(&[2], &[5.0, 10.0]));
+}
+
+#[test]
+fn reduce_with_symbolic_input_and_runtime_axes() {
+    let m = with_axes_input("ReduceProd", 18, &[D::S("N"), D::N(1)], 1, vec![]);
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0, 1]");
+    assert_eq!(run(&m, vec![f32s(&[3, 1], &[2.0, 3.0, 4.0]), i64s(&[0])]), f32s(&[1, 1], &[24.0]));
+}
+
+#[test]
+fn reduce_rejects_bad_runtime_axes() {
+    let m = with_axes_input("ReduceSum", 13, &[D::N(2), D::N(3)], 1, vec![]);
+    let e = run_err(&m, vec![arange(&[2, 3]), i64s(&[2])]);
+    assert!(e.contains("node 'r' (ReduceSum): axis 2 is out of range for rank 2"), "{e}");
+    let e = run_err(&m, vec![arange(&[2, 3]), i64s(&[i64::MIN])]);
+    assert!(e.contains("node 'r' (ReduceSum): axis -9223372036854775808 is out of range for rank 2"), "{e}");
+    let twice = with_axes_input("ReduceMin", 18, &[D::N(2), D::N(3)], 2, vec![]);
+    let e = run_err(&twice, vec![arange(&[2, 3]), i64s(&[1, -1])]);
+    assert!(e.contains("node 'r' (ReduceMin): axis -1 appears twice in [1, -1]"), "{e}");
+}
+
+#[test]
+fn reduce_rejects_bad_constant_axes() {
+    let m = with_axes_const("ReduceSum", 13, &[D::N(2), D::N(3)], &[3], vec![]);
+    let e = format!("{:#}", m.infer().unwrap_err());
+    assert!(e.contains("node 'r' (ReduceSum): axis 3 is out of range for rank 2"), "{e}");
+    let too_many = with_axes_input("ReduceSum", 13, &[D::N(2)], 2, vec![("keepdims", A::I(0))]);
+    let e = format!("{:#}", too_many.infer().unwrap_err());
+    assert!(e.contains("node 'r' (ReduceSum): 2 axes for an input of rank 1"), "{e}");
+}
+
+#[test]
+fn unsqueeze_with_runtime_axes() {
+    let m = with_axes_input("Unsqueeze", 13, &[D::N(2), D::N(3)], 2, vec![]);
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0, r_1, r_2, r_3]");
+    let y = run(&m, vec![arange(&[2, 3]), i64s(&[0, -1])]);
+    assert_eq!(y, arange(&[1, 2, 3, 1]));
+    let e = run_err(&m, vec![arange(&[2, 3]), i64s(&[0, 4])]);
+    assert!(e.contains("node 'r' (Unsqueeze): axis 4 is out of range for rank 4"), "{e}");
+}
+
+#[test]
+fn squeeze_with_runtime_axes() {
+    let m = with_axes_input("Squeeze", 13, &[D::N(1), D::N(3), D::N(1)], 1, vec![]);
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0, r_1]");
+    assert_eq!(run(&m, vec![arange(&[1, 3, 1]), i64s(&[2])]), arange(&[1, 3]));
+    let e = run_err(&m, vec![arange(&[1, 3, 1]), i64s(&[1])]);
+    assert!(e.contains("node 'r' (Squeeze): axis 1 has dim 3, only dims of 1 can be squeezed"), "{e}");
+}
+
+#[test]
+fn squeeze_with_constant_axes_checks_dims() {
+    let m = with_axes_const("Squeeze", 13, &[D::N(2), D::N(3)], &[0], vec![]);
+    let e = format!("{:#}", m.infer().unwrap_err());
+    assert!(e.contains("node 'r' (Squeeze): axis 0 has dim 2, only dims of 1 can be squeezed"), "{e}");
+}
+
+#[test]
+fn expand_with_runtime_shape() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(3), D::N(1)])
+        .input("shape", DataType::Int64, &[D::N(3)])
+        .node("Expand", "", "e", &["x", "shape"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    // The 3 stays whatever the shape says; the others depend on it.
+    assert_eq!(shape_of(&m, "y"), "float32 [e_0, 3, e_2]");
+    let y = run(&m, vec![f32s(&[3, 1], &[1.0, 2.0, 3.0]), i64s(&[2, 1, 2])]);
+    let want: Vec<f32> = [1.0, 1.0, 2.0, 2.0, 3.0, 3.0].repeat(2);
+    assert_eq!(y, f32s(&[2, 3, 2], &want));
+    let e = run_err(&m, vec![f32s(&[3, 1], &[1.0, 2.0, 3.0]), i64s(&[1, 4, 2])]);
+    assert!(e.contains("node 'e' (Expand): axis 1: dim 3 cannot be expanded to 4"), "{e}");
+    let e = run_err(&m, vec![f32s(&[3, 1], &[1.0, 2.0, 3.0]), i64s(&[1, 3, -2])]);
+    assert!(e.contains("node 'e' (Expand): the shape holds -2 at index 2"), "{e}");
+}
+
+#[test]
+fn expand_to_a_shape_computed_from_shapes() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::N(3)])
+        .input("z", DataType::Float, &[D::S("batch"), D::N(5)])
+        .init_i64("zero", &[0])
+        .init_i64("one", &[1])
+        .init_i64("three", &[3])
+        .node("Shape", "", "s", &["z"], &["zs"], vec![])
+        .node("Slice", "", "first", &["zs", "zero", "one"], &["b"], vec![])
+        .node("Concat", "", "c", &["b", "three"], &["target"], vec![("axis", A::I(0))])
+        .node("Expand", "", "e", &["x", "target"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [batch, 3]");
+    let y = run(&m, vec![f32s(&[1, 3], &[1.0, 2.0, 3.0]), arange(&[2, 5])]);
+    assert_eq!(y, f32s(&[2, 3], &[1.0, 2.0, 3.0, 1.0, 2.0, 3.0]));
+}
+
+#[test]
+fn tile_with_runtime_repeats() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(0)])
+        .input("repeats", DataType::Int64, &[D::S("n")])
+        .node("Tile", "", "t", &["x", "repeats"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    // A dim of 0 stays 0.
+    assert_eq!(shape_of(&m, "y"), "float32 [t_0, 0]");
+    let x = f32s(&[2, 0], &[]);
+    assert_eq!(run(&m, vec![x.clone(), i64s(&[3, 5])]), f32s(&[6, 0], &[]));
+    let e = run_err(&m, vec![x.clone(), i64s(&[-1, 1])]);
+    assert!(e.contains("node 't' (Tile): repeat -1 at axis 0 is negative"), "{e}");
+    let e = run_err(&m, vec![x, i64s(&[1, 1, 1])]);
+    assert!(e.contains("node 't' (Tile): 3 repeats for an input of rank 2"), "{e}");
+}
+
+#[test]
+fn tile_values_with_runtime_repeats() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::N(2)])
+        .input("repeats", DataType::Int64, &[D::N(2)])
+        .node("Tile", "", "t", &["x", "repeats"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let y = run(&m, vec![f32s(&[1, 2], &[1.0, 2.0]), i64s(&[2, 2])]);
+    assert_eq!(y, f32s(&[2, 4], &[1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]));
+    let e = run_err(&m, vec![f32s(&[1, 2], &[1.0, 2.0]), i64s(&[i64::MAX, 2])]);
+    assert!(e.contains("node 't' (Tile): an output of shape [9223372036854775807, 4] is too large to allocate"), "{e}");
+}
+
+#[test]
+fn tile_with_repeats_computed_from_shapes() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::N(3)])
+        .input("z", DataType::Float, &[D::S("batch"), D::N(5)])
+        .init_i64("zero", &[0])
+        .init_i64("one", &[1])
+        .node("Shape", "", "s", &["z"], &["zs"], vec![])
+        .node("Slice", "", "first", &["zs", "zero", "one"], &["b"], vec![])
+        .node("Concat", "", "c", &["b", "one"], &["repeats"], vec![("axis", A::I(0))])
+        .node("Tile", "", "t", &["x", "repeats"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [batch, 3]");
+    let y = run(&m, vec![f32s(&[1, 3], &[1.0, 2.0, 3.0]), arange(&[2, 5])]);
+    assert_eq!(y, f32s(&[2, 3], &[1.0, 2.0, 3.0, 1.0, 2.0, 3.0]));
+}
+
+#[test]
+fn split_with_runtime_sizes() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(5), D::N(2)])
+        .input("sizes", DataType::Int64, &[D::N(2)])
+        .node("Split", "", "s", &["x", "sizes"], &["a", "b"], vec![])
+        .output("a")
+        .output("b")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "a"), "float32 [s_0_0, 2]");
+    assert_eq!(shape_of(&m, "b"), "float32 [s_1_0, 2]");
+    let out = m.run(vec![arange(&[5, 2]), i64s(&[2, 3])]).unwrap();
+    assert_eq!(out[0].1, arange(&[2, 2]));
+    let rest: Vec<f32> = (4..10).map(|i| i as f32).collect();
+    assert_eq!(out[1].1, f32s(&[3, 2], &rest));
+    let e = run_err(&m, vec![arange(&[5, 2]), i64s(&[2, 2])]);
+    assert!(e.contains("node 's' (Split): the sizes sum to 4 but axis 0 has dim 5"), "{e}");
+    let e = run_err(&m, vec![arange(&[5, 2]), i64s(&[6, -1])]);
+    assert!(e.contains("node 's' (Split): size -1 of output 1 is negative"), "{e}");
+    let e = run_err(&m, vec![arange(&[5, 2]), i64s(&[i64::MAX, i64::MAX])]);
+    assert!(e.contains("node 's' (Split): the sizes overflow when summed"), "{e}");
+}
+
+#[test]
+fn unsqueeze_with_a_scalar_axis() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2)])
+        .input("axes", DataType::Int64, &[])
+        .node("Unsqueeze", "", "r", &["x", "axes"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0, r_1]");
+    assert_eq!(run(&m, vec![arange(&[2]), tensor0(1i64)]), arange(&[2, 1]));
+}
+
+#[test]
+fn constant_of_shape_with_a_runtime_shape() {
+    let value = tract_onnx::pb::TensorProto {
+        data_type: DataType::Int32 as i32,
+        dims: vec![1],
+        int32_data: vec![7],
+        ..Default::default()
+    };
+    let bytes = Builder::new(13)
+        .input("shape", DataType::Int64, &[D::N(2)])
+        .node("ConstantOfShape", "", "c", &["shape"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    // The builder has no tensor attributes: the `value` is added to the decoded model.
+    let mut model = tract_onnx::pb::ModelProto::decode(&bytes[..]).unwrap();
+    let node = &mut model.graph.as_mut().unwrap().node[0];
+    node.attribute.push(tract_onnx::pb::AttributeProto {
+        name: "value".into(),
+        r#type: tract_onnx::pb::attribute_proto::AttributeType::Tensor as i32,
+        t: Some(value),
+        ..Default::default()
+    });
+    let m = Model::load_bytes(&model.encode_to_vec()).unwrap();
+    assert_eq!(shape_of(&m, "y"), "int32 [c_0, c_1]");
+    assert_eq!(run(&m, vec![i64s(&[2, 1])]), Tensor::from_shape(&[2, 1], &[7i32, 7]).unwrap());
+    let e = run_err(&m, vec![i64s(&[2, -3])]);
+    assert!(e.contains("node 'c' (ConstantOfShape): the shape holds -3 at index 1"), "{e}");
+    let e = run_err(&m, vec![i64s(&[1 << 40, 1 << 40])]);
+    assert!(
+        e.contains("node 'c' (ConstantOfShape): an output of shape [1099511627776, 1099511627776] is too large"),
+        "{e}"
+    );
+}
+
+#[test]
+fn constant_of_shape_without_value_is_float32_zeros() {
+    let bytes = Builder::new(13)
+        .input("shape", DataType::Int64, &[D::N(1)])
+        .node("ConstantOfShape", "", "c", &["shape"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [c_0]");
+    assert_eq!(run(&m, vec![i64s(&[3])]), f32s(&[3], &[0.0, 0.0, 0.0]));
+}

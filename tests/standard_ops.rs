@@ -1,0 +1,586 @@
+//! The standard ONNX ops sliceops adds to tract (src/graph/ops/): single-node models built here from
+//! `tests/standard_ops/cases.json` (written by `tests/standard_ops/generate.py` with onnx's reference
+//! implementation) must give the recorded outputs; symbolic dims must come out as exact
+//! expressions; malformed nodes must be errors naming the node.
+
+mod common;
+
+use common::onnx_build::{Builder, A, D};
+use serde_json::Value;
+use sliceops::Model;
+use tract_onnx::pb::tensor_proto::DataType;
+use tract_onnx::prelude::*;
+
+fn cases() -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/standard_ops/cases.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap().as_array().unwrap().clone()
+}
+
+fn data_type(name: &str) -> DataType {
+    match name {
+        "float16" => DataType::Float16,
+        "float32" => DataType::Float,
+        "float64" => DataType::Double,
+        "bool" => DataType::Bool,
+        "int8" => DataType::Int8,
+        "uint8" => DataType::Uint8,
+        "int16" => DataType::Int16,
+        "uint16" => DataType::Uint16,
+        "int32" => DataType::Int32,
+        "uint32" => DataType::Uint32,
+        "int64" => DataType::Int64,
+        "uint64" => DataType::Uint64,
+        other => panic!("dtype {other}"),
+    }
+}
+
+fn float(v: &Value) -> f64 {
+    match v {
+        Value::String(s) if s == "nan" => f64::NAN,
+        Value::String(s) if s == "inf" => f64::INFINITY,
+        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
+        v => v.as_f64().unwrap(),
+    }
+}
+
+/// A tensor from its JSON record (`dtype`, `shape`, `values`).
+fn tensor(record: &Value) -> Tensor {
+    let shape: Vec<usize> = record["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+    let values = record["values"].as_array().unwrap();
+    fn build<T: Datum>(shape: &[usize], v: Vec<T>) -> Tensor {
+        tract_ndarray::ArrayD::from_shape_vec(shape, v).unwrap().into_tensor()
+    }
+    let ints = || values.iter().map(|v| v.as_i64().unwrap());
+    match record["dtype"].as_str().unwrap() {
+        "float16" => build(&shape, values.iter().map(|v| half::f16::from_f64(float(v))).collect()),
+        "float32" => build(&shape, values.iter().map(|v| float(v) as f32).collect()),
+        "float64" => build(&shape, values.iter().map(float).collect()),
+        "bool" => build(&shape, values.iter().map(|v| v.as_bool().unwrap()).collect()),
+        "int8" => build(&shape, ints().map(|v| v as i8).collect()),
+        "uint8" => build(&shape, ints().map(|v| v as u8).collect()),
+        "int16" => build(&shape, ints().map(|v| v as i16).collect()),
+        "uint16" => build(&shape, ints().map(|v| v as u16).collect()),
+        "int32" => build(&shape, ints().map(|v| v as i32).collect()),
+        "uint32" => build(&shape, ints().map(|v| v as u32).collect()),
+        "int64" => build(&shape, ints().collect()),
+        "uint64" => build(&shape, values.iter().map(|v| v.as_u64().unwrap()).collect()),
+        other => panic!("dtype {other}"),
+    }
+}
+
+/// The case's model: its given inputs as graph inputs of their exact shapes, one node.
+fn model_of(case: &Value) -> Vec<u8> {
+    let mut b = Builder::new(case["opset"].as_i64().unwrap());
+    let mut node_inputs = vec![];
+    for i in case["inputs"].as_array().unwrap() {
+        let name = i["name"].as_str().unwrap();
+        node_inputs.push(name);
+        if !name.is_empty() {
+            let dims: Vec<D> = i["shape"].as_array().unwrap().iter().map(|d| D::N(d.as_i64().unwrap())).collect();
+            b = b.input(name, data_type(i["dtype"].as_str().unwrap()), &dims);
+        }
+    }
+    let attrs = case["attrs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let a = match v {
+                Value::Number(n) if n.is_f64() => A::F(n.as_f64().unwrap() as f32),
+                Value::Number(n) => A::I(n.as_i64().unwrap()),
+                Value::Array(list) => A::Is(list.iter().map(|x| x.as_i64().unwrap()).collect()),
+                Value::String(s) => A::S(Box::leak(s.clone().into_boxed_str())),
+                other => panic!("attribute {k}: {other}"),
+            };
+            (k.as_str(), a)
+        })
+        .collect();
+    let node_outputs: Vec<&str> =
+        case["node_outputs"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
+    let op = case["op"].as_str().unwrap();
+    b = b.node(op, case["domain"].as_str().unwrap(), "node", &node_inputs, &node_outputs, attrs);
+    for o in node_outputs.iter().filter(|o| !o.is_empty()) {
+        b = b.output(o);
+    }
+    b.bytes()
+}
+
+/// Floats within 2 units in the last place of float32 (float16: of float16), relative to the larger
+/// of the value and 1e-6: the reference and tract sum in different orders. NaN only where expected.
+fn close(got: f64, want: f64, dtype: &str) -> bool {
+    if want.is_nan() || got.is_nan() {
+        return want.is_nan() && got.is_nan();
+    }
+    if want.is_infinite() {
+        return got == want;
+    }
+    let ulp = match dtype {
+        "float16" => 1e-3,
+        "float64" => 1e-12,
+        _ => 1.2e-7,
+    };
+    (got - want).abs() <= 2.0 * ulp * want.abs().max(1e-6) + 1e-7
+}
+
+fn check_case(case: &Value) -> Result<(), String> {
+    let name = case["name"].as_str().unwrap();
+    let model = Model::load_bytes(&model_of(case)).map_err(|e| format!("{name}: load: {e:#}"))?;
+    let inputs: Vec<Tensor> = case["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| !i["name"].as_str().unwrap().is_empty())
+        .map(tensor)
+        .collect();
+    let outputs = model.run(inputs).map_err(|e| format!("{name}: run: {e:#}"))?;
+    for (want, (out_name, got)) in case["outputs"].as_array().unwrap().iter().zip(&outputs) {
+        let dtype = want["dtype"].as_str().unwrap();
+        let want_t = tensor(want);
+        if got.shape() != want_t.shape() || got.datum_type() != want_t.datum_type() {
+            return Err(format!(
+                "{name}: {out_name} is {:?} {:?}, expected {:?} {:?}",
+                got.datum_type(),
+                got.shape(),
+                want_t.datum_type(),
+                want_t.shape()
+            ));
+        }
+        if dtype.starts_with("float") {
+            let g = got.cast_to::<f64>().unwrap();
+            let g = g.try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
+            let w: Vec<f64> = want["values"].as_array().unwrap().iter().map(float).collect();
+            if let Some(i) = (0..w.len()).find(|&i| !close(g[i], w[i], dtype)) {
+                return Err(format!("{name}: {out_name}[{i}] is {}, expected {}", g[i], w[i]));
+            }
+        } else if got != &want_t {
+            return Err(format!("{name}: {out_name} is {got:?}, expected {want_t:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn check_op(op: &str) {
+    let all = cases();
+    let mine: Vec<&Value> = all.iter().filter(|c| c["op"] == op).collect();
+    assert!(!mine.is_empty(), "no case of {op} in cases.json");
+    let failures: Vec<String> = mine.iter().filter_map(|c| check_case(c).err()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The inferred shapes of the named values, dims as `infer` prints them.
+fn inferred(bytes: &[u8], names: &[&str]) -> Vec<String> {
+    let model = Model::load_bytes(bytes).unwrap();
+    let facts = model.infer().unwrap();
+    names
+        .iter()
+        .map(|n| {
+            let f = facts.iter().find(|f| f.name == *n).unwrap_or_else(|| panic!("no value {n}"));
+            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+            format!("{:?} [{}]", f.dtype, dims.join(", "))
+        })
+        .collect()
+}
+
+/// The error loading or analysing a model, as text.
+fn error_of(bytes: &[u8]) -> String {
+    match Model::load_bytes(bytes).and_then(|m| m.typed()) {
+        Ok(_) => panic!("the model was accepted"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+fn assert_error(bytes: &[u8], parts: &[&str]) {
+    let e = error_of(bytes);
+    for p in parts {
+        assert!(e.contains(p), "{p:?} not in: {e}");
+    }
+}
+
+mod attention {
+    use super::*;
+
+    #[test]
+    fn reference_cases() {
+        check_op("Attention");
+    }
+
+    fn attention(q: &[D], k: &[D], v: &[D], extra: &[(&str, DataType, Vec<D>)], attrs: Vec<(&str, A)>) -> Builder {
+        let mut b = Builder::new(23).input("q", DataType::Float, q).input("k", DataType::Float, k).input(
+            "v",
+            DataType::Float,
+            v,
+        );
+        let mut ins = vec!["q", "k", "v"];
+        for (name, dt, dims) in extra {
+            if name.is_empty() {
+                ins.push("");
+            } else {
+                b = b.input(name, *dt, dims);
+                ins.push(name);
+            }
+        }
+        b.node("Attention", "", "attn", &ins, &["y", "present_key", "present_value", "qk"], attrs)
+            .output("y")
+            .output("present_key")
+            .output("present_value")
+            .output("qk")
+    }
+
+    #[test]
+    fn symbolic_gqa_with_cache_and_mask() {
+        use D::{N, S};
+        let bytes = attention(
+            &[S("batch"), N(8), S("seq"), N(16)],
+            &[S("batch"), N(2), S("seq"), N(16)],
+            &[S("batch"), N(2), S("seq"), N(4)],
+            &[
+                ("mask", DataType::Bool, vec![S("batch"), N(1), S("seq"), S("total")]),
+                ("past_key", DataType::Float, vec![S("batch"), N(2), S("past"), N(16)]),
+                ("past_value", DataType::Float, vec![S("batch"), N(2), S("past"), N(4)]),
+            ],
+            vec![("is_causal", A::I(1)), ("qk_matmul_output_mode", A::I(2))],
+        )
+        .bytes();
+        assert_eq!(
+            inferred(&bytes, &["y", "present_key", "present_value", "qk"]),
+            [
+                "F32 [batch, 8, seq, 4]",
+                "F32 [batch, 2, seq+past, 16]",
+                "F32 [batch, 2, seq+past, 4]",
+                "F32 [batch, 8, seq, seq+past]"
+            ]
+        );
+    }
+
+    #[test]
+    fn symbolic_3d() {
+        use D::{N, S};
+        let bytes = attention(
+            &[S("batch"), S("seq"), N(32)],
+            &[S("batch"), S("kv"), N(16)],
+            &[S("batch"), S("kv"), N(24)],
+            &[],
+            vec![("q_num_heads", A::I(4)), ("kv_num_heads", A::I(2))],
+        )
+        .bytes();
+        assert_eq!(
+            inferred(&bytes, &["y", "present_key", "present_value", "qk"]),
+            ["F32 [batch, seq, 48]", "F32 [batch, 2, kv, 8]", "F32 [batch, 2, kv, 12]", "F32 [batch, 4, seq, kv]"]
+        );
+    }
+
+    fn small(attrs: Vec<(&str, A)>) -> Vec<u8> {
+        use D::N;
+        attention(&[N(1), N(2), N(3), N(4)], &[N(1), N(2), N(5), N(4)], &[N(1), N(2), N(5), N(4)], &[], attrs).bytes()
+    }
+
+    #[test]
+    fn malformed_attributes_are_errors() {
+        assert_error(
+            &small(vec![("qk_matmul_output_mode", A::I(4))]),
+            &["node 'attn' (Attention)", "qk_matmul_output_mode is 4"],
+        );
+        assert_error(&small(vec![("scale", A::F(-1.0))]), &["'attn'", "scale is -1"]);
+        assert_error(&small(vec![("softcap", A::F(f32::NAN))]), &["'attn'", "softcap is NaN"]);
+        assert_error(&small(vec![("is_causal", A::I(2))]), &["'attn'", "is_causal is 2"]);
+        assert_error(&small(vec![("left_window_size", A::I(-2))]), &["'attn'", "left_window_size is -2"]);
+        assert_error(&small(vec![("softmax_precision", A::I(7))]), &["'attn'", "softmax_precision is 7"]);
+        assert_error(&small(vec![("q_num_heads", A::I(0))]), &["'attn'", "q_num_heads is 0"]);
+        assert_error(&small(vec![("q_num_heads", A::I(3))]), &["'attn'", "Q has 2 heads but the attributes say 3"]);
+        assert_error(&small(vec![("scale", A::S("x"))]), &["'attn'", "scale must be Float"]);
+    }
+
+    #[test]
+    fn malformed_inputs_are_errors() {
+        use D::N;
+        let f = DataType::Float;
+        // 3D without head counts, and with a hidden size its heads do not divide.
+        let no_heads = attention(&[N(1), N(3), N(8)], &[N(1), N(5), N(8)], &[N(1), N(5), N(8)], &[], vec![]);
+        assert_error(&no_heads.bytes(), &["'attn'", "3D inputs need the attributes q_num_heads and kv_num_heads"]);
+        let odd = attention(
+            &[N(1), N(3), N(8)],
+            &[N(1), N(5), N(8)],
+            &[N(1), N(5), N(8)],
+            &[],
+            vec![("q_num_heads", A::I(3)), ("kv_num_heads", A::I(1))],
+        );
+        assert_error(&odd.bytes(), &["'attn'", "Q's hidden size 8 is not a multiple of its 3 heads"]);
+        // Query heads not a multiple of key/value heads.
+        let gqa =
+            attention(&[N(1), N(3), N(2), N(4)], &[N(1), N(2), N(5), N(4)], &[N(1), N(2), N(5), N(4)], &[], vec![]);
+        assert_error(&gqa.bytes(), &["'attn'", "Q has 3 heads, not a multiple of the 2 heads of K and V"]);
+        // Head sizes of Q and K differ.
+        let sizes =
+            attention(&[N(1), N(2), N(3), N(4)], &[N(1), N(2), N(5), N(6)], &[N(1), N(2), N(5), N(4)], &[], vec![]);
+        assert_error(&sizes.bytes(), &["'attn'", "Q's head size 4 differs from K's 6"]);
+        // A mask longer than the keys, and one that does not broadcast.
+        let four = [N(1), N(2), N(3), N(4)];
+        let kv = [N(1), N(2), N(5), N(4)];
+        let long = attention(&four, &kv, &kv, &[("m", f, vec![N(3), N(6)])], vec![]);
+        assert_error(&long.bytes(), &["'attn'", "attn_mask has shape [3, 6], which does not broadcast"]);
+        let wide = attention(&four, &kv, &kv, &[("m", f, vec![N(3), N(3), N(5)])], vec![]);
+        assert_error(&wide.bytes(), &["'attn'", "attn_mask has shape [3, 3, 5]"]);
+        // past_key without past_value, and a cache that does not extend the keys.
+        let half = attention(&four, &kv, &kv, &[("", f, vec![]), ("pk", f, vec![N(1), N(2), N(2), N(4)])], vec![]);
+        assert_error(&half.bytes(), &["'attn'", "past_key and past_value must be given together"]);
+        let bad_cache = attention(
+            &four,
+            &kv,
+            &kv,
+            &[("", f, vec![]), ("pk", f, vec![N(1), N(2), N(2), N(3)]), ("pv", f, vec![N(1), N(2), N(2), N(4)])],
+            vec![],
+        );
+        assert_error(&bad_cache.bytes(), &["'attn'", "past_key has shape [1, 2, 2, 3]"]);
+        // nonpad_kv_seqlen of the wrong length.
+        let nonpad = attention(
+            &four,
+            &kv,
+            &kv,
+            &[("", f, vec![]), ("", f, vec![]), ("", f, vec![]), ("n", DataType::Int64, vec![N(2)])],
+            vec![],
+        );
+        assert_error(&nonpad.bytes(), &["'attn'", "nonpad_kv_seqlen has 2 entries for a batch of 1"]);
+        // Integer Q.
+        let ints = Builder::new(23)
+            .input("q", DataType::Int32, &four)
+            .input("k", DataType::Int32, &kv)
+            .input("v", DataType::Int32, &kv)
+            .node("Attention", "", "attn", &["q", "k", "v"], &["y"], vec![])
+            .output("y");
+        assert_error(&ints.bytes(), &["'attn'", "Q must be float16, float or double"]);
+    }
+
+    #[test]
+    fn a_mask_that_breaks_at_run_time_is_an_error() {
+        use D::{N, S};
+        let bytes = attention(
+            &[N(1), N(2), N(3), N(4)],
+            &[N(1), N(2), N(5), N(4)],
+            &[N(1), N(2), N(5), N(4)],
+            &[("m", DataType::Float, vec![S("a"), S("b")])],
+            vec![],
+        )
+        .bytes();
+        let model = Model::load_bytes(&bytes).unwrap();
+        let zeros = |s: &[usize]| Tensor::zero::<f32>(s).unwrap();
+        let e = model
+            .run(vec![zeros(&[1, 2, 3, 4]), zeros(&[1, 2, 5, 4]), zeros(&[1, 2, 5, 4]), zeros(&[2, 5])])
+            .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("'attn'") && e.contains("attn_mask has shape [2, 5]"), "{e}");
+    }
+}
+
+/// A one-node model over a float input `x` of `dims` (and more inputs as given).
+fn one_node(opset: i64, op: &str, inputs: &[(&str, DataType, Vec<D>)], attrs: Vec<(&str, A)>) -> Builder {
+    let mut b = Builder::new(opset);
+    let mut names = vec![];
+    for (name, dt, dims) in inputs {
+        b = b.input(name, *dt, dims);
+        names.push(*name);
+    }
+    b.node(op, "", "n", &names, &["y"], attrs).output("y")
+}
+
+mod cumprod {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("CumProd");
+    }
+
+    #[test]
+    fn symbolic_shape_is_kept() {
+        let b = one_node(
+            26,
+            "CumProd",
+            &[("x", DataType::Float, vec![S("batch"), N(3)]), ("axis", DataType::Int64, vec![])],
+            vec![],
+        );
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 3]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let b = |attrs| {
+            one_node(26, "CumProd", &[("x", DataType::Float, vec![N(2)]), ("axis", DataType::Int64, vec![])], attrs)
+                .bytes()
+        };
+        assert_error(&b(vec![("exclusive", A::I(2))]), &["node 'n' (CumProd)", "exclusive is 2: it must be 0 or 1"]);
+        let far =
+            one_node(26, "CumProd", &[("x", DataType::Float, vec![N(2)]), ("axis", DataType::Int64, vec![])], vec![]);
+        let model = Model::load_bytes(&far.bytes()).unwrap();
+        let e = model.run(vec![tensor1(&[1f32, 2.]), tensor0(3i64)]).unwrap_err();
+        assert!(format!("{e:#}").contains("axis 3 is out of range for rank 1"), "{e:#}");
+    }
+}
+
+mod reverse_sequence {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("ReverseSequence");
+    }
+
+    #[test]
+    fn symbolic_shape_is_kept() {
+        let b = one_node(
+            10,
+            "ReverseSequence",
+            &[("x", DataType::Float, vec![S("time"), S("batch"), N(4)]), ("lens", DataType::Int64, vec![S("batch")])],
+            vec![],
+        );
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [time, batch, 4]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let b = |attrs| {
+            one_node(
+                10,
+                "ReverseSequence",
+                &[("x", DataType::Float, vec![N(3), N(2)]), ("l", DataType::Int64, vec![N(2)])],
+                attrs,
+            )
+            .bytes()
+        };
+        assert_error(
+            &b(vec![("batch_axis", A::I(0)), ("time_axis", A::I(0))]),
+            &["'n'", "batch_axis is 0 and time_axis 0"],
+        );
+        let model = Model::load_bytes(&b(vec![])).unwrap();
+        let x = Tensor::zero::<f32>(&[3, 2]).unwrap();
+        let e = model.run(vec![x, tensor1(&[1i64, 4])]).unwrap_err();
+        assert!(format!("{e:#}").contains("sequence_lens[1] is 4, outside [0, 3]"), "{e:#}");
+    }
+}
+
+mod bitcast {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("BitCast");
+    }
+
+    #[test]
+    fn errors() {
+        let b = |dt, to| one_node(26, "BitCast", &[("x", dt, vec![S("n"), N(2)])], vec![("to", A::I(to))]).bytes();
+        assert_eq!(inferred(&b(DataType::Uint32, DataType::Float as i64), &["y"]), ["F32 [n, 2]"]);
+        assert_error(&b(DataType::Float, DataType::Int64 as i64), &["'n'", "F32 is 32 bits wide but I64 is 64"]);
+        assert_error(&b(DataType::Float, DataType::String as i64), &["'n'", "BitCast reads numbers and booleans only"]);
+        let model = Model::load_bytes(&b(DataType::Uint8, DataType::Bool as i64)).unwrap();
+        let e = model.run(vec![tensor2(&[[0u8, 2]])]).unwrap_err();
+        assert!(format!("{e:#}").contains("the byte 2 is no boolean"), "{e:#}");
+    }
+}
+
+mod center_crop_pad {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("CenterCropPad");
+    }
+
+    #[test]
+    fn sizes_from_shape_arithmetic_are_exact_and_runtime_sizes_are_minted() {
+        // shape = Shape(y)[0..1]: the crop follows another input's dims symbolically.
+        let b = Builder::new(18)
+            .input("x", DataType::Float, &[S("h"), N(4)])
+            .input("like", DataType::Float, &[S("k")])
+            .node("Shape", "", "s", &["like"], &["size"], vec![])
+            .node("CenterCropPad", "", "n", &["x", "size"], &["y"], vec![("axes", A::Is(vec![0]))])
+            .output("y");
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [k, 4]"]);
+        let b = one_node(
+            18,
+            "CenterCropPad",
+            &[("x", DataType::Float, vec![N(3), N(4)]), ("s", DataType::Int64, vec![N(1)])],
+            vec![("axes", A::Is(vec![1]))],
+        )
+        .bytes();
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [3, n_1"), "{shape}");
+        let model = Model::load_bytes(&b).unwrap();
+        let x = tract_ndarray::arr2(&[[1f32, 2., 3., 4.], [5., 6., 7., 8.], [9., 10., 11., 12.]]).into_tensor();
+        let y = model.run(vec![x, tensor1(&[1i64])]).unwrap().remove(0).1;
+        assert_eq!(y, tract_ndarray::arr2(&[[2f32], [6.], [10.]]).into_tensor());
+    }
+
+    #[test]
+    fn errors() {
+        let b = |axes: Vec<i64>, n| {
+            one_node(
+                18,
+                "CenterCropPad",
+                &[("x", DataType::Float, vec![N(3), N(4)]), ("s", DataType::Int64, vec![N(n)])],
+                vec![("axes", A::Is(axes))],
+            )
+            .bytes()
+        };
+        assert_error(&b(vec![2], 1), &["'n'", "axis 2 is out of range for rank 2"]);
+        assert_error(&b(vec![1, -1], 2), &["'n'", "axis 1 appears more than once"]);
+        assert_error(&b(vec![0], 2), &["'n'", "shape has 2 entries for 1 axes"]);
+        let model = Model::load_bytes(&b(vec![0], 1)).unwrap();
+        let e = model.run(vec![Tensor::zero::<f32>(&[3, 4]).unwrap(), tensor1(&[-1i64])]).unwrap_err();
+        assert!(format!("{e:#}").contains("sizes cannot be negative"), "{e:#}");
+    }
+}
+
+mod det {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Det");
+    }
+
+    #[test]
+    fn symbolic_batch_and_errors() {
+        let b = |dims| one_node(11, "Det", &[("x", DataType::Float, dims)], vec![]).bytes();
+        assert_eq!(inferred(&b(vec![S("batch"), N(3), N(3)]), &["y"]), ["F32 [batch]"]);
+        assert_error(&b(vec![N(2), N(3)]), &["'n'", "the matrices are 2x3: they must be square"]);
+        assert_error(&b(vec![N(3)]), &["'n'", "X must have rank 2 or more, got 1"]);
+    }
+}
+
+mod lp_pool {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("LpPool");
+    }
+
+    #[test]
+    fn symbolic_batch_and_errors() {
+        let b = |attrs| {
+            one_node(18, "LpPool", &[("x", DataType::Float, vec![S("batch"), N(2), N(5), N(6)])], attrs).bytes()
+        };
+        assert_eq!(
+            inferred(&b(vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![2, 2]))]), &["y"]),
+            ["F32 [batch, 2, 2, 3]"]
+        );
+        assert_error(&b(vec![]), &["'n'", "the attribute kernel_shape is required"]);
+        assert_error(&b(vec![("kernel_shape", A::Is(vec![2, 2])), ("p", A::I(0))]), &["'n'", "p is 0"]);
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![1]))]),
+            &["'n'", "strides has 1 values, 2 expected"],
+        );
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("auto_pad", A::S("SAME"))]),
+            &["'n'", "auto_pad is \"SAME\""],
+        );
+        assert_error(&b(vec![("kernel_shape", A::Is(vec![2]))]), &["'n'", "X has rank 4 but the kernel has 1 dims"]);
+    }
+}

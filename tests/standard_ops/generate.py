@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Writes tests/standard_ops/cases.json: small single-node models of the standard ops sliceops adds
+to tract (src/graph/ops/), their inputs and the outputs onnx's reference implementation gives.
+
+    python3 tests/standard_ops/generate.py
+
+tests/standard_ops.rs builds each model from its entry (op, opset, attributes, inputs, outputs), runs
+it and compares with the outputs recorded here. Inputs are drawn from a seeded generator, so the file
+is reproducible; floats are written exactly (a float32 value as the shortest decimal that reads back
+to it), non-finite ones as the strings "nan", "inf", "-inf".
+"""
+
+import json
+import os
+
+import numpy as np
+import onnx
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = []
+
+
+def case(name, op, opset, inputs, outputs, domain="", oracle="reference", **attrs):
+    """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
+    is onnx's reference implementation, or onnxruntime where the reference is known to be wrong."""
+    CASES.append(dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
+                      oracle=oracle))
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def f32(r, *shape, scale=1.0):
+    """Normal values rounded to multiples of 1/16: short and exact in JSON."""
+    return (np.round(r.standard_normal(shape) * scale * 16) / 16).astype(np.float32)
+
+
+# --- Attention -------------------------------------------------------------------------------------
+
+def attention_cases():
+    r = rng(23)
+    q4, k4, v4 = f32(r, 2, 3, 4, 8), f32(r, 2, 3, 6, 8), f32(r, 2, 3, 6, 5)
+    case("attention_4d", "Attention", 23, [("Q", q4), ("K", k4), ("V", v4)], ["Y"])
+    case("attention_4d_causal_scaled", "Attention", 23, [("Q", q4), ("K", k4), ("V", v4)], ["Y"], is_causal=1, scale=0.25)
+    qg = f32(r, 2, 6, 4, 8)
+    case("attention_4d_gqa_causal", "Attention", 23, [("Q", qg), ("K", k4), ("V", v4)], ["Y"], is_causal=1)
+    mask_b = r.random((4, 6)) > 0.3
+    mask_b[1] = False  # a row with nothing to attend
+    case("attention_4d_bool_mask_masked_row", "Attention", 23,
+         [("Q", q4), ("K", k4), ("V", v4), ("attn_mask", mask_b)], ["Y", "", "", "qk"], qk_matmul_output_mode=3)
+    mask_f = f32(r, 2, 1, 4, 4)
+    case("attention_4d_short_float_mask_bias", "Attention", 23,
+         [("Q", q4), ("K", k4), ("V", v4), ("attn_mask", mask_f)], ["Y", "", "", "qk"], qk_matmul_output_mode=2)
+    case("attention_4d_softcap_mode1", "Attention", 23,
+         [("Q", f32(r, 1, 2, 3, 4, scale=4.0)), ("K", f32(r, 1, 2, 5, 4, scale=4.0)), ("V", f32(r, 1, 2, 5, 4))],
+         ["Y", "", "", "qk"], softcap=2.0, qk_matmul_output_mode=1)
+    q3, k3, v3 = f32(r, 2, 3, 16), f32(r, 2, 5, 8), f32(r, 2, 5, 6)
+    pk, pv = f32(r, 2, 2, 4, 4), f32(r, 2, 2, 4, 3)
+    case("attention_3d_gqa_past_present_causal", "Attention", 23,
+         [("Q", q3), ("K", k3), ("V", v3), ("attn_mask", None), ("past_key", pk), ("past_value", pv)],
+         ["Y", "present_key", "present_value", "qk"], q_num_heads=4, kv_num_heads=2, is_causal=1)
+    nonpad = np.array([3, 6], dtype=np.int64)
+    case("attention_24_nonpad_causal", "Attention", 24,
+         [("Q", q4), ("K", k4), ("V", v4), ("", None), ("", None), ("", None), ("nonpad_kv_seqlen", nonpad)],
+         ["Y"], is_causal=1)
+    case("attention_25_window", "Attention", 25, [("Q", q4), ("K", k4), ("V", v4)], ["Y"],
+         left_window_size=1, right_window_size=2)
+    case("attention_4d_fp64_precision", "Attention", 23,
+         [("Q", q4.astype(np.float64)), ("K", k4.astype(np.float64)), ("V", v4.astype(np.float64))], ["Y"],
+         softmax_precision=11)
+
+
+# --- the smaller ops ------------------------------------------------------------------------------
+
+def other_cases():
+    r = rng(26)
+    x = f32(r, 3, 4)
+    case("cumprod_axis1", "CumProd", 26, [("x", x), ("axis", np.array(1, dtype=np.int64))], ["y"])
+    case("cumprod_exclusive_reverse_axis0", "CumProd", 26, [("x", x), ("axis", np.array(-2, dtype=np.int32))], ["y"],
+         exclusive=1, reverse=1)
+    ints = np.array([[3, -2, 1 << 20], [5, 7, 1 << 20]], dtype=np.int32)  # the last column wraps around
+    case("cumprod_int32_wraps", "CumProd", 26, [("x", ints), ("axis", np.array(0, dtype=np.int64))], ["y"])
+    seq = np.arange(4 * 3 * 2, dtype=np.int64).reshape(4, 3, 2)
+    case("reverse_sequence_time_major", "ReverseSequence", 10,
+         [("x", seq), ("lens", np.array([4, 0, 2], dtype=np.int64))], ["y"], batch_axis=1, time_axis=0)
+    case("reverse_sequence_batch_major", "ReverseSequence", 10,
+         [("x", f32(r, 2, 5)), ("lens", np.array([3, 5], dtype=np.int64))], ["y"], batch_axis=0, time_axis=1)
+    case("bitcast_f32_to_i32", "BitCast", 26, [("x", np.array([1.0, -2.5, 0.0], dtype=np.float32))], ["y"],
+         to=onnx.TensorProto.INT32)
+    case("bitcast_u8_to_bool", "BitCast", 26, [("x", np.array([[0, 1], [1, 1]], dtype=np.uint8))], ["y"],
+         to=onnx.TensorProto.BOOL)
+    img = np.arange(5 * 6 * 2, dtype=np.float32).reshape(5, 6, 2)
+    case("center_crop_pad_crop_and_pad", "CenterCropPad", 18,
+         [("x", img), ("shape", np.array([2, 9], dtype=np.int64))], ["y"], axes=[0, -2])
+    case("center_crop_pad_all_axes", "CenterCropPad", 18,
+         [("x", img), ("shape", np.array([8, 3, 2], dtype=np.int32))], ["y"])
+    case("det_batch", "Det", 11, [("x", f32(r, 2, 3, 3, 3))], ["y"])
+    case("det_singular", "Det", 11, [("x", np.array([[1, 2], [2, 4]], dtype=np.float32))], ["y"])
+    pool_x = f32(r, 1, 2, 5, 6)
+    case("lp_pool_p3_pads_strides", "LpPool", 18, [("x", pool_x)], ["y"],
+         kernel_shape=[2, 3], pads=[1, 0, 1, 1], strides=[2, 2], p=3)
+    case("lp_pool_p2_same_upper", "LpPool", 18, [("x", pool_x)], ["y"], kernel_shape=[2, 3], auto_pad="SAME_UPPER")
+    case("lp_pool_p2_dilated", "LpPool", 18, [("x", pool_x)], ["y"], kernel_shape=[2, 2], dilations=[2, 2])
+    # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
+    # 0.375); padding is zeros in the specification and in onnxruntime.
+    case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],
+         ceil_mode=1, p=1, oracle="onnxruntime")
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+def encode(a):
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        flat = [v if np.isfinite(v) else str(v).lower() for v in a.astype(np.float64).ravel().tolist()]
+    elif a.dtype == np.bool_:
+        flat = [bool(v) for v in a.ravel()]
+    else:
+        flat = [int(v) for v in a.ravel()]
+    return dict(dtype=str(a.dtype), shape=list(a.shape), values=flat)
+
+
+def build(c):
+    given = [(n, a) for n, a in c["inputs"] if n and a is not None]
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
+    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in c["outputs"] if o]
+    node = helper.make_node(c["op"], [n if a is not None else "" for n, a in c["inputs"]], c["outputs"],
+                            domain=c["domain"], **c["attrs"])
+    graph = helper.make_graph([node], c["name"], ins, outs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(c["domain"], c["opset"])]), given
+
+
+def main():
+    attention_cases()
+    other_cases()
+    out = []
+    for c in CASES:
+        model, given = build(c)
+        feeds = {n: a for n, a in given}
+        if c["oracle"] == "onnxruntime":
+            import onnxruntime
+
+            model.ir_version = 9
+            for o in model.graph.output:
+                o.ClearField("type")
+            results = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)
+        else:
+            results = ReferenceEvaluator(model).run(None, feeds)
+        names = [o for o in c["outputs"] if o]
+        attrs = {k: (float(v) if isinstance(v, float) else v) for k, v in c["attrs"].items()}
+        out.append(dict(
+            name=c["name"], op=c["op"], domain=c["domain"], opset=c["opset"], attrs=attrs,
+            inputs=[dict(name=n if a is not None else "", **(encode(a) if a is not None else {}))
+                    for n, a in c["inputs"]],
+            outputs=[dict(name=n, **encode(v)) for n, v in zip(names, results)],
+            node_outputs=c["outputs"],
+        ))
+    with open(os.path.join(HERE, "cases.json"), "w") as f:
+        json.dump(out, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    print(f"{len(out)} cases")
+
+
+if __name__ == "__main__":
+    main()
