@@ -19,6 +19,10 @@ use tract_linalg::multithread::Executor;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::{EvalContext, SimplePlan, TurnState, TurnStateHandler};
 
+/// The largest thread budget accepted ([`crate::Model::set_threads`], `--threads`): more threads than
+/// this is a mistake, not a setting (each budget makes a pool of that many threads).
+pub const MAX_THREADS: usize = 1024;
+
 /// The number of threads a plan's ops may use, as its turns see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadBudget(pub usize);

@@ -40,18 +40,53 @@ fn every_node_sees_the_budget_set_on_the_model() {
     assert_eq!(m.threads(), None);
     // Default: tract's default executor (single-threaded), no budget (copies over all cores).
     assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(None, 1), (None, 1)]);
-    m.set_threads(Some(3));
+    m.set_threads(Some(3)).unwrap();
     assert_eq!(m.threads(), Some(3));
     assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(Some(3), 3), (Some(3), 3)]);
-    m.set_threads(Some(1));
+    m.set_threads(Some(1)).unwrap();
     assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(Some(1), 1), (Some(1), 1)]);
     // Each setting made its own plan; the same setting again keeps the plan.
     assert_eq!(m.plans_made(), 3);
-    m.set_threads(Some(1));
+    m.set_threads(Some(1)).unwrap();
     m.run(vec![x(name)]).unwrap();
     assert_eq!(m.plans_made(), 3);
     // A clone keeps the setting.
     assert_eq!(m.clone().threads(), Some(1));
+}
+
+#[test]
+fn a_budget_of_no_threads_or_too_many_is_an_error_that_keeps_the_setting() {
+    let name = "chain_slice_strided_slice_as_strided";
+    let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
+    m.set_threads(Some(2)).unwrap();
+    let e = m.set_threads(Some(0)).unwrap_err().to_string();
+    assert_eq!(e, "a thread budget is at least 1 thread, got 0");
+    let max = sliceops::threads::MAX_THREADS;
+    for n in [max + 1, usize::MAX] {
+        let e = m.set_threads(Some(n)).unwrap_err().to_string();
+        assert_eq!(e, format!("a thread budget is at most {max} threads, got {n}"));
+    }
+    assert_eq!(m.threads(), Some(2));
+    m.set_threads(None).unwrap();
+    assert_eq!(m.threads(), None);
+}
+
+#[test]
+fn a_second_run_with_the_same_shapes_and_budget_reuses_the_plan() {
+    let name = "chain_slice_strided_slice_as_strided";
+    let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
+    m.set_threads(Some(2)).unwrap();
+    let first = m.plan_for(&[x(name)]).unwrap();
+    m.run(vec![x(name)]).unwrap();
+    m.run(vec![x(name)]).unwrap();
+    // Setting the same budget again keeps the plan: the same plan object, nothing optimized again.
+    m.set_threads(Some(2)).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &m.plan_for(&[x(name)]).unwrap()));
+    assert_eq!(m.plans_made(), 1);
+    // Another budget is another plan.
+    m.set_threads(Some(1)).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &m.plan_for(&[x(name)]).unwrap()));
+    assert_eq!(m.plans_made(), 2);
 }
 
 #[test]
@@ -60,7 +95,7 @@ fn outputs_are_the_same_whatever_the_budget() {
     let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
     let want = m.run(vec![x(name)]).unwrap();
     for n in [1, 2, 4] {
-        m.set_threads(Some(n));
+        m.set_threads(Some(n)).unwrap();
         let got = m.run(vec![x(name)]).unwrap();
         assert_eq!(got, want, "{n} threads");
     }
@@ -101,9 +136,24 @@ fn the_command_line_takes_threads() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["runs"], 2);
-    for bad in ["0", "x"] {
-        let o = run(&["bench", &model, "--input", &input, "--threads", bad]);
-        assert_eq!(o.status.code(), Some(2), "--threads {bad}");
+    // A bad count is a usage error, like every argument clap rejects (README: exit 2 for bad usage),
+    // told in one `error:` line naming the option and the accepted range; never a panic.
+    let out_dir = out.display().to_string();
+    for bad in ["0", "1025", "99999999999", "x"] {
+        for command in ["run", "bench"] {
+            let mut args = vec![command, model.as_str(), "--input", input.as_str(), "--threads", bad];
+            if command == "run" {
+                args.extend(["--output-dir", out_dir.as_str()]);
+            }
+            let o = run(&args);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{command} --threads {bad}: {stderr}");
+            assert!(stderr.starts_with(&format!("error: invalid value '{bad}' for '--threads <N>'")), "{stderr}");
+            if bad != "x" {
+                assert!(stderr.contains("1..=1024"), "{stderr}");
+            }
+            assert!(!stderr.contains("panicked"), "{stderr}");
+        }
     }
     let _ = std::fs::remove_dir_all(&out);
 }

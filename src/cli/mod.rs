@@ -48,7 +48,7 @@ enum Command {
         expect: Option<PathBuf>,
         /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
         /// copies over all cores).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
     },
     /// Infer the type and shape of every value, before running anything.
@@ -106,7 +106,7 @@ enum Command {
         format: Format,
         /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
         /// copies over all cores).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
         /// Also time every node over the runs: per node and per op type, with shares of the total.
         #[arg(long)]

@@ -39,7 +39,7 @@ pub fn run(
         m = fed;
     }
     super::infer::configure(&mut m, input_shapes, &[])?;
-    m.set_threads(threads.map(|n| n as usize));
+    m.set_threads(threads.map(|n| n as usize))?;
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;
     write_outputs(&outputs, output_dir)?;
@@ -110,7 +110,7 @@ pub struct BenchOptions {
 /// timed (the plain runs are timed without it).
 pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
     let mut m = load(model)?;
-    m.set_threads(options.threads.map(|n| n as usize));
+    m.set_threads(options.threads.map(|n| n as usize))?;
     let tensors = load_inputs(&m, inputs)?;
     let plan = m.plan_for(&tensors)?;
     let inputs: TVec<TValue> = tensors.into_iter().map(TValue::from).collect();

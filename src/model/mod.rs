@@ -426,11 +426,23 @@ impl Model {
     /// `None`, the default: tract's own default executor (single-threaded unless the process set
     /// another) and copies split over all cores (the README's "Performance of whole models" compares
     /// both settings on the real exports). See [`crate::threads`].
-    pub fn set_threads(&mut self, threads: Option<usize>) {
+    ///
+    /// A budget of 0 threads, or of more than [`crate::threads::MAX_THREADS`], is an error and leaves the
+    /// setting as it was.
+    pub fn set_threads(&mut self, threads: Option<usize>) -> anyhow::Result<()> {
+        if let Some(n) = threads {
+            if n == 0 {
+                bail!("a thread budget is at least 1 thread, got 0");
+            }
+            if n > crate::threads::MAX_THREADS {
+                bail!("a thread budget is at most {} threads, got {n}", crate::threads::MAX_THREADS);
+            }
+        }
         if self.threads != threads {
             self.threads = threads;
             self.plans.clear();
         }
+        Ok(())
     }
 
     /// The thread budget set with [`Model::set_threads`].
