@@ -9,10 +9,14 @@ for both):
 - sliceops: `sliceops bench MODEL --input NAME=FILE.npy ... --runs N --format json --threads T`, the
   median it reports (`{"runs", "median_s", "min_s", ...}`; its own warm-up run first).
 
-Both are run with one intra-op thread (onnxruntime `intra_op_num_threads = 1`, sliceops `--threads 1`)
-and with each runtime's default (onnxruntime: all cores; sliceops: no `--threads`). The ratio is
-sliceops / onnxruntime, measured in the same run of this script; below 1.0 sliceops is faster. A model
-that does not run on one side is listed with the reason.
+Each thread setting of `--threads` (default `1,default`) is measured on both sides: a number T is
+onnxruntime's `intra_op_num_threads = T` and sliceops' `--threads T`; `default` is each runtime's default
+(onnxruntime: all cores; sliceops: no `--threads`). The ratio is sliceops / onnxruntime, measured in the
+same run of this script; below 1.0 sliceops is faster. With more than one setting, the last columns
+compare sliceops with itself: its median under each further setting over its median under the first
+(below 1.0 that setting is faster), same run. Settings are measured model by model, one after the
+other, so a passing load falls on all of them alike. A model that does not run on one side is listed
+with the reason.
 
 With `--profile MODEL`, it also prints the time per op type on both sides for that model, side by side:
 onnxruntime's profiler (`SessionOptions.enable_profiling`, the trace's node events summed by op type and
@@ -25,6 +29,7 @@ Usage:
     python3 -m venv /tmp/benchvenv && /tmp/benchvenv/bin/pip install -r benches/requirements.txt
     cargo build --release
     /tmp/benchvenv/bin/python benches/ort_whole_models.py [--runs 50] [--sizes a,b] [--models swin,yolo]
+    /tmp/benchvenv/bin/python benches/ort_whole_models.py --threads 1,2   # sliceops 2 threads vs 1
     /tmp/benchvenv/bin/python benches/ort_whole_models.py --profile swin_torch_legacy [--top 15]
 """
 
@@ -205,7 +210,7 @@ def print_profiles(binary: Path, model_info: dict, size: str, threads: int | Non
         ours_args += ["--threads", str(threads)]
     ours = run_sliceops(binary, ours_args)
     theirs = ort_profile(model, feeds, threads, runs, warmup) if ort is not None else {}
-    label = "1 thread" if threads == 1 else "default threads"
+    label = setting_label(threads)
     print(f"\n### {name} (size {size}, {label}): time per op type, per run\n")
     if isinstance(ours, str):
         print(f"sliceops: {ours}\n")
@@ -240,14 +245,46 @@ def print_profiles(binary: Path, model_info: dict, size: str, threads: int | Non
 # ---------------------------------------------------------------------------------------------------
 
 
+def parse_settings(text: str) -> list[int | None]:
+    """`--threads`: comma-separated thread counts and `default` (`both` is `1,default`)."""
+    if text == "both":
+        text = "1,default"
+    settings: list[int | None] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if part == "default":
+            value = None
+        else:
+            try:
+                value = int(part)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not a thread count or 'default': {part!r}") from None
+            if value < 1:
+                raise argparse.ArgumentTypeError(f"a thread count is at least 1, got {value}")
+        if value in settings:
+            raise argparse.ArgumentTypeError(f"setting {part!r} given twice")
+        settings.append(value)
+    if not settings:
+        raise argparse.ArgumentTypeError("no thread setting given")
+    return settings
+
+
+def setting_key(threads: int | None) -> str:
+    return "default" if threads is None else f"{threads}t"
+
+
+def setting_label(threads: int | None) -> str:
+    return "default threads" if threads is None else f"{threads} thread" + ("" if threads == 1 else "s")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=50, help="timed runs per measurement (median reported)")
     p.add_argument("--warmup", type=int, default=5, help="untimed onnxruntime runs first")
     p.add_argument("--sizes", default="a", help="input sizes to run, comma-separated: a, b or a,b")
     p.add_argument("--models", help="comma-separated substrings: only models whose name contains one")
-    p.add_argument("--threads", choices=["1", "default", "both"], default="both",
-                   help="thread settings to measure (default both)")
+    p.add_argument("--threads", type=parse_settings, default=parse_settings("1,default"),
+                   help="thread settings to measure, comma-separated counts and 'default' "
+                        "(default 1,default; 'both' is the same)")
     p.add_argument("--sliceops", type=Path, default=DEFAULT_BIN, help=f"the sliceops binary (default {DEFAULT_BIN})")
     p.add_argument("--profile", metavar="MODEL", help="also print both runtimes' time per op type for this model")
     p.add_argument("--top", type=int, default=15, help="op types shown per runtime with --profile")
@@ -265,7 +302,7 @@ def main() -> int:
         wanted = [w.strip() for w in args.models.split(",") if w.strip()]
         manifest = [m for m in manifest if any(w in m["name"] for w in wanted)]
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
-    settings = {"1": [1], "default": [None], "both": [1, None]}[args.threads]
+    settings = args.threads
 
     print(f"numpy {np.__version__}, onnxruntime {ort.__version__ if ort else '-'}, {os.cpu_count()} cpus, "
           f"load average {os.getloadavg()[0]:.2f}; median of {args.runs} runs "
@@ -281,7 +318,7 @@ def main() -> int:
                 feeds = {k: np.load(p) for k, p in inputs.items()}
                 row = {"model": name, "kind": kind_of(info), "size": size}
                 for threads in settings:
-                    key = "1t" if threads == 1 else "default"
+                    key = setting_key(threads)
                     print(f"{name} [{size}] {key}...", file=sys.stderr)
                     row[f"ort_{key}_s"] = time_ort(model, feeds, threads, args.runs, args.warmup)
                     row[f"sliceops_{key}_s"] = time_sliceops(binary, model, inputs, threads, args.runs)
@@ -289,15 +326,17 @@ def main() -> int:
 
         head = ["model", "kind", "size"]
         for threads in settings:
-            t = "1 thread" if threads == 1 else "default threads"
+            t = setting_label(threads)
             head += [f"onnxruntime ms ({t})", f"sliceops ms ({t})", f"sliceops / onnxruntime ({t})"]
+        for threads in settings[1:]:
+            head += [f"sliceops {setting_label(threads)} / {setting_label(settings[0])}"]
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|")
         notes = []
         for r in rows:
             cells = [r["model"], r["kind"], r["size"]]
             for threads in settings:
-                key = "1t" if threads == 1 else "default"
+                key = setting_key(threads)
                 o, s = r[f"ort_{key}_s"], r[f"sliceops_{key}_s"]
                 cells += [fmt_ms(o), fmt_ms(s), fmt_ratio(s, o)]
                 for side, v in (("onnxruntime", o), ("sliceops", s)):
@@ -305,6 +344,9 @@ def main() -> int:
                         note = f"{r['model']}: {side} does not run it: {v}"
                         if note not in notes:
                             notes.append(note)
+            first = r[f"sliceops_{setting_key(settings[0])}_s"]
+            for threads in settings[1:]:
+                cells.append(fmt_ratio(r[f"sliceops_{setting_key(threads)}_s"], first))
             print("| " + " | ".join(cells) + " |")
         for n in notes:
             print(f"\n- {n}", end="")
