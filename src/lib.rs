@@ -55,6 +55,7 @@ pub mod profile;
 pub mod report;
 pub mod semantics;
 pub mod symbolic;
+pub mod threads;
 pub mod view;
 
 pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};

@@ -46,6 +46,10 @@ enum Command {
         /// relative 1e-4 and absolute 1e-5 for floats; exit 1 on a mismatch.
         #[arg(long, value_name = "DIR")]
         expect: Option<PathBuf>,
+        /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
+        /// copies over all cores).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
+        threads: Option<u32>,
     },
     /// Infer the type and shape of every value, before running anything.
     Infer {
@@ -100,6 +104,10 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
+        /// copies over all cores).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
+        threads: Option<u32>,
         /// Also time every node over the runs: per node and per op type, with shares of the total.
         #[arg(long)]
         profile: bool,
@@ -131,8 +139,8 @@ pub fn main() -> i32 {
     // default hook would also print it as a crash.
     std::panic::set_hook(Box::new(|_| {}));
     let result = match cli.command {
-        Command::Run { model, inputs, output_dir, input_shapes, expect } => {
-            run::run(&model, &inputs, &output_dir, &input_shapes, expect.as_deref())
+        Command::Run { model, inputs, output_dir, input_shapes, expect, threads } => {
+            run::run(&model, &inputs, &output_dir, &input_shapes, expect.as_deref(), threads)
         }
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
@@ -141,9 +149,9 @@ pub fn main() -> i32 {
             fold::fold(&model, &output, exact, &input_shapes, &assumptions)
         }
         Command::Lower { model, output } => fold::lower(&model, &output),
-        Command::Bench { model, inputs, runs, format, profile, top } => {
+        Command::Bench { model, inputs, runs, format, threads, profile, top } => {
             let profile = profile.then_some(top);
-            run::bench(&model, &inputs, &run::BenchOptions { runs, format, profile })
+            run::bench(&model, &inputs, &run::BenchOptions { runs, format, threads, profile })
         }
     };
     match result {

@@ -28,6 +28,7 @@ pub fn run(
     output_dir: &Path,
     input_shapes: &[String],
     expect: Option<&Path>,
+    threads: Option<u32>,
 ) -> anyhow::Result<()> {
     let mut m = load(model)?;
     // Inputs given for initializers listed as graph inputs replace their default values.
@@ -38,6 +39,7 @@ pub fn run(
         m = fed;
     }
     super::infer::configure(&mut m, input_shapes, &[])?;
+    m.set_threads(threads.map(|n| n as usize))?;
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;
     write_outputs(&outputs, output_dir)?;
@@ -97,6 +99,8 @@ pub struct BenchOptions {
     pub runs: u32,
     /// Output format.
     pub format: Format,
+    /// The thread budget, if set (see `Model::set_threads`).
+    pub threads: Option<u32>,
     /// Profile too, showing this many rows of each list (0: all).
     pub profile: Option<usize>,
 }
@@ -105,7 +109,8 @@ pub struct BenchOptions {
 /// runs; inputs are prepared beforehand. With a profile, the same number of runs again with every node
 /// timed (the plain runs are timed without it).
 pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
-    let m = load(model)?;
+    let mut m = load(model)?;
+    m.set_threads(options.threads.map(|n| n as usize))?;
     let tensors = load_inputs(&m, inputs)?;
     let plan = m.plan_for(&tensors)?;
     let inputs: TVec<TValue> = tensors.into_iter().map(TValue::from).collect();

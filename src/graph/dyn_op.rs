@@ -55,7 +55,8 @@ impl EvalOp for DynSliceOp {
         let params: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(&**t)).collect();
         let step = self.spec.step_with(&params, ctx.symbols)?;
         let data = inputs[0].clone();
-        let out = run_chain(&vec![(self.spec.label.clone(), step)], data)?;
+        let budget = crate::threads::budget(ctx);
+        let out = crate::kernel::with_threads(budget, || run_chain(&vec![(self.spec.label.clone(), step)], data))?;
         ensure!(
             out.rank() == self.dims.len(),
             "{}: the output has rank {} but the node declared rank {}",

@@ -31,9 +31,10 @@ impl Op for ViewOp {
 impl EvalOp for ViewOp {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let input = args_1!(inputs);
-        Ok(tvec!(run_chain(&self.chain, input)?))
+        let budget = crate::threads::budget(ctx);
+        Ok(tvec!(crate::kernel::with_threads(budget, || run_chain(&self.chain, input))?))
     }
 }
 

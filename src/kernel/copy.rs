@@ -10,20 +10,15 @@
 //! every index the view reads is in `[0, src.len())`, and the destination holds exactly the view's
 //! element count, which the rows fill in order without overlap.
 
+use super::budget::max_threads;
 use super::stream::{store_fence, stream_bytes, stream_min_bytes, STREAM_MIN_ROW_BYTES};
 use crate::error::{SliceError, SliceResult};
 use crate::view::View;
-use std::sync::OnceLock;
 
 /// Outputs smaller than this many bytes are copied on the calling thread.
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
 /// Each thread gets at least this many bytes of output.
 const BYTES_PER_THREAD: usize = 512 << 10;
-
-fn max_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
 
 /// A view ready to run: coalesced, its innermost axis split off as the row.
 #[derive(Debug, Clone)]

@@ -1,10 +1,12 @@
 //! The kernel: executes a concrete [`View`](crate::view::View), on typed slices or tract tensors.
 
 mod alloc;
+mod budget;
 mod copy;
 mod stream;
 mod tensor;
 
 pub use alloc::tune_allocator;
+pub use budget::{max_threads, with_threads};
 pub use copy::{clone_view, copy_view, copy_view_raw};
 pub use tensor::{check_allocation, execute, representable};

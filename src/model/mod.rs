@@ -61,6 +61,8 @@ pub struct Model {
     /// name only while their scope (held by the analysis) lives.
     analysis: std::sync::Mutex<Option<Arc<Analysis>>>,
     plans: PlanCache,
+    /// The thread budget of the plans made (see [`Model::set_threads`]).
+    threads: Option<usize>,
 }
 
 impl Clone for Model {
@@ -75,6 +77,7 @@ impl Clone for Model {
             assumptions: self.assumptions.clone(),
             analysis: std::sync::Mutex::new(self.analysis.lock().unwrap_or_else(|e| e.into_inner()).clone()),
             plans: PlanCache::default(),
+            threads: self.threads,
         }
     }
 }
@@ -140,6 +143,7 @@ impl Model {
             assumptions: vec![],
             analysis: std::sync::Mutex::new(None),
             plans: PlanCache::default(),
+            threads: None,
         })
     }
 
@@ -413,8 +417,38 @@ impl Model {
             };
             let optimized = guard("optimizing the model", || optimize::optimize(typed))?;
             memory::check_values(&optimized)?;
-            guard("planning the model", || optimized.into_runnable())
+            guard("planning the model", || crate::threads::plan(optimized, self.threads))
         })
+    }
+
+    /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
+    /// (plans made before are dropped). `Some(n)`: tract's kernels run on `n` threads (its
+    /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
+    /// `None`, the default: tract's own default executor (single-threaded unless the process set
+    /// another) and copies split over all cores (the README's "Performance of whole models" compares
+    /// both settings on the real exports). See [`crate::threads`].
+    ///
+    /// A budget of 0 threads, or of more than [`crate::threads::MAX_THREADS`], is an error and leaves the
+    /// setting as it was.
+    pub fn set_threads(&mut self, threads: Option<usize>) -> anyhow::Result<()> {
+        if let Some(n) = threads {
+            if n == 0 {
+                bail!("a thread budget is at least 1 thread, got 0");
+            }
+            if n > crate::threads::MAX_THREADS {
+                bail!("a thread budget is at most {} threads, got {n}", crate::threads::MAX_THREADS);
+            }
+        }
+        if self.threads != threads {
+            self.threads = threads;
+            self.plans.clear();
+        }
+        Ok(())
+    }
+
+    /// The thread budget set with [`Model::set_threads`].
+    pub fn threads(&self) -> Option<usize> {
+        self.threads
     }
 
     /// The kept analysis ([`Model::analyse`]), when it was made for inputs of exactly these types and

@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Compare sliceops with onnxruntime on every real export in models/real/, whole model by whole model.
+
+For every model of `models/real/manifest.json`, on the inputs of one size (`a` by default, `--sizes a,b`
+for both):
+
+- onnxruntime: `InferenceSession(...).run` (CPU provider, default graph optimizations), warm-up runs,
+  then the median of N timed runs;
+- sliceops: `sliceops bench MODEL --input NAME=FILE.npy ... --runs N --format json --threads T`, the
+  median it reports (`{"runs", "median_s", "min_s", ...}`; its own warm-up run first).
+
+Each thread setting of `--threads` (default `1,default`) is measured on both sides: a number T is
+onnxruntime's `intra_op_num_threads = T` and sliceops' `--threads T`; `default` is each runtime's default
+(onnxruntime: all cores; sliceops: no `--threads`). The ratio is sliceops / onnxruntime, measured in the
+same run of this script; below 1.0 sliceops is faster. With more than one setting, the last columns
+compare sliceops with itself: its median under each further setting over its median under the first
+(below 1.0 that setting is faster), same run. Settings are measured model by model, one after the
+other, so a passing load falls on all of them alike. A model that does not run on one side is listed
+with the reason.
+
+With `--profile MODEL`, it also prints the time per op type on both sides for that model, side by side:
+onnxruntime's profiler (`SessionOptions.enable_profiling`, the trace's node events summed by op type and
+divided by the number of runs) and `sliceops bench --profile` (the optimized plan's nodes timed one by
+one, summed by op type). Op types are each runtime's own: onnxruntime's are ONNX op types (after its
+fusions: `FusedConv`, `LayerNormalization`, ...), sliceops' are tract's ops after optimization
+(`OptMatMul`, `Conv`, `Softmax`, ...), so the two columns line up by what they compute, not by name.
+
+Usage:
+    python3 -m venv /tmp/benchvenv && /tmp/benchvenv/bin/pip install -r benches/requirements.txt
+    cargo build --release
+    /tmp/benchvenv/bin/python benches/ort_whole_models.py [--runs 50] [--sizes a,b] [--models swin,yolo]
+    /tmp/benchvenv/bin/python benches/ort_whole_models.py --threads 1,2   # sliceops 2 threads vs 1
+    /tmp/benchvenv/bin/python benches/ort_whole_models.py --profile swin_torch_legacy [--top 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+try:
+    import numpy as np
+except ImportError as e:  # pragma: no cover - environment problem, not a bench result
+    sys.exit(f"error: {e}; install the pinned tools: pip install -r benches/requirements.txt")
+
+try:
+    import onnxruntime as ort
+except ImportError:
+    ort = None
+
+REPO = Path(__file__).resolve().parent.parent
+REAL = REPO / "models" / "real"
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+DEFAULT_BIN = TARGET / "release" / "sliceops"
+
+# What the targets of the performance issue are stated for: transformers (token and patch sequences)
+# and vision models (convolutions, windows, FPNs). silero-vad is neither.
+KIND = {
+    "gpt2": "transformer",
+    "bert": "transformer",
+    "llama": "transformer",
+    "vit": "transformer",
+    "timm_vit": "transformer",
+    "speech2text": "transformer",
+    "keras_gpt": "transformer",
+    "swin": "vision",
+    "yolov8": "vision",
+    "timm_efficientnet": "vision",
+    "keras_convnet": "vision",
+    "ocr_det": "vision",
+    "ocr_rec": "vision",
+    "ocr_cls": "vision",
+}
+
+
+def kind_of(model: dict) -> str:
+    name = model["name"]
+    for prefix in sorted(KIND, key=len, reverse=True):
+        if name.startswith(prefix):
+            return KIND[prefix]
+    return KIND.get(model.get("family", ""), "other")
+
+
+def unescape(stem: str) -> str:
+    """A value name from its .npy file stem (`%2F` is `/`, `%25` is `%`)."""
+    return stem.replace("%2F", "/").replace("%25", "%")
+
+
+def load_inputs(name: str, size: str) -> dict[str, Path]:
+    folder = REAL / name / "inputs" / size
+    return {unescape(p.stem): p for p in sorted(folder.glob("*.npy"))}
+
+
+def median_time(fn, runs: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def ort_session(model: Path, threads: int | None, profile_dir: Path | None = None):
+    opts = ort.SessionOptions()
+    if threads is not None:
+        opts.intra_op_num_threads = threads
+    if profile_dir is not None:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(profile_dir / "ort_profile")
+    return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+
+
+def time_ort(model: Path, feeds: dict, threads: int | None, runs: int, warmup: int) -> float | str:
+    if ort is None:
+        return "no onnxruntime"
+    try:
+        sess = ort_session(model, threads)
+        return median_time(lambda: sess.run(None, feeds), runs, warmup)
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        return "error: " + str(e).strip().splitlines()[0][:120]
+
+
+def sliceops_args(model: Path, inputs: dict[str, Path]) -> list[str]:
+    args = [str(model)]
+    for name, path in inputs.items():
+        args += ["--input", f"{name}={path}"]
+    return args
+
+
+def run_sliceops(binary: Path, args: list[str], timeout: float = 1800) -> dict | str:
+    try:
+        res = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if res.returncode != 0:
+        lines = res.stderr.strip().splitlines() or ["exit status %d" % res.returncode]
+        return lines[-1].removeprefix("error: ")[:160]
+    try:
+        return json.loads(res.stdout)
+    except ValueError:
+        return f"unexpected output: {res.stdout.strip()[:120]!r}"
+
+
+def time_sliceops(binary: Path, model: Path, inputs: dict[str, Path], threads: int | None, runs: int) -> float | str:
+    args = ["bench", *sliceops_args(model, inputs), "--runs", str(runs), "--format", "json"]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    report = run_sliceops(binary, args)
+    if isinstance(report, str):
+        return report
+    return float(report["median_s"])
+
+
+def fmt_ms(v) -> str:
+    return f"{v * 1e3:.3f}" if isinstance(v, float) else "-"
+
+
+def fmt_ratio(a, b) -> str:
+    return f"{a / b:.2f}" if isinstance(a, float) and isinstance(b, float) and b > 0 else "-"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Profiles
+# ---------------------------------------------------------------------------------------------------
+
+
+def ort_profile(model: Path, feeds: dict, threads: int | None, runs: int, warmup: int) -> dict[str, dict]:
+    """onnxruntime's time per op type: the profiler's node events (`<node>_kernel_time`) of the timed
+    runs, summed by `args.op_name`, per run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sess = ort_session(model, threads, Path(tmp))
+        for _ in range(warmup):
+            sess.run(None, feeds)
+        # Warm-up events are told apart by their run: only the last `runs` model_run events count.
+        for _ in range(runs):
+            sess.run(None, feeds)
+        trace = json.loads(Path(sess.end_profiling()).read_text())
+    run_events = sorted((e for e in trace if e.get("cat") == "Session" and e.get("name") == "model_run"),
+                        key=lambda e: e["ts"])
+    timed = run_events[-runs:]
+    start = timed[0]["ts"] if timed else 0
+    by_type: dict[str, dict] = defaultdict(lambda: {"total_us": 0.0, "nodes": set()})
+    for e in trace:
+        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time") or e["ts"] < start:
+            continue
+        op = e.get("args", {}).get("op_name", "?")
+        by_type[op]["total_us"] += float(e["dur"])
+        by_type[op]["nodes"].add(e["name"])
+    return {op: {"per_run_s": v["total_us"] * 1e-6 / runs, "nodes": len(v["nodes"])} for op, v in by_type.items()}
+
+
+def print_profiles(binary: Path, model_info: dict, size: str, threads: int | None, runs: int, warmup: int,
+                   top: int) -> None:
+    name = model_info["name"]
+    model = REAL / name / "model.onnx"
+    inputs = load_inputs(name, size)
+    feeds = {k: np.load(p) for k, p in inputs.items()}
+    ours_args = ["bench", *sliceops_args(model, inputs), "--runs", str(runs), "--format", "json", "--profile"]
+    if threads is not None:
+        ours_args += ["--threads", str(threads)]
+    ours = run_sliceops(binary, ours_args)
+    theirs = ort_profile(model, feeds, threads, runs, warmup) if ort is not None else {}
+    label = setting_label(threads)
+    print(f"\n### {name} (size {size}, {label}): time per op type, per run\n")
+    if isinstance(ours, str):
+        print(f"sliceops: {ours}\n")
+        ours_rows = []
+        ours_total = 0.0
+    else:
+        prof = ours["profile"]
+        ours_total = float(prof["total_s"])
+        ours_rows = [(t["op_type"], t["nodes"], float(t["mean_s"]), float(t["share"])) for t in prof["op_types"]]
+    ort_total = sum(v["per_run_s"] for v in theirs.values())
+    ort_rows = sorted(((op, v["nodes"], v["per_run_s"], v["per_run_s"] / ort_total if ort_total else 0.0)
+                       for op, v in theirs.items()), key=lambda r: -r[2])
+    n = max(min(top, max(len(ours_rows), len(ort_rows))), 1)
+    print("| sliceops op | nodes | ms | share | onnxruntime op | nodes | ms | share |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
+    for i in range(n):
+        left = ours_rows[i] if i < len(ours_rows) else None
+        right = ort_rows[i] if i < len(ort_rows) else None
+        cells = []
+        for row in (left, right):
+            if row is None:
+                cells += ["", "", "", ""]
+            else:
+                cells += [row[0], str(row[1]), f"{row[2] * 1e3:.3f}", f"{row[3] * 100:.1f}%"]
+        print("| " + " | ".join(cells) + " |")
+    print(f"| **total (nodes timed)** | | {ours_total * 1e3:.3f} | | **total (kernel events)** | | "
+          f"{ort_total * 1e3:.3f} | |")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------------------
+
+
+def parse_settings(text: str) -> list[int | None]:
+    """`--threads`: comma-separated thread counts and `default` (`both` is `1,default`)."""
+    if text == "both":
+        text = "1,default"
+    settings: list[int | None] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if part == "default":
+            value = None
+        else:
+            try:
+                value = int(part)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not a thread count or 'default': {part!r}") from None
+            if value < 1:
+                raise argparse.ArgumentTypeError(f"a thread count is at least 1, got {value}")
+        if value in settings:
+            raise argparse.ArgumentTypeError(f"setting {part!r} given twice")
+        settings.append(value)
+    if not settings:
+        raise argparse.ArgumentTypeError("no thread setting given")
+    return settings
+
+
+def setting_key(threads: int | None) -> str:
+    return "default" if threads is None else f"{threads}t"
+
+
+def setting_label(threads: int | None) -> str:
+    return "default threads" if threads is None else f"{threads} thread" + ("" if threads == 1 else "s")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=50, help="timed runs per measurement (median reported)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed onnxruntime runs first")
+    p.add_argument("--sizes", default="a", help="input sizes to run, comma-separated: a, b or a,b")
+    p.add_argument("--models", help="comma-separated substrings: only models whose name contains one")
+    p.add_argument("--threads", type=parse_settings, default=parse_settings("1,default"),
+                   help="thread settings to measure, comma-separated counts and 'default' "
+                        "(default 1,default; 'both' is the same)")
+    p.add_argument("--sliceops", type=Path, default=DEFAULT_BIN, help=f"the sliceops binary (default {DEFAULT_BIN})")
+    p.add_argument("--profile", metavar="MODEL", help="also print both runtimes' time per op type for this model")
+    p.add_argument("--top", type=int, default=15, help="op types shown per runtime with --profile")
+    p.add_argument("--json", type=Path, help="also write the rows to this file")
+    args = p.parse_args()
+
+    if ort is None:
+        print("warning: onnxruntime is not installed; its columns are empty", file=sys.stderr)
+    binary = args.sliceops.resolve()
+    if not binary.is_file():
+        sys.exit(f"error: sliceops binary not found at {binary}; build it with `cargo build --release` "
+                 "or pass --sliceops PATH")
+    manifest = json.loads((REAL / "manifest.json").read_text())["models"]
+    if args.models:
+        wanted = [w.strip() for w in args.models.split(",") if w.strip()]
+        manifest = [m for m in manifest if any(w in m["name"] for w in wanted)]
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    settings = args.threads
+
+    print(f"numpy {np.__version__}, onnxruntime {ort.__version__ if ort else '-'}, {os.cpu_count()} cpus, "
+          f"load average {os.getloadavg()[0]:.2f}; median of {args.runs} runs "
+          f"(onnxruntime after {args.warmup} warm-up runs, sliceops after one)", file=sys.stderr)
+
+    rows = []
+    if not args.profile or args.models:
+        for info in manifest:
+            name = info["name"]
+            model = REAL / name / "model.onnx"
+            for size in sizes:
+                inputs = load_inputs(name, size)
+                feeds = {k: np.load(p) for k, p in inputs.items()}
+                row = {"model": name, "kind": kind_of(info), "size": size}
+                for threads in settings:
+                    key = setting_key(threads)
+                    print(f"{name} [{size}] {key}...", file=sys.stderr)
+                    row[f"ort_{key}_s"] = time_ort(model, feeds, threads, args.runs, args.warmup)
+                    row[f"sliceops_{key}_s"] = time_sliceops(binary, model, inputs, threads, args.runs)
+                rows.append(row)
+
+        head = ["model", "kind", "size"]
+        for threads in settings:
+            t = setting_label(threads)
+            head += [f"onnxruntime ms ({t})", f"sliceops ms ({t})", f"sliceops / onnxruntime ({t})"]
+        for threads in settings[1:]:
+            head += [f"sliceops {setting_label(threads)} / {setting_label(settings[0])}"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|")
+        notes = []
+        for r in rows:
+            cells = [r["model"], r["kind"], r["size"]]
+            for threads in settings:
+                key = setting_key(threads)
+                o, s = r[f"ort_{key}_s"], r[f"sliceops_{key}_s"]
+                cells += [fmt_ms(o), fmt_ms(s), fmt_ratio(s, o)]
+                for side, v in (("onnxruntime", o), ("sliceops", s)):
+                    if isinstance(v, str):
+                        note = f"{r['model']}: {side} does not run it: {v}"
+                        if note not in notes:
+                            notes.append(note)
+            first = r[f"sliceops_{setting_key(settings[0])}_s"]
+            for threads in settings[1:]:
+                cells.append(fmt_ratio(r[f"sliceops_{setting_key(threads)}_s"], first))
+            print("| " + " | ".join(cells) + " |")
+        for n in notes:
+            print(f"\n- {n}", end="")
+        print()
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2))
+
+    if args.profile:
+        matches = [m for m in json.loads((REAL / "manifest.json").read_text())["models"] if m["name"] == args.profile]
+        if not matches:
+            sys.exit(f"error: no real export named '{args.profile}' in models/real/manifest.json")
+        for size in sizes:
+            for threads in settings:
+                print_profiles(binary, matches[0], size, threads, args.runs, args.warmup, args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
