@@ -36,22 +36,23 @@ impl Quasi {
         Quasi { step: 0, base: vec![c] }
     }
 
-    /// `self` and `other` over their common period: the values of each on `0..p`, and their steps.
-    fn aligned(&self, other: &Quasi) -> Option<(u64, Vec<(i128, i128)>, i128, i128)> {
+    /// `self` and `other` over their common period `p`: the values of each on `0..p`, and their steps
+    /// over `p`.
+    fn aligned(&self, other: &Quasi) -> Option<(Vec<[i128; 2]>, [i128; 2])> {
         let (a, b) = (self.period(), other.period());
         let p = lcm(a, b)?;
         if p > MAX_PERIOD {
             return None;
         }
-        let values = (0..p).map(|s| Some((self.at(s)?, other.at(s)?))).collect::<Option<Vec<_>>>()?;
+        let values = (0..p).map(|s| Some([self.at(s)?, other.at(s)?])).collect::<Option<Vec<_>>>()?;
         let ka = self.step.checked_mul(i128::from(p / a))?;
         let kb = other.step.checked_mul(i128::from(p / b))?;
-        Some((p, values, ka, kb))
+        Some((values, [ka, kb]))
     }
 
     fn add(&self, other: &Quasi) -> Option<Quasi> {
-        let (_, values, ka, kb) = self.aligned(other)?;
-        let base = values.iter().map(|(x, y)| x.checked_add(*y)).collect::<Option<_>>()?;
+        let (values, [ka, kb]) = self.aligned(other)?;
+        let base = values.iter().map(|[x, y]| x.checked_add(*y)).collect::<Option<_>>()?;
         Some(Quasi { step: ka.checked_add(kb)?, base })
     }
 
@@ -62,11 +63,11 @@ impl Quasi {
 
     /// `min` or `max`, for two dims growing alike (else the result is not quasi-linear).
     fn extreme(&self, other: &Quasi, max: bool) -> Option<Quasi> {
-        let (_, values, ka, kb) = self.aligned(other)?;
+        let (values, [ka, kb]) = self.aligned(other)?;
         if ka != kb {
             return None;
         }
-        let base = values.iter().map(|&(x, y)| if max { x.max(y) } else { x.min(y) }).collect();
+        let base = values.iter().map(|&[x, y]| if max { x.max(y) } else { x.min(y) }).collect();
         Some(Quasi { step: ka, base })
     }
 
