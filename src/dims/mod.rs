@@ -36,6 +36,7 @@ fn contains_division(d: &TDim) -> bool {
 /// same integer for integers `z` and positive `a`, `c` (floor division), and tract's simplifier gives
 /// one or the other from run to run (it iterates a hash map). Nested quotients are flattened into
 /// the second form, checked by evaluation; anything else is kept as it is.
+///
 /// Parts of one symbol are first written in their [`smallest`] form.
 pub fn canonical(d: &TDim) -> TDim {
     let d = &smallest(d);

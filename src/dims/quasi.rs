@@ -155,9 +155,9 @@ fn written(f: &Quasi, s: &Symbol) -> Option<TDim> {
 fn quotient(f: &Quasi, s: &Symbol) -> Option<TDim> {
     let p = i128::from(f.period());
     // The slope is step/p = a/q: q is a multiple of the reduced denominator, up to p.
+    // (At most 32 multiples are tried, which bounds the work at 32 periods.)
     let q0 = p / gcd(f.step, p);
-    let mut q = q0;
-    while q <= p {
+    for q in (1..=32).map(|k| q0 * k).take_while(|&q| q <= p) {
         let a = f.step.checked_mul(q)? / p;
         if a < 0 && q > 1 {
             // A numerator that turns negative: floor and truncation would differ there.
@@ -177,7 +177,6 @@ fn quotient(f: &Quasi, s: &Symbol) -> Option<TDim> {
             let quotient = if q == 1 { linear } else { TDim::Div(Box::new(linear.simplify()), q as u64) };
             return Some((quotient + TDim::Val(c)).simplify());
         }
-        q = q.checked_add(q0)?;
     }
     None
 }
