@@ -9,7 +9,7 @@ mod external;
 mod fold;
 mod lower;
 pub(crate) mod node;
-mod tensor;
+pub(crate) mod tensor;
 
 /// The ONNX IR types, generated from `proto/onnx.proto`.
 #[allow(missing_docs, clippy::all)]

@@ -11,7 +11,13 @@ pub fn op_type(n: &NodeProto) -> &str {
 
 /// Whether a node is in the default ONNX domain.
 pub fn is_onnx(n: &NodeProto) -> bool {
-    matches!(n.domain.as_deref(), None | Some("") | Some("ai.onnx"))
+    is_onnx_domain(n.domain.as_deref())
+}
+
+/// Whether a domain (of a node or an opset import) is the default ONNX domain: unset, `""` or
+/// `ai.onnx`.
+pub fn is_onnx_domain(domain: Option<&str>) -> bool {
+    matches!(domain, None | Some("") | Some("ai.onnx"))
 }
 
 /// Whether a node carries subgraphs (If, Loop, Scan): those read outer values by name.
