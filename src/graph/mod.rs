@@ -14,12 +14,13 @@ mod step;
 mod view_op;
 
 pub(crate) use builders::label as node_label;
-pub use builders::DOMAIN;
+pub(crate) use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
 pub use fixes::{ReshapeAs, ShapePad, SymbolicCast, SymbolicPad};
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
-pub use spec::{dims_of, NodeKind, NodeSpec};
+pub(crate) use spec::dims_of;
+pub use spec::{NodeKind, NodeSpec};
 pub use step::{Chain, Label, SliceStep};
 pub use view_op::ViewOp;
 

@@ -8,5 +8,6 @@ mod tensor;
 
 pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
-pub use copy::{clone_view, copy_view, copy_view_raw};
-pub use tensor::{check_allocation, execute, representable};
+pub use copy::copy_view;
+pub(crate) use tensor::check_allocation;
+pub use tensor::{execute, representable};

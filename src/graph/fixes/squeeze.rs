@@ -29,7 +29,7 @@ pub fn unsqueeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn
 
 /// The output shape of Squeeze or Unsqueeze over the axes of the second input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AxesRule {
+pub(crate) struct AxesRule {
     /// Unsqueeze (insert axes of 1) rather than Squeeze (remove axes of 1).
     pub unsqueeze: bool,
 }

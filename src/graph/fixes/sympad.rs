@@ -18,7 +18,7 @@ pub type PadNode = StockNode<SymbolicPads>;
 
 /// What [`PadNode`] does in front of tract's Pad: symbolic pads make a [`SymbolicPad`].
 #[derive(Debug, Clone)]
-pub struct SymbolicPads {
+pub(crate) struct SymbolicPads {
     /// The mode, without the constant value (taken from the inputs).
     pub mode: String,
 }

@@ -35,4 +35,4 @@ mod walk;
 pub use walk::{lower, lower_model, LowerReport};
 
 /// The opset lowered models use at least.
-pub const TARGET_OPSET: i64 = 13;
+pub(crate) const TARGET_OPSET: i64 = 13;
