@@ -11,6 +11,7 @@ pub mod ops;
 mod patterns;
 mod spec;
 mod step;
+pub(crate) mod typed_inputs;
 mod view_op;
 
 pub(crate) use builders::label as node_label;
