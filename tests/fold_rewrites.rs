@@ -412,3 +412,71 @@ fn every_value_gets_a_full_shape_symbolic_dims_included() {
     }
     assert_same_outputs(&bytes, &model, &[ramp(&[5, 8])]);
 }
+
+#[test]
+fn an_unsqueeze_feeding_several_unsqueezes_merges_into_each() {
+    // x: [N] -> Unsqueeze(0) -> [1, N], read by Unsqueeze(2) and Unsqueeze(1): both read x instead.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N")])
+        .init_i64("a0", &[0])
+        .init_i64("a1", &[1])
+        .init_i64("a2", &[2])
+        .node("Unsqueeze", "", "u0", &["x", "a0"], &["a"], vec![])
+        .node("Unsqueeze", "", "u1", &["a", "a2"], &["b"], vec![])
+        .node("Unsqueeze", "", "u2", &["a", "a1"], &["c"], vec![])
+        .node("Add", "", "sum", &["b", "c"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Unsqueeze", "Unsqueeze", "Add"]);
+    assert_eq!(changes(&report, "consecutive Unsqueezes merged"), 2);
+    let g = model.graph.as_ref().unwrap();
+    let axes = |ix: usize| {
+        let name = &g.node[ix].input[1];
+        sliceops::onnx::ints_of(g.initializer.iter().find(|t| t.name.as_ref() == Some(name)).unwrap())
+    };
+    assert_eq!((g.node[0].input[0].as_str(), axes(0)), ("x", Some(vec![0, 2])));
+    assert_eq!((g.node[1].input[0].as_str(), axes(1)), ("x", Some(vec![0, 1])));
+    assert_same_outputs(&bytes, &model, &[ramp(&[3])]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[5])]);
+}
+
+#[test]
+fn an_unsqueeze_read_by_another_kind_of_node_stays() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N")])
+        .init_i64("a0", &[0])
+        .init_i64("a1", &[1])
+        .node("Unsqueeze", "", "u0", &["x", "a0"], &["a"], vec![])
+        .node("Unsqueeze", "", "u1", &["a", "a1"], &["b"], vec![])
+        .node("Relu", "", "relu", &["a"], &["c"], vec![])
+        .output("b")
+        .output("c")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Unsqueeze", "Unsqueeze", "Relu"]);
+    assert_eq!(changes(&report, "consecutive Unsqueezes merged"), 0);
+    assert_same_outputs(&bytes, &model, &[ramp(&[4])]);
+}
+
+#[test]
+fn a_squeeze_before_a_reshape_merges_and_a_reshape_back_goes() {
+    // x: [1] -> Squeeze -> [] -> Reshape([1]) -> [1]: the Reshape reads x, keeps its shape, and goes.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(1)])
+        .input("z", F, &[D::N(2), D::N(3)])
+        .init_i64("one", &[1])
+        .init_i64("t", &[3, 2])
+        .node("Squeeze", "", "s", &["x"], &["a"], vec![])
+        .node("Reshape", "", "r", &["a", "one"], &["b"], vec![])
+        .node("Flatten", "", "f", &["z"], &["c"], vec![("axis", A::I(1))])
+        .node("Reshape", "", "r2", &["c", "t"], &["d"], vec![])
+        .node("Mul", "", "mul", &["d", "b"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Reshape", "Mul"]);
+    assert_eq!(changes(&report, "Squeeze/Unsqueeze/Flatten merged into the Reshape after it"), 2);
+    assert_eq!(model.graph.as_ref().unwrap().node[0].input[0], "z");
+    assert_same_outputs(&bytes, &model, &[ramp(&[1]), ramp(&[2, 3])]);
+}
