@@ -213,15 +213,22 @@ fn transposes_that_cancel_and_unsqueeze_squeeze_pairs_are_removed() {
 }
 
 #[test]
-fn transposes_that_do_not_cancel_stay() {
+fn transposes_that_do_not_cancel_merge_into_one() {
     let bytes = Builder::new(13)
         .input("x", F, &[D::N(2), D::N(3), D::N(4)])
         .node("Transpose", "", "t1", &["x"], &["a"], vec![("perm", A::Is(vec![1, 2, 0]))])
         .node("Transpose", "", "t2", &["a"], &["y"], vec![("perm", A::Is(vec![1, 2, 0]))])
+        .node("Transpose", "", "t3", &["a"], &["z"], vec![("perm", A::Is(vec![0, 2, 1]))])
         .output("y")
+        .output("z")
         .bytes();
-    let (model, _) = folded(&bytes, true);
-    assert_eq!(ops(&model).len(), 2);
+    let (model, report) = folded(&bytes, true);
+    // Both readers of `a` are Transposes: each reads x with the composed permutation, and t1 goes.
+    assert_eq!(ops(&model), ["Transpose", "Transpose"]);
+    assert_eq!(changes(&report, "consecutive Transposes merged"), 2);
+    let g = model.graph.as_ref().unwrap();
+    let perms: Vec<_> = g.node.iter().map(|n| (n.input[0].clone(), n.attribute[0].ints.clone())).collect();
+    assert_eq!(perms, [("x".to_string(), vec![2, 0, 1]), ("x".to_string(), vec![1, 0, 2])]);
     assert_same_outputs(&bytes, &model, &[ramp(&[2, 3, 4])]);
 }
 

@@ -7,8 +7,8 @@
 //!
 //! - `constants`: nodes whose outputs analysis computed become initializers, under a size rule
 //!   that never inflates the file;
-//! - `reshape`: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s and
-//!   `Unsqueeze`s merge;
+//! - `reshape`: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s,
+//!   `Unsqueeze`s and `Transpose`s merge;
 //! - `noops`: nodes returning their input unchanged, and pairs undoing each other, go;
 //! - `cse`: repeated nodes (same op, attributes and inputs) merge;
 //! - `fuse` (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
