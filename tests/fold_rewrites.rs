@@ -487,3 +487,61 @@ fn a_squeeze_before_a_reshape_merges_and_a_reshape_back_goes() {
     assert_eq!(model.graph.as_ref().unwrap().node[0].input[0], "z");
     assert_same_outputs(&bytes, &model, &[ramp(&[1]), ramp(&[2, 3])]);
 }
+
+fn qkv(opset: i64) -> Vec<u8> {
+    let w =
+        |seed: usize, n: usize| (0..4 * n).map(|i| ((i * 7 + seed) % 11) as f32 * 0.125 - 0.5).collect::<Vec<f32>>();
+    Builder::new(opset)
+        .input("x", F, &[D::S("N"), D::N(3), D::N(4)])
+        .init_f32("wq", &[4, 2], &w(1, 2))
+        .init_f32("wk", &[4, 2], &w(2, 2))
+        .init_f32("wv", &[4, 3], &w(3, 3))
+        .node("MatMul", "", "q", &["x", "wq"], &["q"], vec![])
+        .node("MatMul", "", "k", &["x", "wk"], &["k"], vec![])
+        .node("MatMul", "", "v", &["x", "wv"], &["v"], vec![])
+        .node("Relu", "", "relu", &["q"], &["y"], vec![])
+        .output("y")
+        .output("k")
+        .output("v")
+        .bytes()
+}
+
+#[test]
+fn parallel_matmuls_sharing_an_input_fuse_into_one_and_a_split() {
+    for opset in [11, 13, 18] {
+        let bytes = qkv(opset);
+        let (model, report) = folded(&bytes, false);
+        assert_eq!(ops(&model), ["MatMul", "Split", "Relu"], "opset {opset}");
+        assert_eq!(changes(&report, "parallel MatMuls fused into one and a Split (not bit-exact)"), 3);
+        let g = model.graph.as_ref().unwrap();
+        assert_eq!(g.node[1].output, ["q", "k", "v"]);
+        let w = g.initializer.iter().find(|t| t.name.as_ref() == Some(&g.node[0].input[1])).unwrap();
+        assert_eq!(w.dims, [4, 7]);
+        assert_close_outputs(&bytes, &model, &[ramp(&[2, 3, 4])], 1e-6);
+        assert_close_outputs(&bytes, &model, &[ramp(&[5, 3, 4])], 1e-6);
+        // --exact keeps the three MatMuls.
+        let (exact, report) = folded(&bytes, true);
+        assert_eq!(ops(&exact), ["MatMul", "MatMul", "MatMul", "Relu"]);
+        assert!(report.changes.is_empty(), "{:?}", report.changes);
+        assert_same_outputs(&bytes, &exact, &[ramp(&[2, 3, 4])]);
+    }
+}
+
+#[test]
+fn two_parallel_matmuls_or_shared_weights_stay() {
+    // Two MatMuls would stay two nodes; a weight another node reads would be copied.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(4)])
+        .init_f32("w1", &[4, 2], &[0.5; 8])
+        .init_f32("w2", &[4, 2], &[0.25; 8])
+        .node("MatMul", "", "a", &["x", "w1"], &["a"], vec![])
+        .node("MatMul", "", "b", &["x", "w2"], &["b"], vec![])
+        .node("MatMul", "", "c", &["x", "w1"], &["c"], vec![])
+        .output("a")
+        .output("b")
+        .output("c")
+        .bytes();
+    let (model, report) = folded(&bytes, false);
+    assert_eq!(ops(&model), ["MatMul", "MatMul", "MatMul"]);
+    assert_eq!(changes(&report, "parallel MatMuls fused into one and a Split (not bit-exact)"), 0);
+}

@@ -12,7 +12,8 @@
 //! - `noops`: nodes returning their input unchanged, and pairs undoing each other, go;
 //! - `cse`: repeated nodes (same op, attributes and inputs) merge;
 //! - `fuse` (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
-//!   a per-channel `Add` into the `Conv` bias;
+//!   a per-channel `Add` into the `Conv` bias; `fuse_matmul` (not with `--exact`): three or more
+//!   `MatMul`s sharing their left input into one and a `Split`;
 //! - `dead`: what nothing reads goes;
 //! - `annotate`: a type and shape on every value.
 
@@ -22,6 +23,7 @@ mod cse;
 mod dead;
 mod facts;
 mod fuse;
+mod fuse_matmul;
 mod graph;
 mod noops;
 mod reshape;
@@ -100,6 +102,7 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
             changed |= fuse::batchnorm_into_conv(graph, &mut report)?;
             changed |= fuse::matmul_add_into_gemm(graph, &facts, &mut report)?;
             changed |= fuse::add_into_conv_bias(graph, &facts, &mut report)?;
+            changed |= fuse_matmul::parallel_matmuls(graph, &facts, opset, &mut report)?;
         }
         changed |= dead::remove_dead(graph, &outside, &mut report);
         if !changed {
