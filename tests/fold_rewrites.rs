@@ -545,3 +545,57 @@ fn two_parallel_matmuls_or_shared_weights_stay() {
     assert_eq!(ops(&model), ["MatMul", "MatMul", "MatMul"]);
     assert_eq!(changes(&report, "parallel MatMuls fused into one and a Split (not bit-exact)"), 0);
 }
+
+/// A bidirectional LSTM over x: [T, N, 2] whose initial states are zeros expanded at run time to
+/// [2, N, 2] (`Shape -> Slice -> Concat -> Expand`), with the zero `state_zero`.
+fn lstm_zero_states(state_zero: f32) -> Vec<u8> {
+    let w: Vec<f32> = (0..32).map(|i| ((i * 5) % 7) as f32 * 0.1 - 0.3).collect();
+    let r: Vec<f32> = (0..32).map(|i| ((i * 3) % 5) as f32 * 0.1 - 0.2).collect();
+    Builder::new(13)
+        .input("x", F, &[D::N(3), D::S("N"), D::N(2)])
+        .init_f32("w", &[2, 8, 2], &w)
+        .init_f32("r", &[2, 8, 2], &r)
+        .init_f32("zero", &[1], &[state_zero])
+        .init_i64("dirs", &[2])
+        .init_i64("hidden", &[2])
+        .init_i64("one", &[1])
+        .init_i64("two", &[2])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Slice", "", "batch", &["s", "one", "two"], &["n"], vec![])
+        .node("Concat", "", "state_shape", &["dirs", "n", "hidden"], &["t"], vec![("axis", A::I(0))])
+        .node("Expand", "", "h0", &["zero", "t"], &["h0"], vec![])
+        .node("Expand", "", "c0", &["zero", "t"], &["c0"], vec![])
+        .node(
+            "LSTM",
+            "",
+            "lstm",
+            &["x", "w", "r", "", "", "h0", "c0"],
+            &["y"],
+            vec![("hidden_size", A::I(2)), ("direction", A::S("bidirectional"))],
+        )
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn zero_initial_states_of_a_recurrent_op_become_the_default() {
+    let bytes = lstm_zero_states(0.0);
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["LSTM"]);
+    assert_eq!(changes(&report, "recurrent op inputs of zeros made the default"), 2);
+    assert_eq!(model.graph.as_ref().unwrap().node[0].input, ["x", "w", "r"]);
+    assert!(report.unshaped.is_empty(), "{:?}", report.unshaped);
+    assert_same_outputs(&bytes, &model, &[ramp(&[3, 1, 2])]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[3, 4, 2])]);
+}
+
+#[test]
+fn nonzero_or_negative_zero_initial_states_stay() {
+    for z in [0.5, -0.0] {
+        let bytes = lstm_zero_states(z);
+        let (model, report) = folded(&bytes, true);
+        assert_eq!(changes(&report, "recurrent op inputs of zeros made the default"), 0, "{z}");
+        assert_eq!(model.graph.as_ref().unwrap().node.last().unwrap().input.len(), 7, "{z}");
+        assert_same_outputs(&bytes, &model, &[ramp(&[3, 2, 2])]);
+    }
+}

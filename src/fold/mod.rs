@@ -9,6 +9,7 @@
 //!   that never inflates the file;
 //! - `reshape`: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s,
 //!   `Unsqueeze`s and `Transpose`s merge;
+//! - `rnn`: optional inputs of recurrent ops holding their default zeros become empty;
 //! - `noops`: nodes returning their input unchanged, and pairs undoing each other, go;
 //! - `cse`: repeated nodes (same op, attributes and inputs) merge;
 //! - `fuse` (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
@@ -27,6 +28,7 @@ mod fuse_matmul;
 mod graph;
 mod noops;
 mod reshape;
+mod rnn;
 
 pub(crate) use annotate::annotate_values;
 pub use constants::SMALL;
@@ -96,6 +98,7 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
         changed |= noops::remove_noops(graph, &facts, options.exact, &mut report)?;
         changed |= reshape::merge_chains(graph, opset, &mut report)?;
         changed |= reshape::merge_concats(graph, &mut report);
+        changed |= rnn::default_rnn_inputs(graph, &facts, &mut report);
         changed |= cse::merge_initializers(graph, &outside, &mut report);
         changed |= cse::merge_repeats(graph, &mut report);
         if !options.exact {
