@@ -63,6 +63,10 @@ pub fn constant_targets(graph: &mut GraphProto, facts: &Facts, report: &mut Repo
     Ok(changed)
 }
 
+/// A node to rewrite: its index, new inputs, new axes (Unsqueeze) or permutation (Transpose), and
+/// the kind of change.
+type Rewrite = (usize, Vec<String>, Option<Vec<i64>>, &'static str);
+
 /// Merges a Reshape into the Reshape after it (and a `Squeeze`, `Unsqueeze` or `Flatten` into a
 /// Reshape after it, which sets the shape alone), an Unsqueeze into the Unsqueeze after it and a
 /// Transpose into the Transpose after it (one permutation, the two composed), when
@@ -78,7 +82,7 @@ pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> 
             *data_reads.entry((i.as_str(), op_type(n))).or_default() += 1;
         }
     }
-    let mut rewrites: Vec<(usize, Vec<String>, Option<Vec<i64>>, &'static str)> = vec![];
+    let mut rewrites: Vec<Rewrite> = vec![];
     for (ix, node) in graph.node.iter().enumerate() {
         let kind = op_type(node);
         if !is_onnx(node) || !matches!(kind, "Reshape" | "Unsqueeze" | "Transpose") {
