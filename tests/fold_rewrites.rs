@@ -213,15 +213,22 @@ fn transposes_that_cancel_and_unsqueeze_squeeze_pairs_are_removed() {
 }
 
 #[test]
-fn transposes_that_do_not_cancel_stay() {
+fn transposes_that_do_not_cancel_merge_into_one() {
     let bytes = Builder::new(13)
         .input("x", F, &[D::N(2), D::N(3), D::N(4)])
         .node("Transpose", "", "t1", &["x"], &["a"], vec![("perm", A::Is(vec![1, 2, 0]))])
         .node("Transpose", "", "t2", &["a"], &["y"], vec![("perm", A::Is(vec![1, 2, 0]))])
+        .node("Transpose", "", "t3", &["a"], &["z"], vec![("perm", A::Is(vec![0, 2, 1]))])
         .output("y")
+        .output("z")
         .bytes();
-    let (model, _) = folded(&bytes, true);
-    assert_eq!(ops(&model).len(), 2);
+    let (model, report) = folded(&bytes, true);
+    // Both readers of `a` are Transposes: each reads x with the composed permutation, and t1 goes.
+    assert_eq!(ops(&model), ["Transpose", "Transpose"]);
+    assert_eq!(changes(&report, "consecutive Transposes merged"), 2);
+    let g = model.graph.as_ref().unwrap();
+    let perms: Vec<_> = g.node.iter().map(|n| (n.input[0].clone(), n.attribute[0].ints.clone())).collect();
+    assert_eq!(perms, [("x".to_string(), vec![2, 0, 1]), ("x".to_string(), vec![1, 0, 2])]);
     assert_same_outputs(&bytes, &model, &[ramp(&[2, 3, 4])]);
 }
 
@@ -411,4 +418,184 @@ fn every_value_gets_a_full_shape_symbolic_dims_included() {
         }
     }
     assert_same_outputs(&bytes, &model, &[ramp(&[5, 8])]);
+}
+
+#[test]
+fn an_unsqueeze_feeding_several_unsqueezes_merges_into_each() {
+    // x: [N] -> Unsqueeze(0) -> [1, N], read by Unsqueeze(2) and Unsqueeze(1): both read x instead.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N")])
+        .init_i64("a0", &[0])
+        .init_i64("a1", &[1])
+        .init_i64("a2", &[2])
+        .node("Unsqueeze", "", "u0", &["x", "a0"], &["a"], vec![])
+        .node("Unsqueeze", "", "u1", &["a", "a2"], &["b"], vec![])
+        .node("Unsqueeze", "", "u2", &["a", "a1"], &["c"], vec![])
+        .node("Add", "", "sum", &["b", "c"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Unsqueeze", "Unsqueeze", "Add"]);
+    assert_eq!(changes(&report, "consecutive Unsqueezes merged"), 2);
+    let g = model.graph.as_ref().unwrap();
+    let axes = |ix: usize| {
+        let name = &g.node[ix].input[1];
+        sliceops::onnx::ints_of(g.initializer.iter().find(|t| t.name.as_ref() == Some(name)).unwrap())
+    };
+    assert_eq!((g.node[0].input[0].as_str(), axes(0)), ("x", Some(vec![0, 2])));
+    assert_eq!((g.node[1].input[0].as_str(), axes(1)), ("x", Some(vec![0, 1])));
+    assert_same_outputs(&bytes, &model, &[ramp(&[3])]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[5])]);
+}
+
+#[test]
+fn an_unsqueeze_read_by_another_kind_of_node_stays() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N")])
+        .init_i64("a0", &[0])
+        .init_i64("a1", &[1])
+        .node("Unsqueeze", "", "u0", &["x", "a0"], &["a"], vec![])
+        .node("Unsqueeze", "", "u1", &["a", "a1"], &["b"], vec![])
+        .node("Relu", "", "relu", &["a"], &["c"], vec![])
+        .output("b")
+        .output("c")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Unsqueeze", "Unsqueeze", "Relu"]);
+    assert_eq!(changes(&report, "consecutive Unsqueezes merged"), 0);
+    assert_same_outputs(&bytes, &model, &[ramp(&[4])]);
+}
+
+#[test]
+fn a_squeeze_before_a_reshape_merges_and_a_reshape_back_goes() {
+    // x: [1] -> Squeeze -> [] -> Reshape([1]) -> [1]: the Reshape reads x, keeps its shape, and goes.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(1)])
+        .input("z", F, &[D::N(2), D::N(3)])
+        .init_i64("one", &[1])
+        .init_i64("t", &[3, 2])
+        .node("Squeeze", "", "s", &["x"], &["a"], vec![])
+        .node("Reshape", "", "r", &["a", "one"], &["b"], vec![])
+        .node("Flatten", "", "f", &["z"], &["c"], vec![("axis", A::I(1))])
+        .node("Reshape", "", "r2", &["c", "t"], &["d"], vec![])
+        .node("Mul", "", "mul", &["d", "b"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Reshape", "Mul"]);
+    assert_eq!(changes(&report, "Squeeze/Unsqueeze/Flatten merged into the Reshape after it"), 2);
+    assert_eq!(model.graph.as_ref().unwrap().node[0].input[0], "z");
+    assert_same_outputs(&bytes, &model, &[ramp(&[1]), ramp(&[2, 3])]);
+}
+
+fn qkv(opset: i64) -> Vec<u8> {
+    let w =
+        |seed: usize, n: usize| (0..4 * n).map(|i| ((i * 7 + seed) % 11) as f32 * 0.125 - 0.5).collect::<Vec<f32>>();
+    Builder::new(opset)
+        .input("x", F, &[D::S("N"), D::N(3), D::N(4)])
+        .init_f32("wq", &[4, 2], &w(1, 2))
+        .init_f32("wk", &[4, 2], &w(2, 2))
+        .init_f32("wv", &[4, 3], &w(3, 3))
+        .node("MatMul", "", "q", &["x", "wq"], &["q"], vec![])
+        .node("MatMul", "", "k", &["x", "wk"], &["k"], vec![])
+        .node("MatMul", "", "v", &["x", "wv"], &["v"], vec![])
+        .node("Relu", "", "relu", &["q"], &["y"], vec![])
+        .output("y")
+        .output("k")
+        .output("v")
+        .bytes()
+}
+
+#[test]
+fn parallel_matmuls_sharing_an_input_fuse_into_one_and_a_split() {
+    for opset in [11, 13, 18] {
+        let bytes = qkv(opset);
+        let (model, report) = folded(&bytes, false);
+        assert_eq!(ops(&model), ["MatMul", "Split", "Relu"], "opset {opset}");
+        assert_eq!(changes(&report, "parallel MatMuls fused into one and a Split (not bit-exact)"), 3);
+        let g = model.graph.as_ref().unwrap();
+        assert_eq!(g.node[1].output, ["q", "k", "v"]);
+        let w = g.initializer.iter().find(|t| t.name.as_ref() == Some(&g.node[0].input[1])).unwrap();
+        assert_eq!(w.dims, [4, 7]);
+        assert_close_outputs(&bytes, &model, &[ramp(&[2, 3, 4])], 1e-6);
+        assert_close_outputs(&bytes, &model, &[ramp(&[5, 3, 4])], 1e-6);
+        // --exact keeps the three MatMuls.
+        let (exact, report) = folded(&bytes, true);
+        assert_eq!(ops(&exact), ["MatMul", "MatMul", "MatMul", "Relu"]);
+        assert!(report.changes.is_empty(), "{:?}", report.changes);
+        assert_same_outputs(&bytes, &exact, &[ramp(&[2, 3, 4])]);
+    }
+}
+
+#[test]
+fn two_parallel_matmuls_or_shared_weights_stay() {
+    // Two MatMuls would stay two nodes; a weight another node reads would be copied.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::N(4)])
+        .init_f32("w1", &[4, 2], &[0.5; 8])
+        .init_f32("w2", &[4, 2], &[0.25; 8])
+        .node("MatMul", "", "a", &["x", "w1"], &["a"], vec![])
+        .node("MatMul", "", "b", &["x", "w2"], &["b"], vec![])
+        .node("MatMul", "", "c", &["x", "w1"], &["c"], vec![])
+        .output("a")
+        .output("b")
+        .output("c")
+        .bytes();
+    let (model, report) = folded(&bytes, false);
+    assert_eq!(ops(&model), ["MatMul", "MatMul", "MatMul"]);
+    assert_eq!(changes(&report, "parallel MatMuls fused into one and a Split (not bit-exact)"), 0);
+}
+
+/// A bidirectional LSTM over x: [T, N, 2] whose initial states are zeros expanded at run time to
+/// [2, N, 2] (`Shape -> Slice -> Concat -> Expand`), with the zero `state_zero`.
+fn lstm_zero_states(state_zero: f32) -> Vec<u8> {
+    let w: Vec<f32> = (0..32).map(|i| ((i * 5) % 7) as f32 * 0.1 - 0.3).collect();
+    let r: Vec<f32> = (0..32).map(|i| ((i * 3) % 5) as f32 * 0.1 - 0.2).collect();
+    Builder::new(13)
+        .input("x", F, &[D::N(3), D::S("N"), D::N(2)])
+        .init_f32("w", &[2, 8, 2], &w)
+        .init_f32("r", &[2, 8, 2], &r)
+        .init_f32("zero", &[1], &[state_zero])
+        .init_i64("dirs", &[2])
+        .init_i64("hidden", &[2])
+        .init_i64("one", &[1])
+        .init_i64("two", &[2])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Slice", "", "batch", &["s", "one", "two"], &["n"], vec![])
+        .node("Concat", "", "state_shape", &["dirs", "n", "hidden"], &["t"], vec![("axis", A::I(0))])
+        .node("Expand", "", "h0", &["zero", "t"], &["h0"], vec![])
+        .node("Expand", "", "c0", &["zero", "t"], &["c0"], vec![])
+        .node(
+            "LSTM",
+            "",
+            "lstm",
+            &["x", "w", "r", "", "", "h0", "c0"],
+            &["y"],
+            vec![("hidden_size", A::I(2)), ("direction", A::S("bidirectional"))],
+        )
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn zero_initial_states_of_a_recurrent_op_become_the_default() {
+    let bytes = lstm_zero_states(0.0);
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["LSTM"]);
+    assert_eq!(changes(&report, "recurrent op inputs of zeros made the default"), 2);
+    assert_eq!(model.graph.as_ref().unwrap().node[0].input, ["x", "w", "r"]);
+    assert!(report.unshaped.is_empty(), "{:?}", report.unshaped);
+    assert_same_outputs(&bytes, &model, &[ramp(&[3, 1, 2])]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[3, 4, 2])]);
+}
+
+#[test]
+fn nonzero_or_negative_zero_initial_states_stay() {
+    for z in [0.5, -0.0] {
+        let bytes = lstm_zero_states(z);
+        let (model, report) = folded(&bytes, true);
+        assert_eq!(changes(&report, "recurrent op inputs of zeros made the default"), 0, "{z}");
+        assert_eq!(model.graph.as_ref().unwrap().node.last().unwrap().input.len(), 7, "{z}");
+        assert_same_outputs(&bytes, &model, &[ramp(&[3, 2, 2])]);
+    }
 }

@@ -7,12 +7,14 @@
 //!
 //! - `constants`: nodes whose outputs analysis computed become initializers, under a size rule
 //!   that never inflates the file;
-//! - `reshape`: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s and
-//!   `Unsqueeze`s merge;
+//! - `reshape`: computed `Reshape` targets become constants with `0`/`-1`; consecutive `Reshape`s,
+//!   `Unsqueeze`s and `Transpose`s merge;
+//! - `rnn`: optional inputs of recurrent ops holding their default zeros become empty;
 //! - `noops`: nodes returning their input unchanged, and pairs undoing each other, go;
 //! - `cse`: repeated nodes (same op, attributes and inputs) merge;
 //! - `fuse` (not with `--exact`): `BatchNormalization` into `Conv`, `MatMul` + `Add` into `Gemm`,
-//!   a per-channel `Add` into the `Conv` bias;
+//!   a per-channel `Add` into the `Conv` bias; `fuse_matmul` (not with `--exact`): three or more
+//!   `MatMul`s sharing their left input into one and a `Split`;
 //! - `dead`: what nothing reads goes;
 //! - `annotate`: a type and shape on every value.
 
@@ -22,9 +24,11 @@ mod cse;
 mod dead;
 mod facts;
 mod fuse;
+mod fuse_matmul;
 mod graph;
 mod noops;
 mod reshape;
+mod rnn;
 
 pub(crate) use annotate::annotate_values;
 pub use constants::SMALL;
@@ -94,12 +98,14 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
         changed |= noops::remove_noops(graph, &facts, options.exact, &mut report)?;
         changed |= reshape::merge_chains(graph, opset, &mut report)?;
         changed |= reshape::merge_concats(graph, &mut report);
+        changed |= rnn::default_rnn_inputs(graph, &facts, &mut report);
         changed |= cse::merge_initializers(graph, &outside, &mut report);
         changed |= cse::merge_repeats(graph, &mut report);
         if !options.exact {
             changed |= fuse::batchnorm_into_conv(graph, &mut report)?;
             changed |= fuse::matmul_add_into_gemm(graph, &facts, &mut report)?;
             changed |= fuse::add_into_conv_bias(graph, &facts, &mut report)?;
+            changed |= fuse_matmul::parallel_matmuls(graph, &facts, opset, &mut report)?;
         }
         changed |= dead::remove_dead(graph, &outside, &mut report);
         if !changed {

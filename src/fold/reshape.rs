@@ -2,8 +2,9 @@
 //!
 //! A `Reshape` whose target is computed from `Shape → Gather → Concat` (`x.view(B, T, heads, dim)`)
 //! gets a constant target instead, with `0` for a dim copied from the input and `-1` for at most one
-//! dim left to the volume, so the whole chain computing it goes; two `Reshape`s in a row become one,
-//! and two `Unsqueeze`s in a row one.
+//! dim left to the volume, so the whole chain computing it goes; two `Reshape`s in a row become one
+//! (a `Squeeze`, `Unsqueeze` or `Flatten` before a `Reshape` too), and two `Unsqueeze`s in a row one,
+//! two `Transpose`s in a row one, also when the first feeds several of the second kind.
 
 use super::facts::Facts;
 use super::graph::{producers, readers};
@@ -62,20 +63,37 @@ pub fn constant_targets(graph: &mut GraphProto, facts: &Facts, report: &mut Repo
     Ok(changed)
 }
 
-/// Merges a Reshape into the Reshape after it, and an Unsqueeze into the Unsqueeze after it, when the
-/// first one's output has no other reader; returns whether anything changed.
+/// A node to rewrite: its index, new inputs, new axes (Unsqueeze) or permutation (Transpose), and
+/// the kind of change.
+type Rewrite = (usize, Vec<String>, Option<Vec<i64>>, &'static str);
+
+/// Merges a Reshape into the Reshape after it (and a `Squeeze`, `Unsqueeze` or `Flatten` into a
+/// Reshape after it, which sets the shape alone), an Unsqueeze into the Unsqueeze after it and a
+/// Transpose into the Transpose after it (one permutation, the two composed), when
+/// every reader of the first one's output is a node of the second's kind: each reader then reads the
+/// first one's input, and the first one goes as dead code; returns whether anything changed.
 pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> anyhow::Result<bool> {
     let producers = producers(graph);
     let readers = readers(graph);
-    let mut rewrites: Vec<(usize, Vec<String>, Option<Vec<i64>>)> = vec![];
+    // How many nodes of each kind read a value as their data input.
+    let mut data_reads: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for n in graph.node.iter().filter(|n| is_onnx(n)) {
+        if let Some(i) = n.input.first() {
+            *data_reads.entry((i.as_str(), op_type(n))).or_default() += 1;
+        }
+    }
+    let mut rewrites: Vec<Rewrite> = vec![];
     for (ix, node) in graph.node.iter().enumerate() {
         let kind = op_type(node);
-        if !is_onnx(node) || !(kind == "Reshape" || kind == "Unsqueeze") {
+        if !is_onnx(node) || !matches!(kind, "Reshape" | "Unsqueeze" | "Transpose") {
             continue;
         }
         let Some(&p) = node.input.first().and_then(|i| producers.get(i)) else { continue };
         let prev = &graph.node[p];
-        if op_type(prev) != kind || !is_onnx(prev) || readers.get(&node.input[0]).copied() != Some(1) {
+        let absorbed =
+            op_type(prev) == kind || kind == "Reshape" && matches!(op_type(prev), "Squeeze" | "Unsqueeze" | "Flatten");
+        let only_these = data_reads.get(&(node.input[0].as_str(), kind)) == readers.get(&node.input[0]);
+        if !absorbed || !is_onnx(prev) || prev.output.len() != 1 || !only_these {
             continue;
         }
         match kind {
@@ -86,8 +104,19 @@ pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> 
                 if zero_free {
                     let mut inputs = node.input.clone();
                     inputs[0] = prev.input[0].clone();
-                    rewrites.push((ix, inputs, None));
+                    let label = if op_type(prev) == "Reshape" {
+                        "consecutive Reshapes merged"
+                    } else {
+                        "Squeeze/Unsqueeze/Flatten merged into the Reshape after it"
+                    };
+                    rewrites.push((ix, inputs, None, label));
                 }
+            }
+            "Transpose" => {
+                // Output axis i of the second is its input's axis p2[i], which is x's axis p1[p2[i]].
+                let (Some(p1), Some(p2)) = (attr_ints(prev, "perm"), attr_ints(node, "perm")) else { continue };
+                let Some(perm) = compose(&p1, &p2) else { continue };
+                rewrites.push((ix, vec![prev.input[0].clone()], Some(perm), "consecutive Transposes merged"));
             }
             _ => {
                 let axes = |n: &proto::NodeProto| -> Option<Vec<i64>> {
@@ -112,7 +141,7 @@ pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> 
                 if combined.len() != a1.len() + a2.len() {
                     continue;
                 }
-                rewrites.push((ix, vec![prev.input[0].clone()], Some(combined)));
+                rewrites.push((ix, vec![prev.input[0].clone()], Some(combined), "consecutive Unsqueezes merged"));
             }
         }
     }
@@ -120,13 +149,17 @@ pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> 
         return Ok(false);
     }
     let mut new_inits = vec![];
-    for (ix, inputs, axes) in rewrites {
+    for (ix, inputs, axes, label) in rewrites {
         graph.node[ix].input = inputs;
         let Some(axes) = axes else {
-            report.count("consecutive Reshapes merged", 1);
+            report.count(label, 1);
             continue;
         };
-        if opset >= 13 {
+        if op_type(&graph.node[ix]) == "Transpose" {
+            if let Some(a) = graph.node[ix].attribute.iter_mut().find(|a| a.name.as_deref() == Some("perm")) {
+                a.ints = axes;
+            }
+        } else if opset >= 13 {
             let base = format!("{}_axes", graph.node[ix].output[0]);
             let mut name = super::graph::fresh_name(graph, &base);
             while new_inits.iter().any(|t: &proto::TensorProto| t.name.as_deref() == Some(name.as_str())) {
@@ -137,10 +170,24 @@ pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> 
         } else if let Some(a) = graph.node[ix].attribute.iter_mut().find(|a| a.name.as_deref() == Some("axes")) {
             a.ints = axes;
         }
-        report.count("consecutive Unsqueezes merged", 1);
+        report.count(label, 1);
     }
     graph.initializer.extend(new_inits);
     Ok(true)
+}
+
+/// The permutation of `Transpose(Transpose(x, p1), p2)`, if both are permutations of one rank.
+fn compose(p1: &[i64], p2: &[i64]) -> Option<Vec<i64>> {
+    let valid = |p: &[i64]| {
+        let mut seen = vec![false; p.len()];
+        p.iter().all(|&a| {
+            usize::try_from(a).ok().and_then(|a| seen.get_mut(a)).is_some_and(|s| !std::mem::replace(s, true))
+        })
+    };
+    if p1.len() != p2.len() || !valid(p1) || !valid(p2) {
+        return None;
+    }
+    Some(p2.iter().map(|&a| p1[a as usize]).collect())
 }
 
 /// The values of an int64/int32 initializer.

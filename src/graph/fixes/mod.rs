@@ -22,6 +22,7 @@ mod gather;
 mod pad;
 pub mod params;
 mod range;
+mod rec;
 mod reduce;
 mod reshape;
 mod split;
@@ -73,6 +74,9 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Expand", expand::expand);
     onnx.op_register.insert("Tile", tile::tile);
     onnx.op_register.insert("Split", split::split);
+    for op in ["RNN", "GRU", "LSTM"] {
+        onnx.op_register.insert(op, rec::rec);
+    }
     // The ConstantOfShape builder above, wrapped for a shape known only at run time.
     onnx.op_register.insert("ConstantOfShape", fill::constant_of_shape);
 }
