@@ -3,10 +3,12 @@
 mod alloc;
 mod budget;
 mod copy;
+mod softmax;
 mod stream;
 mod tensor;
 
 pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
 pub use copy::{clone_view, copy_view, copy_view_raw};
+pub(crate) use softmax::{softmax_axis, SoftmaxFn};
 pub use tensor::{check_allocation, execute, representable};

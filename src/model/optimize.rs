@@ -26,6 +26,7 @@ use super::names::NameIndex;
 pub fn optimize(mut model: TypedModel) -> TractResult<TypedModel> {
     declutter(&mut model)?;
     run_optimizer(&codegen(), &mut model).context("optimizing")?;
+    crate::graph::speed_up_softmax(&mut model).context("replacing softmax ops")?;
     model.properties.insert(TRACT_STAGE.to_string(), rctensor0("optimized".to_string()));
     Ok(model)
 }
