@@ -3,6 +3,7 @@
 mod alloc;
 mod budget;
 mod copy;
+mod resample;
 mod softmax;
 mod stream;
 mod tensor;
@@ -10,5 +11,6 @@ mod tensor;
 pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
 pub use copy::{clone_view, copy_view, copy_view_raw};
+pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
 pub use tensor::{check_allocation, execute, representable};

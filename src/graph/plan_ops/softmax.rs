@@ -3,7 +3,7 @@
 //! tract runs a softmax over its trailing axes with a vectorized row kernel, and any other axis one
 //! output lane at a time through ndarray views: on YOLOv8's detection head (`Softmax` over axis 1 of
 //! `[1, 16, 4, anchors]`) that one node was 40% of the model's time, ten times onnxruntime's. The
-//! optimized plan gets [`AxisSoftmax`] in its place (see [`speed_up_softmax`]), which sweeps whole
+//! optimized plan gets [`AxisSoftmax`] in its place (see [`super::use_our_kernels`]), which sweeps whole
 //! rows ([`crate::kernel::softmax_axis`]); shapes, types and the op's meaning are unchanged.
 
 use tract_onnx::prelude::*;
@@ -22,11 +22,12 @@ pub struct AxisSoftmax {
 }
 
 impl AxisSoftmax {
-    /// The op for tract's `softmax`, if it is one our kernel runs faster: float (not quantized), one
-    /// axis, not the last.
-    pub fn replacing(softmax: &Softmax, rank: usize) -> Option<AxisSoftmax> {
+    /// The op for tract's `softmax` over an input of type `fact`, if it is one our kernel runs
+    /// faster: f32 or f64, one axis, not the last.
+    pub fn replacing(softmax: &Softmax, fact: &TypedFact) -> Option<AxisSoftmax> {
+        let float = fact.datum_type == f32::datum_type() || fact.datum_type == f64::datum_type();
         match softmax.axes.as_slice() {
-            [axis] if softmax.quant_output_dt.is_none() && axis + 1 < rank => {
+            [axis] if float && softmax.quant_output_dt.is_none() && axis + 1 < fact.rank() => {
                 Some(AxisSoftmax { axis: *axis, stock: softmax.clone() })
             }
             _ => None,
@@ -86,25 +87,4 @@ impl TypedOp for AxisSoftmax {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         self.stock.output_facts(inputs)
     }
-}
-
-/// Puts an [`AxisSoftmax`] in place of every `Softmax` of an optimized `model` it runs faster
-/// (see [`AxisSoftmax::replacing`]); returns how many it replaced. Inputs, outputs and facts are
-/// kept, so the plan is otherwise the same.
-pub fn speed_up_softmax(model: &mut TypedModel) -> TractResult<usize> {
-    let mut replaced = 0;
-    for id in 0..model.nodes.len() {
-        let node = &model.nodes[id];
-        let Some(softmax) = node.op_as::<Softmax>() else { continue };
-        let Some(&input) = node.inputs.first() else { continue };
-        let fact = model.outlet_fact(input)?;
-        if !fact.datum_type.is_float() || fact.datum_type == f16::datum_type() {
-            continue;
-        }
-        if let Some(op) = AxisSoftmax::replacing(softmax, fact.rank()) {
-            model.nodes[id].op = Box::new(op);
-            replaced += 1;
-        }
-    }
-    Ok(replaced)
 }
