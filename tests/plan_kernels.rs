@@ -1,6 +1,6 @@
 //! The ops the optimized plan runs with our kernels instead of tract's (src/graph/plan_ops):
-//! - Softmax and LogSoftmax over an axis that is not the last (`AxisSoftmax`) give the formula's
-//!   values; trailing axes keep tract's own op;
+//! - Softmax and LogSoftmax over any axes (`AxisSoftmax`) give the formula's values, on our kernel
+//!   or, for f32 rows a multiple of 4 long, on tract's row kernel;
 //! - `Resize` on f32 (`RowResize`) gives tract's own op's values bit for bit, in every mode.
 
 mod common;
@@ -12,11 +12,9 @@ use sliceops::tract_onnx::tract_core::internal::EvalOp;
 use sliceops::tract_onnx::tract_core::ops::nn::resize::{CoordTransformer, Interpolator, Nearest, Resize};
 use sliceops::Model;
 
-const SHAPE: [usize; 4] = [2, 5, 3, 4];
-
-/// One `op` node over an input of [`SHAPE`] and element type `dt`, at `opset`, with `axis`.
-fn model(op: &str, dt: DataType, opset: i64, axis: i64) -> Model {
-    let dims: Vec<D> = SHAPE.iter().map(|&d| D::N(d as i64)).collect();
+/// One `op` node over an input of `shape` and element type `dt`, at `opset`, with `axis`.
+fn model(op: &str, dt: DataType, shape: &[usize], opset: i64, axis: i64) -> Model {
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
     let bytes = Builder::new(opset)
         .input("x", dt, &dims)
         .node(op, "", "sm", &["x"], &["y"], vec![("axis", A::I(axis))])
@@ -26,14 +24,14 @@ fn model(op: &str, dt: DataType, opset: i64, axis: i64) -> Model {
 }
 
 /// Values over the whole range softmax cares about: negatives, ties, a spread of 20.
-fn values() -> Vec<f64> {
-    (0..SHAPE.iter().product::<usize>()).map(|i| ((i * 37 % 41) as f64 - 20.0) / 2.0).collect()
+fn values(shape: &[usize]) -> Vec<f64> {
+    (0..shape.iter().product::<usize>()).map(|i| ((i * 37 % 41) as f64 - 20.0) / 2.0).collect()
 }
 
-/// The formula over `axis` (of a tensor of [`SHAPE`] in standard order), in f64.
-fn formula(x: &[f64], axis: usize, log: bool) -> Vec<f64> {
-    let n = SHAPE[axis];
-    let inner: usize = SHAPE[axis + 1..].iter().product();
+/// The formula over the axes `axes` (consecutive) of a tensor of `shape` in standard order, in f64.
+fn formula(x: &[f64], shape: &[usize], axes: std::ops::Range<usize>, log: bool) -> Vec<f64> {
+    let n: usize = shape[axes.clone()].iter().product();
+    let inner: usize = shape[axes.end..].iter().product();
     let mut out = vec![0.0; x.len()];
     for (b, block) in x.chunks(n * inner).enumerate() {
         for j in 0..inner {
@@ -54,63 +52,58 @@ fn plan_ops(m: &Model, input: &Tensor) -> Vec<String> {
     plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect()
 }
 
-fn input_f32() -> Tensor {
-    let v: Vec<f32> = values().iter().map(|&v| v as f32).collect();
-    tensor1(&v).into_shape(&SHAPE).unwrap()
-}
-
-fn input_f64() -> Tensor {
-    tensor1(&values()).into_shape(&SHAPE).unwrap()
+fn input(shape: &[usize], dt: DataType) -> Tensor {
+    let t = tensor1(&values(shape)).into_shape(shape).unwrap();
+    match dt {
+        DataType::Float => t.cast_to::<f32>().unwrap().into_owned(),
+        _ => t,
+    }
 }
 
 fn output_f64(m: &Model, input: Tensor) -> Vec<f64> {
+    let shape = input.shape().to_vec();
     let out = m.run(vec![input]).unwrap().remove(0).1;
-    assert_eq!(out.shape(), SHAPE);
+    assert_eq!(out.shape(), shape);
     out.cast_to::<f64>().unwrap().try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec()
 }
 
-#[test]
-fn softmax_and_log_softmax_over_middle_axes_follow_the_formula() {
-    for (op, log) in [("Softmax", false), ("LogSoftmax", true)] {
-        for axis in [0usize, 1, 2] {
-            let want = formula(&values(), axis, log);
-            // float32: within a few units in the last place of the f64 formula.
-            let m = model(op, DataType::Float, 13, axis as i64);
-            // tract writes LogSoftmax as a softmax followed by Ln.
-            let ops: &[&str] = if log { &["Source", "AxisSoftmax", "Ln"] } else { &["Source", "AxisSoftmax"] };
-            assert_eq!(plan_ops(&m, &input_f32()), ops, "{op} axis {axis}");
-            for (got, want) in output_f64(&m, input_f32()).iter().zip(&want) {
-                assert!(
-                    (got - want).abs() <= 4.0 * f32::EPSILON as f64 * want.abs().max(1.0),
-                    "{op} {axis}: {got} {want}"
-                );
-            }
-            // float64: the same formula in the same type.
-            let m = model(op, DataType::Double, 13, axis as i64);
-            for (got, want) in output_f64(&m, input_f64()).iter().zip(&want) {
-                assert!((got - want).abs() <= 4.0 * f64::EPSILON * want.abs().max(1.0), "{op} {axis}: {got} {want}");
-            }
+/// Runs `op` at `opset` with `axis` on f32 and f64 inputs of `shape`: the plan has an `AxisSoftmax`
+/// (then `Ln` for LogSoftmax, which tract writes as a softmax and a log) and the values are the
+/// formula's over `axes`, within 4 units of rounding of the type.
+fn check_softmax(op: &str, shape: &[usize], opset: i64, axis: i64, axes: std::ops::Range<usize>) {
+    let log = op == "LogSoftmax";
+    let want = formula(&values(shape), shape, axes, log);
+    let what = format!("{op} opset {opset} axis {axis} over {shape:?}");
+    for (dt, eps) in [(DataType::Float, f32::EPSILON as f64), (DataType::Double, f64::EPSILON)] {
+        let m = model(op, dt, shape, opset, axis);
+        let x = input(shape, dt);
+        let ops: &[&str] = if log { &["Source", "AxisSoftmax", "Ln"] } else { &["Source", "AxisSoftmax"] };
+        assert_eq!(plan_ops(&m, &x), ops, "{what}");
+        for (got, want) in output_f64(&m, x).iter().zip(&want) {
+            assert!((got - want).abs() <= 4.0 * eps * want.abs().max(1.0), "{what} {dt:?}: {got} vs {want}");
         }
     }
 }
 
 #[test]
-fn a_negative_axis_that_is_not_the_last_is_replaced_too() {
-    let m = model("Softmax", DataType::Float, 13, -3);
-    assert_eq!(plan_ops(&m, &input_f32()), ["Source", "AxisSoftmax"]);
-    let want = formula(&values(), 1, false);
-    for (got, want) in output_f64(&m, input_f32()).iter().zip(&want) {
-        assert!((got - want).abs() <= 4.0 * f32::EPSILON as f64, "{got} {want}");
+fn softmax_and_log_softmax_over_any_axis_follow_the_formula() {
+    let shape = [2, 5, 3, 6];
+    for op in ["Softmax", "LogSoftmax"] {
+        // Axes before the last (whole rows at a time), the last one (rows of 6), a negative axis.
+        for (axis, axes) in [(0, 0..1), (1, 1..2), (2, 2..3), (3, 3..4), (-1, 3..4), (-3, 1..2)] {
+            check_softmax(op, &shape, 13, axis, axes);
+        }
     }
+    // Opset 11 flattens every axis from `axis` on into one row (of 90 and 18 values here).
+    check_softmax("Softmax", &shape, 11, 1, 1..4);
+    check_softmax("Softmax", &shape, 11, 2, 2..4);
 }
 
 #[test]
-fn trailing_axes_keep_tracts_softmax() {
-    // The last axis at opset 13, and opset 11's flattened softmax over axes 1.. (trailing, several).
-    for (opset, axis) in [(13, 3), (13, -1), (11, 1)] {
-        let m = model("Softmax", DataType::Float, opset, axis);
-        assert_eq!(plan_ops(&m, &input_f32()), ["Source", "Softmax"], "opset {opset} axis {axis}");
-    }
+fn rows_a_multiple_of_four_long_keep_tracts_row_kernel_and_its_values() {
+    // AxisSoftmax hands these to tract's vectorized row kernel; the values are the formula's still.
+    check_softmax("Softmax", &[3, 8], 13, 1, 1..2);
+    check_softmax("Softmax", &[2, 3, 4], 11, 1, 1..3);
 }
 
 /// A Resize case: mode, coordinate transformation, nearest mode, and scales or sizes over an input

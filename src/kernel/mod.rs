@@ -3,6 +3,7 @@
 mod alloc;
 mod budget;
 mod copy;
+mod exp;
 mod resample;
 mod softmax;
 mod stream;
