@@ -265,7 +265,7 @@ pub struct Panicked {
 
 impl NodeError {
     /// The error at `node` (`op`) of this `kind`, as an `anyhow::Error`.
-    pub fn of_kind(
+    pub(crate) fn of_kind(
         node: impl Into<String>,
         op: impl Into<String>,
         kind: NodeErrorKind,
@@ -280,7 +280,7 @@ impl NodeError {
     }
 
     /// The same for an output that cannot be decided before running.
-    pub fn not_static(
+    pub(crate) fn not_static(
         node: impl Into<String>,
         op: impl Into<String>,
         message: impl std::fmt::Display,

@@ -60,7 +60,7 @@ pub mod view;
 
 pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
 pub use graph::onnx_parser;
-pub use model::{decode_proto, Model, ValueFact};
+pub use model::{Model, ValueFact};
 /// The tract-onnx sliceops is built on, pinned to exactly 0.23.9 (sliceops fixes and registers ops
 /// against that version's internals). Take tract's types (`Tensor`, `TDim`, facts) from here: a
 /// program that depends on tract itself must use this same version, or its types are other types.

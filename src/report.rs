@@ -27,7 +27,7 @@ pub fn infer_notes(
 }
 
 /// A dim as JSON: an integer, or an expression string.
-pub fn dim_json(d: &TDim) -> serde_json::Value {
+pub(crate) fn dim_json(d: &TDim) -> serde_json::Value {
     match d.as_i64() {
         Some(v) => serde_json::json!(v),
         None => serde_json::json!(format_dim(d)),
@@ -121,7 +121,7 @@ pub(crate) fn tract_node(message: &str) -> Option<(String, String)> {
 /// A dim as a parsed structure: an integer, `{"sym": name}`, or `{op: [operands]}` with `op` one of
 /// `add`, `mul`, `div` (floor division by an integer), `min`, `max`, `broadcast`, `ge`, `eq`.
 /// The dim is written in [`crate::dims::canonical`] form, as [`crate::dims::format_dim`] writes it.
-pub fn dim_tree(d: &TDim) -> serde_json::Value {
+pub(crate) fn dim_tree(d: &TDim) -> serde_json::Value {
     tree(&crate::dims::canonical(d))
 }
 

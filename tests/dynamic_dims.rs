@@ -5,6 +5,7 @@
 mod common;
 
 use common::onnx_build::{Builder, A, D};
+use common::tensors::arange_f32;
 use sliceops::Model;
 use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::prelude::*;
@@ -27,11 +28,6 @@ fn shape_of(m: &Model, value: &str) -> String {
     })
 }
 
-fn f32_tensor(shape: &[usize]) -> Tensor {
-    let n: usize = shape.iter().product();
-    tract_ndarray::ArrayD::from_shape_vec(shape, (0..n).map(|i| i as f32).collect()).unwrap().into_tensor()
-}
-
 #[test]
 fn unnamed_input_dims_each_get_their_own_symbol() {
     // MXNet: no value, no name; paddle2onnx: -1 and `?` (twice, for height and width); tf2onnx: unk__N.
@@ -46,7 +42,7 @@ fn unnamed_input_dims_each_get_their_own_symbol() {
     let kinds: Vec<String> = analysis.symbols.iter().map(|s| format!("{}:{:?}", s.name, s.origin)).collect();
     assert_eq!(kinds.len(), 5, "{kinds:?}");
     // run binds every dim from the tensor it is given.
-    let out = m.run(vec![f32_tensor(&[1, 2, 3, 4, 5])]).unwrap();
+    let out = m.run(vec![arange_f32(&[1, 2, 3, 4, 5])]).unwrap();
     assert_eq!(out[0].1.shape(), &[1, 2, 3, 4, 5]);
 }
 
@@ -59,7 +55,7 @@ fn dynamo_dims_written_as_expressions_are_read() {
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [batch, 8*height]");
-    assert_eq!(m.run(vec![f32_tensor(&[2, 64])]).unwrap()[0].1.shape(), &[2, 64]);
+    assert_eq!(m.run(vec![arange_f32(&[2, 64])]).unwrap()[0].1.shape(), &[2, 64]);
 }
 
 /// `mask[:, :, :T, :T]` with `T` from `Shape(x)[1]`: the 4-node causal mask of transformers.
@@ -85,7 +81,7 @@ fn a_causal_mask_cut_by_a_shape_is_exact_and_runs() {
     let mut m = Model::load_bytes(&causal_mask()).unwrap();
     assert_eq!(shape_of(&m, "e"), "e: int64 [2]");
     assert_eq!(shape_of(&m, "m"), "m: float32 [1, 1, min(seq,16), min(seq,16)]");
-    let out = m.run(vec![f32_tensor(&[2, 5])]).unwrap();
+    let out = m.run(vec![arange_f32(&[2, 5])]).unwrap();
     assert_eq!(out[0].1.shape(), &[1, 1, 5, 5]);
     let values = out[0].1.to_plain_array_view::<f32>().unwrap().iter().copied().collect::<Vec<_>>();
     let want: Vec<f32> = (0..25).map(|i| if i % 5 <= i / 5 { 1.0 } else { 0.0 }).collect();
@@ -120,7 +116,7 @@ fn a_slice_end_divided_from_a_dim_is_exact() {
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [1, H/4]");
-    assert_eq!(m.run(vec![f32_tensor(&[1, 10])]).unwrap()[0].1.shape(), &[1, 2]);
+    assert_eq!(m.run(vec![arange_f32(&[1, 10])]).unwrap()[0].1.shape(), &[1, 2]);
 }
 
 #[test]
@@ -140,7 +136,7 @@ fn a_float_range_over_a_dim_has_that_length() {
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "r"), "r: float32 [T]");
-    let out = m.run(vec![f32_tensor(&[1, 4])]).unwrap();
+    let out = m.run(vec![arange_f32(&[1, 4])]).unwrap();
     assert_eq!(out[0].1, tensor1(&[0f32, 1., 2., 3.]));
 }
 
@@ -173,8 +169,8 @@ fn float_size_arithmetic_over_a_dim_tract_cannot_sign_is_followed() {
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "t"), "t: float32 [1, W-2*(W/2)]");
     assert_eq!(shape_of(&m, "y"), "y: float32 [(W-2*(W/2)+1)/2]");
-    assert_eq!(m.run(vec![f32_tensor(&[1, 5])]).unwrap()[0].1.shape(), &[1]);
-    assert_eq!(m.run(vec![f32_tensor(&[1, 6])]).unwrap()[0].1.shape(), &[0]);
+    assert_eq!(m.run(vec![arange_f32(&[1, 5])]).unwrap()[0].1.shape(), &[1]);
+    assert_eq!(m.run(vec![arange_f32(&[1, 6])]).unwrap()[0].1.shape(), &[0]);
 }
 
 #[test]
@@ -207,7 +203,7 @@ fn flatten_over_two_symbols_is_their_product() {
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [batch*seq, 8]");
-    assert_eq!(m.run(vec![f32_tensor(&[2, 3, 8])]).unwrap()[0].1.shape(), &[6, 8]);
+    assert_eq!(m.run(vec![arange_f32(&[2, 3, 8])]).unwrap()[0].1.shape(), &[6, 8]);
 }
 
 #[test]
@@ -251,8 +247,8 @@ fn dims_a_concat_needs_equal_are_a_requirement() {
     let reqs: Vec<String> = analysis.requirements.iter().map(|r| format!("{r} ({}, {})", r.node, r.op)).collect();
     assert_eq!(reqs, vec!["(H+15)/16 == 2*((H+31)/32) (fpn, Concat)"]);
     // It holds for H = 64, and running checks it: H = 48 breaks it.
-    assert_eq!(m.run(vec![f32_tensor(&[1, 2, 64])]).unwrap()[0].1.shape(), &[1, 4, 4]);
-    let err = format!("{:#}", m.run(vec![f32_tensor(&[1, 2, 48])]).unwrap_err());
+    assert_eq!(m.run(vec![arange_f32(&[1, 2, 64])]).unwrap()[0].1.shape(), &[1, 4, 4]);
+    let err = format!("{:#}", m.run(vec![arange_f32(&[1, 2, 48])]).unwrap_err());
     assert!(err.contains("fpn") || err.contains("Concat") || err.contains("concat"), "{err}");
 }
 
@@ -312,7 +308,7 @@ fn an_int64_max_cast_to_int64_keeps_its_value() {
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [N]");
-    let out = m.run(vec![f32_tensor(&[4])]).unwrap();
+    let out = m.run(vec![arange_f32(&[4])]).unwrap();
     assert_eq!(out[0].1.shape(), &[4]);
     assert_eq!(out[1].1, tensor1(&[4i64]));
 }
@@ -349,10 +345,10 @@ fn if_model(else_output_axis: i64) -> Vec<u8> {
 fn an_if_runs_the_branch_taken_when_the_other_cannot_be_analysed() {
     let m = Model::load_bytes(&if_model(1)).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [K]");
-    let out = m.run(vec![f32_tensor(&[1, 4]), tensor0(true)]).unwrap();
+    let out = m.run(vec![arange_f32(&[1, 4]), tensor0(true)]).unwrap();
     assert_eq!(out[0].1, tensor1(&[0f32, 1., 2., 3.]));
     // Taking the branch that cannot run with these shapes is an error at run time, naming it.
-    let err = format!("{:#}", m.run(vec![f32_tensor(&[1, 4]), tensor0(false)]).unwrap_err());
+    let err = format!("{:#}", m.run(vec![arange_f32(&[1, 4]), tensor0(false)]).unwrap_err());
     assert!(err.contains("branch"), "{err}");
 }
 
@@ -388,8 +384,8 @@ fn branches_returning_different_shapes_give_a_fresh_dim() {
     let a = m.analyse().unwrap();
     let fresh = a.symbols.iter().find(|s| s.name == "branch_0_1").unwrap();
     assert!(matches!(&fresh.origin, sliceops::analysis::Origin::Node { node, .. } if node == "branch"), "{fresh:?}");
-    assert_eq!(m.run(vec![f32_tensor(&[2, 3]), tensor0(true)]).unwrap()[0].1.shape(), &[2, 1]);
-    assert_eq!(m.run(vec![f32_tensor(&[2, 3]), tensor0(false)]).unwrap()[0].1.shape(), &[2, 3]);
+    assert_eq!(m.run(vec![arange_f32(&[2, 3]), tensor0(true)]).unwrap()[0].1.shape(), &[2, 1]);
+    assert_eq!(m.run(vec![arange_f32(&[2, 3]), tensor0(false)]).unwrap()[0].1.shape(), &[2, 3]);
 }
 
 /// `If(cond)` over `x: [1, K]` whose branches both squeeze axis 1 (1 only when K is), each declaring
@@ -429,12 +425,12 @@ fn branches_that_cannot_be_analysed_count_with_what_they_declare() {
     // Neither branch types with K symbolic: the If's output is what both declare, `[1]`.
     let m = Model::load_bytes(&declared_if_model(&[D::N(1)], &[D::N(1)])).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [1]");
-    let out = m.run(vec![f32_tensor(&[1, 1]), tensor0(true)]).unwrap();
+    let out = m.run(vec![arange_f32(&[1, 1]), tensor0(true)]).unwrap();
     assert_eq!(out[0].1, tensor1(&[0f32]));
     // Dims they declare differently, or leave unnamed, are a fresh symbol bound when it runs.
     let m = Model::load_bytes(&declared_if_model(&[D::N(1)], &[D::S("L")])).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [branch_0_0]");
-    assert_eq!(m.run(vec![f32_tensor(&[1, 1]), tensor0(false)]).unwrap()[0].1, tensor1(&[0f32]));
+    assert_eq!(m.run(vec![arange_f32(&[1, 1]), tensor0(false)]).unwrap()[0].1, tensor1(&[0f32]));
     // Branches declaring different ranks leave the output unknown rather than guessed.
     let m = Model::load_bytes(&declared_if_model(&[D::N(1)], &[D::N(1), D::N(1)])).unwrap();
     assert!(infer_lines(&m).iter().all(|l| !l.starts_with("y: ")), "{:?}", infer_lines(&m));
@@ -449,7 +445,7 @@ fn a_graph_output_that_is_a_graph_input_runs() {
         .output("y")
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
-    let out = m.run(vec![f32_tensor(&[3])]).unwrap();
+    let out = m.run(vec![arange_f32(&[3])]).unwrap();
     assert_eq!(out[0].1, tensor1(&[0f32, 1., 2.]));
     assert_eq!(out[1].0, "y");
 }
@@ -458,12 +454,12 @@ fn a_graph_output_that_is_a_graph_input_runs() {
 fn run_keeps_one_plan_per_input_shapes() {
     let m = Model::load_bytes(&causal_mask()).unwrap();
     assert_eq!(m.plans_made(), 0);
-    m.run(vec![f32_tensor(&[1, 5])]).unwrap();
-    m.run(vec![f32_tensor(&[1, 5])]).unwrap();
+    m.run(vec![arange_f32(&[1, 5])]).unwrap();
+    m.run(vec![arange_f32(&[1, 5])]).unwrap();
     assert_eq!(m.plans_made(), 1);
-    m.run(vec![f32_tensor(&[2, 7])]).unwrap();
+    m.run(vec![arange_f32(&[2, 7])]).unwrap();
     assert_eq!(m.plans_made(), 2);
-    m.run(vec![f32_tensor(&[1, 5])]).unwrap();
+    m.run(vec![arange_f32(&[1, 5])]).unwrap();
     assert_eq!(m.plans_made(), 2);
 }
 
@@ -499,7 +495,7 @@ fn every_onnx_element_type_is_analysed_by_name() {
         ]
     );
     let strings = tract_ndarray::arr1(&["a".to_string()]).into_tensor();
-    let err = format!("{:#}", m.run(vec![f32_tensor(&[2, 3]), strings]).unwrap_err());
+    let err = format!("{:#}", m.run(vec![arange_f32(&[2, 3]), strings]).unwrap_err());
     assert!(err.contains("bfloat16") && err.contains("run does not"), "{err}");
     let _ = pb::ModelProto::default();
 }

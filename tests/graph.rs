@@ -4,18 +4,10 @@
 mod common;
 
 use common::onnx_build::{Builder, A, D};
+use common::tensors::{arange_f32, i64s};
 use sliceops::Model;
 use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::prelude::*;
-
-fn arange_f32(shape: &[usize]) -> Tensor {
-    let n: usize = shape.iter().product();
-    tract_ndarray::ArrayD::from_shape_vec(shape, (0..n).map(|v| v as f32).collect()).unwrap().into_tensor()
-}
-
-fn ints(v: &[i64]) -> Tensor {
-    tract_ndarray::arr1(v).into_tensor()
-}
 
 fn run(bytes: &[u8], inputs: Vec<Tensor>) -> Tensor {
     let model = Model::load_bytes(bytes).unwrap();
@@ -75,11 +67,11 @@ fn strided_slice_with_runtime_parameters_and_stride_2() {
         .output("y")
         .bytes();
     let model = Model::load_bytes(&bytes).unwrap();
-    let out = model.run(vec![arange_f32(&[3, 4]), ints(&[2, 3]), ints(&[-4, 0]), ints(&[-2, -2])]).unwrap();
+    let out = model.run(vec![arange_f32(&[3, 4]), i64s(&[2, 3]), i64s(&[-4, 0]), i64s(&[-2, -2])]).unwrap();
     // x[2:-4:-2, 3:0:-2]
     assert_eq!(values_f32(&out[0].1), (vec![2, 2], vec![11., 9., 3., 1.]));
     // The same plan again with other bounds: the runtime dims are rebound.
-    let out = model.run(vec![arange_f32(&[3, 4]), ints(&[0, 0]), ints(&[3, 4]), ints(&[1, 3])]).unwrap();
+    let out = model.run(vec![arange_f32(&[3, 4]), i64s(&[0, 0]), i64s(&[3, 4]), i64s(&[1, 3])]).unwrap();
     assert_eq!(values_f32(&out[0].1), (vec![3, 2], vec![0., 3., 4., 7., 8., 11.]));
 }
 
@@ -99,7 +91,7 @@ fn onnx_slice_runtime_model() -> Vec<u8> {
 fn onnx_slice_with_runtime_bounds_and_steps_2() {
     // Stock tract fails on runtime starts/ends and ignores runtime steps != 1.
     let bytes = onnx_slice_runtime_model();
-    let out = run(&bytes, vec![arange_f32(&[4, 6]), ints(&[3, 1]), ints(&[0, 6]), ints(&[-2, 3])]);
+    let out = run(&bytes, vec![arange_f32(&[4, 6]), i64s(&[3, 1]), i64s(&[0, 6]), i64s(&[-2, 3])]);
     // x[3:0:-2, 1:6:3]
     assert_eq!(values_f32(&out), (vec![2, 2], vec![19., 22., 7., 10.]));
 }
@@ -107,7 +99,7 @@ fn onnx_slice_with_runtime_bounds_and_steps_2() {
 #[test]
 fn onnx_slice_runtime_starts_minus_1_ends_int64_max_steps_minus_1_is_empty() {
     let bytes = onnx_slice_runtime_model();
-    let out = run(&bytes, vec![arange_f32(&[4, 6]), ints(&[-1, 0]), ints(&[i64::MAX, 6]), ints(&[-1, 1])]);
+    let out = run(&bytes, vec![arange_f32(&[4, 6]), i64s(&[-1, 0]), i64s(&[i64::MAX, 6]), i64s(&[-1, 1])]);
     assert_eq!(values_f32(&out), (vec![0, 6], vec![]));
 }
 
@@ -424,7 +416,7 @@ fn errors_name_the_node_and_op() {
 fn runtime_errors_name_the_node_and_do_not_panic() {
     let model = Model::load_bytes(&onnx_slice_runtime_model()).unwrap();
     let err =
-        format!("{:#}", model.run(vec![arange_f32(&[4, 6]), ints(&[0, 0]), ints(&[1, 1]), ints(&[1, 0])]).unwrap_err());
+        format!("{:#}", model.run(vec![arange_f32(&[4, 6]), i64s(&[0, 0]), i64s(&[1, 1]), i64s(&[1, 0])]).unwrap_err());
     assert!(err.contains("node 'slice' (Slice): axis 1 is 0: a step must be non-zero"), "{err}");
     // Parameter lengths only known at run time.
     let bytes = Builder::new(13)
@@ -435,7 +427,7 @@ fn runtime_errors_name_the_node_and_do_not_panic() {
         .output("y")
         .bytes();
     let model = Model::load_bytes(&bytes).unwrap();
-    let err = format!("{:#}", model.run(vec![arange_f32(&[4, 6]), ints(&[0]), ints(&[1, 1])]).unwrap_err());
+    let err = format!("{:#}", model.run(vec![arange_f32(&[4, 6]), i64s(&[0]), i64s(&[1, 1])]).unwrap_err());
     assert!(
         err.contains("node 'slice' (Slice): starts, ends, axes and steps have different lengths: 1, 2, 1, 1"),
         "{err}"

@@ -10,9 +10,11 @@
 
 mod common;
 
+use common::cli::scratch;
 use common::fixtures::{models_dir, same};
 use common::onnx_build::{Builder, A, D};
 use common::reference;
+use common::tensors::{arange_f32, f32s, i32s, i64s};
 use sliceops::Model;
 use std::ffi::OsString;
 use std::io::Read;
@@ -42,17 +44,6 @@ const CHILD_ENV: &str = "SLICEOPS_HOSTILE_CHILD";
 // ------------------------------------------------------------------------------------------------
 // Harness: isolation, deadlines, CLI contract.
 // ------------------------------------------------------------------------------------------------
-
-/// A test whose body runs in a child process of this test binary (see the module docs).
-macro_rules! hostile {
-    ($(#[$meta:meta])* fn $name:ident() $body:block) => {
-        $(#[$meta])*
-        #[test]
-        fn $name() {
-            isolated(stringify!($name), || $body)
-        }
-    };
-}
 
 /// `sh -c 'ulimit -v ..; exec exe ..'`: the program itself, under the address space limit.
 fn limited(exe: &Path) -> Command {
@@ -290,10 +281,7 @@ struct Scratch {
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile").join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch { dir }
+        Scratch { dir: scratch("hostile", name) }
     }
 
     fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
@@ -347,23 +335,6 @@ fn descr_of(dt: DatumType) -> &'static str {
 fn npy_of(t: &Tensor) -> Vec<u8> {
     let shape: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
     npy_raw(descr_of(t.datum_type()), false, &shape, t.try_as_plain_ram().unwrap().as_bytes())
-}
-
-fn f32s(shape: &[usize], data: Vec<f32>) -> Tensor {
-    tract_ndarray::ArrayD::from_shape_vec(shape, data).unwrap().into_tensor()
-}
-
-fn arange(shape: &[usize]) -> Tensor {
-    let n: usize = shape.iter().product();
-    f32s(shape, (0..n).map(|v| v as f32).collect())
-}
-
-fn i64s(v: &[i64]) -> Tensor {
-    tract_ndarray::arr1(v).into_tensor()
-}
-
-fn i32s(v: &[i32]) -> Tensor {
-    tract_ndarray::arr1(v).into_tensor()
 }
 
 fn dims(shape: &[usize]) -> Vec<D> {
@@ -473,6 +444,30 @@ impl Case {
     }
 }
 
+/// A case of [`ss_model`] (node `ss`) over a float input of `shape`, refused before running.
+fn ss_case(name: &str, shape: &[usize], begin: &[i64], end: &[i64], strides: &[i64], m: [i64; 5]) -> Case {
+    let model = ss_model(&dims(shape), begin, end, strides, m);
+    Case::new(name, model, x_input(shape), When::Build).node("ss", "StridedSlice")
+}
+
+/// A case of [`slice_model`] (node `slice`) over a float input of `shape`, refused before running.
+fn slice_case(
+    name: &str,
+    shape: &[usize],
+    starts: &[i64],
+    ends: &[i64],
+    axes: Option<&[i64]>,
+    steps: Option<&[i64]>,
+) -> Case {
+    let model = slice_model(&dims(shape), starts, ends, axes, steps);
+    Case::new(name, model, x_input(shape), When::Build).node("slice", "Slice")
+}
+
+/// A case of [`as_model`] (node `as`) over a float input of `shape`.
+fn as_case(name: &str, shape: &[usize], size: &[i64], stride: &[i64], offset: i64, when: When) -> Case {
+    Case::new(name, as_model(&dims(shape), size, stride, offset), x_input(shape), when).node("as", "AsStrided")
+}
+
 /// Checks one case: the library returns `Err` with the node and values; the CLI (`infer` for
 /// build-time errors, `run` always, `bench` for run-time errors) exits 1 with one error line naming
 /// them.
@@ -561,7 +556,7 @@ fn check_cases(test: &str, cases: &[Case]) {
 }
 
 fn x_input(shape: &[usize]) -> Vec<(&'static str, Tensor)> {
-    vec![("x", arange(shape))]
+    vec![("x", arange_f32(shape))]
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -632,10 +627,11 @@ fn check_bad_model_path(scratch: &Scratch, name: &str, path: &Path, needles: &[&
     }
 }
 
-hostile! {
-    /// A valid fixture cut inside each of its top-level fields (so that no cut lands on a field
-    /// boundary, which could leave a shorter but valid model).
-    fn truncated_protobuf_of_a_valid_fixture() {
+/// A valid fixture cut inside each of its top-level fields (so that no cut lands on a field
+/// boundary, which could leave a shorter but valid model).
+#[test]
+fn truncated_protobuf_of_a_valid_fixture() {
+    isolated("truncated_protobuf_of_a_valid_fixture", || {
         let scratch = Scratch::new("truncated_protobuf_of_a_valid_fixture");
         let bytes = fixture_bytes("ms_doc_5x6x7");
         let fields = top_level_fields(&bytes);
@@ -651,7 +647,7 @@ hostile! {
         for cut in cuts {
             check_bad_model_file(&scratch, &format!("cut_at_{cut}"), &bytes[..cut], &["ONNX model"]);
         }
-    }
+    });
 }
 
 /// xorshift64*: fixed-seed random bytes.
@@ -672,8 +668,9 @@ impl Rng {
     }
 }
 
-hostile! {
-    fn random_bytes_are_refused() {
+#[test]
+fn random_bytes_are_refused() {
+    isolated("random_bytes_are_refused", || {
         let scratch = Scratch::new("random_bytes_are_refused");
         for seed in 1..=8u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -681,47 +678,54 @@ hostile! {
             let bytes = rng.bytes(len);
             check_bad_model_file(&scratch, &format!("random_seed_{seed}_len_{len}"), &bytes, &[]);
         }
-    }
+    });
 }
 
-hostile! {
-    fn empty_file_is_refused() {
+#[test]
+fn empty_file_is_refused() {
+    isolated("empty_file_is_refused", || {
         let scratch = Scratch::new("empty_file_is_refused");
         check_bad_model_file(&scratch, "empty", &[], &["empty"]);
-    }
+    });
 }
 
-hostile! {
-    fn missing_file_is_refused() {
+#[test]
+fn missing_file_is_refused() {
+    isolated("missing_file_is_refused", || {
         let scratch = Scratch::new("missing_file_is_refused");
         let path = scratch.dir.join("no-such-model.onnx");
         let p = path.clone();
-        let err = api("load_path of a missing file", move || Model::load_path(&p).map(|_| ()).map_err(|e| format!("{e:#}")))
-            .expect_err("a missing file must not load");
+        let err =
+            api("load_path of a missing file", move || Model::load_path(&p).map(|_| ()).map_err(|e| format!("{e:#}")))
+                .expect_err("a missing file must not load");
         assert_contains_all("missing file (library)", &err, &["no-such-model.onnx"]);
         check_bad_model_path(&scratch, "missing", &path, &["no-such-model.onnx"]);
-    }
+    });
 }
 
-hostile! {
-    fn directory_instead_of_a_file_is_refused() {
+#[test]
+fn directory_instead_of_a_file_is_refused() {
+    isolated("directory_instead_of_a_file_is_refused", || {
         let scratch = Scratch::new("directory_instead_of_a_file_is_refused");
         let path = scratch.dir.join("a-directory.onnx");
         std::fs::create_dir_all(&path).unwrap();
         let p = path.clone();
-        let err = api("load_path of a directory", move || Model::load_path(&p).map(|_| ()).map_err(|e| format!("{e:#}")))
-            .expect_err("a directory must not load");
+        let err =
+            api("load_path of a directory", move || Model::load_path(&p).map(|_| ()).map_err(|e| format!("{e:#}")))
+                .expect_err("a directory must not load");
         assert_contains_all("directory (library)", &err, &["a-directory.onnx"]);
         check_bad_model_path(&scratch, "directory", &path, &["a-directory.onnx"]);
-    }
+    });
 }
 
-hostile! {
-    /// Valid fixtures with 1 to 3 bytes overwritten (fixed seeds): the model may still be valid, so
-    /// either outcome is fine, but never a panic, abort or hang, and an error follows the contract.
-    fn mutated_fixtures_never_crash() {
+/// Valid fixtures with 1 to 3 bytes overwritten (fixed seeds): the model may still be valid, so
+/// either outcome is fine, but never a panic, abort or hang, and an error follows the contract.
+#[test]
+fn mutated_fixtures_never_crash() {
+    isolated("mutated_fixtures_never_crash", || {
         let scratch = Scratch::new("mutated_fixtures_never_crash");
-        let fixtures = ["ms_doc_5x6x7", "onnx_slice_opset13_runtime", "as_strided_sliding_windows", "ss_runtime_bounds"];
+        let fixtures =
+            ["ms_doc_5x6x7", "onnx_slice_opset13_runtime", "as_strided_sliding_windows", "ss_runtime_bounds"];
         let all = common::fixtures::fixtures();
         let mut failures = vec![];
         let mut rng = Rng(0x5eed_1234_abcd_0001);
@@ -766,112 +770,127 @@ hostile! {
             }
         }
         assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
 // StridedSlice.
 // ------------------------------------------------------------------------------------------------
 
-hostile! {
-    fn strided_slice_two_ellipsis_bits() {
-        check_cases("strided_slice_two_ellipsis_bits", &[
-            Case::new("ellipsis_0b101", ss_model(&dims(&[3, 4]), &[0; 3], &[1; 3], &[1; 3], [0, 0, 0b101, 0, 0]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["ellipsis_mask 5"]),
-            // Ellipsis bits on entries 0 and 62 of a 63-entry spec.
-            Case::new("ellipsis_bits_0_and_62", ss_model(&dims(&[3, 4]), &[0; 63], &[1; 63], &[1; 63], [0, 0, 1 | 1 << 62, 0, 0]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&[&format!("ellipsis_mask {}", 1i64 | 1 << 62)]),
-        ]);
-    }
+#[test]
+fn strided_slice_two_ellipsis_bits() {
+    isolated("strided_slice_two_ellipsis_bits", || {
+        check_cases(
+            "strided_slice_two_ellipsis_bits",
+            &[
+                ss_case("ellipsis_0b101", &[3, 4], &[0; 3], &[1; 3], &[1; 3], [0, 0, 0b101, 0, 0])
+                    .needles(&["ellipsis_mask 5"]),
+                // Ellipsis bits on entries 0 and 62 of a 63-entry spec.
+                ss_case("ellipsis_bits_0_and_62", &[3, 4], &[0; 63], &[1; 63], &[1; 63], [0, 0, 1 | 1 << 62, 0, 0])
+                    .needles(&[&format!("ellipsis_mask {}", 1i64 | 1 << 62)]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn strided_slice_zero_strides() {
-        check_cases("strided_slice_zero_strides", &[
-            Case::new("zero_stride_entry_1", ss_model(&dims(&[3, 4]), &[0, 0], &[1, 1], &[1, 0], [0; 5]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["spec entry 1 is 0"]),
-            Case::new("zero_stride_shrink", ss_model(&dims(&[3, 4]), &[1], &[2], &[0], [0, 0, 0, 0, 1]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["spec entry 0 is 0"]),
-            Case::new("all_zero_strides", ss_model(&dims(&[3, 4]), &[0, 0], &[3, 4], &[0, 0], [0b11, 0b11, 0, 0, 0]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["spec entry 0 is 0"]),
-        ]);
-    }
+#[test]
+fn strided_slice_zero_strides() {
+    isolated("strided_slice_zero_strides", || {
+        check_cases(
+            "strided_slice_zero_strides",
+            &[
+                ss_case("zero_stride_entry_1", &[3, 4], &[0, 0], &[1, 1], &[1, 0], [0; 5])
+                    .needles(&["spec entry 1 is 0"]),
+                ss_case("zero_stride_shrink", &[3, 4], &[1], &[2], &[0], [0, 0, 0, 0, 1])
+                    .needles(&["spec entry 0 is 0"]),
+                ss_case("all_zero_strides", &[3, 4], &[0, 0], &[3, 4], &[0, 0], [0b11, 0b11, 0, 0, 0])
+                    .needles(&["spec entry 0 is 0"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn strided_slice_shrink_index_int64_min_and_out_of_range() {
-        check_cases("strided_slice_shrink_index_int64_min_and_out_of_range", &[
-            Case::new("shrink_int64_min", ss_model(&dims(&[3, 4]), &[MIN], &[0], &[1], [0, 0, 0, 0, 1]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["shrink index -9223372036854775808 at spec entry 0 is out of range for axis 0 of size 3"]),
-            Case::new("shrink_int64_max", ss_model(&dims(&[3, 4]), &[0, MAX], &[1, 0], &[1, 1], [0, 0, 0, 0, 0b10]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["shrink index 9223372036854775807 at spec entry 1 is out of range for axis 1 of size 4"]),
-            Case::new("shrink_4_of_4", ss_model(&dims(&[3, 4]), &[0, 4], &[1, 5], &[1, 1], [0, 0, 0, 0, 0b10]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["shrink index 4 at spec entry 1 is out of range for axis 1 of size 4"]),
-            Case::new("shrink_minus_4_of_3", ss_model(&dims(&[3, 4]), &[-4], &[0], &[1], [0, 0, 0, 0, 1]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["shrink index -4 at spec entry 0 is out of range for axis 0 of size 3"]),
-            // After an ellipsis, the shrunk entry is the last axis.
-            Case::new("shrink_after_ellipsis", ss_model(&dims(&[3, 4]), &[0, 4], &[0, 5], &[1, 1], [0, 0, 1, 0, 0b10]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["shrink index 4 at spec entry 1 is out of range for axis 1 of size 4"]),
-            // On an empty axis every index is out of range.
-            Case::new("shrink_on_empty_axis", ss_model(&dims(&[0, 4]), &[0], &[1], &[1], [0, 0, 0, 0, 1]), x_input(&[0, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["shrink index 0 at spec entry 0 is out of range for axis 0 of size 0"]),
-        ]);
-    }
+#[test]
+fn strided_slice_shrink_index_int64_min_and_out_of_range() {
+    isolated("strided_slice_shrink_index_int64_min_and_out_of_range", || {
+        check_cases(
+            "strided_slice_shrink_index_int64_min_and_out_of_range",
+            &[
+                ss_case("shrink_int64_min", &[3, 4], &[MIN], &[0], &[1], [0, 0, 0, 0, 1]).needles(&[
+                    "shrink index -9223372036854775808 at spec entry 0 is out of range for axis 0 of size 3",
+                ]),
+                ss_case("shrink_int64_max", &[3, 4], &[0, MAX], &[1, 0], &[1, 1], [0, 0, 0, 0, 0b10]).needles(&[
+                    "shrink index 9223372036854775807 at spec entry 1 is out of range for axis 1 of size 4",
+                ]),
+                ss_case("shrink_4_of_4", &[3, 4], &[0, 4], &[1, 5], &[1, 1], [0, 0, 0, 0, 0b10])
+                    .needles(&["shrink index 4 at spec entry 1 is out of range for axis 1 of size 4"]),
+                ss_case("shrink_minus_4_of_3", &[3, 4], &[-4], &[0], &[1], [0, 0, 0, 0, 1])
+                    .needles(&["shrink index -4 at spec entry 0 is out of range for axis 0 of size 3"]),
+                // After an ellipsis, the shrunk entry is the last axis.
+                ss_case("shrink_after_ellipsis", &[3, 4], &[0, 4], &[0, 5], &[1, 1], [0, 0, 1, 0, 0b10])
+                    .needles(&["shrink index 4 at spec entry 1 is out of range for axis 1 of size 4"]),
+                // On an empty axis every index is out of range.
+                ss_case("shrink_on_empty_axis", &[0, 4], &[0], &[1], &[1], [0, 0, 0, 0, 1])
+                    .needles(&["shrink index 0 at spec entry 0 is out of range for axis 0 of size 0"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn strided_slice_negative_stride_on_a_shrunk_entry() {
-        check_cases("strided_slice_negative_stride_on_a_shrunk_entry", &[
-            Case::new("shrink_stride_min", ss_model(&dims(&[3, 4]), &[1], &[0], &[MIN], [0, 0, 0, 0, 1]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["spec entry 0 shrinks an axis but has stride -9223372036854775808"]),
-        ]);
-    }
+#[test]
+fn strided_slice_negative_stride_on_a_shrunk_entry() {
+    isolated("strided_slice_negative_stride_on_a_shrunk_entry", || {
+        check_cases(
+            "strided_slice_negative_stride_on_a_shrunk_entry",
+            &[ss_case("shrink_stride_min", &[3, 4], &[1], &[0], &[MIN], [0, 0, 0, 0, 1])
+                .needles(&["spec entry 0 shrinks an axis but has stride -9223372036854775808"])],
+        );
+    });
 }
 
-hostile! {
-    fn strided_slice_spec_lengths_unequal() {
-        check_cases("strided_slice_spec_lengths_unequal", &[
-            Case::new("end_short", ss_model(&dims(&[3, 4]), &[0, 0], &[1], &[1, 1], [0; 5]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["begin, end and strides have different lengths: 2, 1, 2"]),
-            Case::new("strides_long", ss_model(&dims(&[3, 4]), &[0], &[1], &[1, 1, 1], [0; 5]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["begin, end and strides have different lengths: 1, 1, 3"]),
-            Case::new("strides_empty", ss_model(&dims(&[3, 4]), &[0], &[1], &[], [0; 5]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["begin, end and strides have different lengths: 1, 1, 0"]),
-        ]);
-    }
+#[test]
+fn strided_slice_spec_lengths_unequal() {
+    isolated("strided_slice_spec_lengths_unequal", || {
+        check_cases(
+            "strided_slice_spec_lengths_unequal",
+            &[
+                ss_case("end_short", &[3, 4], &[0, 0], &[1], &[1, 1], [0; 5])
+                    .needles(&["begin, end and strides have different lengths: 2, 1, 2"]),
+                ss_case("strides_long", &[3, 4], &[0], &[1], &[1, 1, 1], [0; 5])
+                    .needles(&["begin, end and strides have different lengths: 1, 1, 3"]),
+                ss_case("strides_empty", &[3, 4], &[0], &[1], &[], [0; 5])
+                    .needles(&["begin, end and strides have different lengths: 1, 1, 0"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn strided_slice_70_entry_spec() {
-        check_cases("strided_slice_70_entry_spec", &[
-            Case::new("70_ranges_on_rank_2", ss_model(&dims(&[3, 4]), &[0; 70], &[1; 70], &[1; 70], [0; 5]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["the spec indexes 70 dims but the input has rank 2"]),
-            // Entries 0..62 are new axes; 63..69 (past the masks' 63 usable bits) are 7 ranges.
-            Case::new("63_new_axes_then_7_ranges_on_rank_2", ss_model(&dims(&[3, 4]), &[0; 70], &[1; 70], &[1; 70], [0, 0, 0, MAX, 0]), x_input(&[3, 4]), When::Build)
-                .node("ss", "StridedSlice")
+#[test]
+fn strided_slice_70_entry_spec() {
+    isolated("strided_slice_70_entry_spec", || {
+        check_cases(
+            "strided_slice_70_entry_spec",
+            &[
+                ss_case("70_ranges_on_rank_2", &[3, 4], &[0; 70], &[1; 70], &[1; 70], [0; 5])
+                    .needles(&["the spec indexes 70 dims but the input has rank 2"]),
+                // Entries 0..62 are new axes; 63..69 (past the masks' 63 usable bits) are 7 ranges.
+                ss_case(
+                    "63_new_axes_then_7_ranges_on_rank_2",
+                    &[3, 4],
+                    &[0; 70],
+                    &[1; 70],
+                    &[1; 70],
+                    [0, 0, 0, MAX, 0],
+                )
                 .needles(&["the spec indexes 7 dims but the input has rank 2"]),
-        ]);
-    }
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn strided_slice_negative_masks() {
+#[test]
+fn strided_slice_negative_masks() {
+    isolated("strided_slice_negative_masks", || {
         let names = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"];
         let mut cases = vec![];
         for (i, name) in names.iter().enumerate() {
@@ -879,59 +898,69 @@ hostile! {
                 let mut m = [0; 5];
                 m[i] = value;
                 cases.push(
-                    Case::new(&format!("{name}_{value}"), ss_model(&dims(&[3, 4]), &[0], &[1], &[1], m), x_input(&[3, 4]), When::Build)
-                        .node("ss", "StridedSlice")
+                    ss_case(&format!("{name}_{value}"), &[3, 4], &[0], &[1], &[1], m)
                         .needles(&[&format!("{name} is {value}: masks must be >= 0")]),
                 );
             }
         }
         check_cases("strided_slice_negative_masks", &cases);
-    }
+    });
 }
 
-hostile! {
-    fn strided_slice_of_a_scalar() {
+#[test]
+fn strided_slice_of_a_scalar() {
+    isolated("strided_slice_of_a_scalar", || {
         let scalar = vec![("x", tensor0(7f32))];
-        check_cases("strided_slice_of_a_scalar", &[
-            Case::new("range_on_scalar", ss_model(&[], &[0], &[1], &[1], [0; 5]), scalar.clone(), When::Build)
+        check_cases(
+            "strided_slice_of_a_scalar",
+            &[
+                Case::new("range_on_scalar", ss_model(&[], &[0], &[1], &[1], [0; 5]), scalar.clone(), When::Build)
+                    .node("ss", "StridedSlice")
+                    .needles(&["the spec indexes 1 dims but the input has rank 0"]),
+                Case::new(
+                    "shrink_on_scalar",
+                    ss_model(&[], &[0], &[1], &[1], [0, 0, 0, 0, 1]),
+                    scalar.clone(),
+                    When::Build,
+                )
                 .node("ss", "StridedSlice")
                 .needles(&["the spec indexes 1 dims but the input has rank 0"]),
-            Case::new("shrink_on_scalar", ss_model(&[], &[0], &[1], &[1], [0, 0, 0, 0, 1]), scalar.clone(), When::Build)
-                .node("ss", "StridedSlice")
-                .needles(&["the spec indexes 1 dims but the input has rank 0"]),
-        ]);
-    }
+            ],
+        );
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
 // Slice (ONNX opset 13).
 // ------------------------------------------------------------------------------------------------
 
-hostile! {
-    fn slice_repeated_axes() {
-        check_cases("slice_repeated_axes", &[
-            Case::new("axes_1_1", slice_model(&dims(&[3, 4]), &[0, 0], &[1, 1], Some(&[1, 1]), None), x_input(&[3, 4]), When::Build)
-                .node("slice", "Slice")
-                .needles(&["axis 1 appears more than once in axes"]),
-            Case::new("axes_0_minus_2", slice_model(&dims(&[3, 4]), &[0, 0], &[1, 1], Some(&[0, -2]), None), x_input(&[3, 4]), When::Build)
-                .node("slice", "Slice")
-                .needles(&["axis 0 appears more than once in axes"]),
-        ]);
-    }
+#[test]
+fn slice_repeated_axes() {
+    isolated("slice_repeated_axes", || {
+        check_cases(
+            "slice_repeated_axes",
+            &[
+                slice_case("axes_1_1", &[3, 4], &[0, 0], &[1, 1], Some(&[1, 1]), None)
+                    .needles(&["axis 1 appears more than once in axes"]),
+                slice_case("axes_0_minus_2", &[3, 4], &[0, 0], &[1, 1], Some(&[0, -2]), None)
+                    .needles(&["axis 0 appears more than once in axes"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn slice_axes_out_of_range() {
+#[test]
+fn slice_axes_out_of_range() {
+    isolated("slice_axes_out_of_range", || {
         let mut cases = vec![];
         for axis in [2, -3, MIN, MAX] {
             cases.push(
-                Case::new(&format!("axis_{axis}"), slice_model(&dims(&[3, 4]), &[0], &[1], Some(&[axis]), None), x_input(&[3, 4]), When::Build)
-                    .node("slice", "Slice")
+                slice_case(&format!("axis_{axis}"), &[3, 4], &[0], &[1], Some(&[axis]), None)
                     .needles(&[&format!("axis {axis} is out of range for rank 2")]),
             );
         }
         check_cases("slice_axes_out_of_range", &cases);
-    }
+    });
 }
 
 /// `y = Slice(x, starts, ends, axes)` with runtime starts/ends (graph inputs) and constant axes.
@@ -946,17 +975,18 @@ fn slice_runtime_bounds_const_axes(axes: &[i64]) -> Vec<u8> {
         .bytes()
 }
 
-hostile! {
-    /// Constant axes out of range while the bounds are runtime tensors: the output dims are worked
-    /// out before the bounds are known.
-    fn slice_axes_out_of_range_with_runtime_bounds() {
+/// Constant axes out of range while the bounds are runtime tensors: the output dims are worked
+/// out before the bounds are known.
+#[test]
+fn slice_axes_out_of_range_with_runtime_bounds() {
+    isolated("slice_axes_out_of_range_with_runtime_bounds", || {
         let mut cases = vec![];
         for axis in [2, -3, MIN, MAX] {
             cases.push(
                 Case::new(
                     &format!("runtime_bounds_axis_{axis}"),
                     slice_runtime_bounds_const_axes(&[axis]),
-                    vec![("x", arange(&[3, 4])), ("st", i64s(&[0])), ("en", i64s(&[1]))],
+                    vec![("x", arange_f32(&[3, 4])), ("st", i64s(&[0])), ("en", i64s(&[1]))],
                     When::Build,
                 )
                 .node("slice", "Slice")
@@ -964,82 +994,97 @@ hostile! {
             );
         }
         check_cases("slice_axes_out_of_range_with_runtime_bounds", &cases);
-    }
+    });
 }
 
-hostile! {
-    fn slice_repeated_axes_with_runtime_bounds() {
-        check_cases("slice_repeated_axes_with_runtime_bounds", &[Case::new(
-            "runtime_bounds_axes_1_minus_1",
-            slice_runtime_bounds_const_axes(&[1, -1]),
-            vec![("x", arange(&[3, 4])), ("st", i64s(&[0, 0])), ("en", i64s(&[1, 1]))],
-            When::Build,
-        )
-        .node("slice", "Slice")
-        .needles(&["axis 1 appears more than once in axes"])]);
-    }
+#[test]
+fn slice_repeated_axes_with_runtime_bounds() {
+    isolated("slice_repeated_axes_with_runtime_bounds", || {
+        check_cases(
+            "slice_repeated_axes_with_runtime_bounds",
+            &[Case::new(
+                "runtime_bounds_axes_1_minus_1",
+                slice_runtime_bounds_const_axes(&[1, -1]),
+                vec![("x", arange_f32(&[3, 4])), ("st", i64s(&[0, 0])), ("en", i64s(&[1, 1]))],
+                When::Build,
+            )
+            .node("slice", "Slice")
+            .needles(&["axis 1 appears more than once in axes"])],
+        );
+    });
 }
 
-hostile! {
-    fn slice_step_zero() {
-        check_cases("slice_step_zero", &[
-            Case::new("step_0_axis_1", slice_model(&dims(&[3, 4]), &[0], &[1], Some(&[1]), Some(&[0])), x_input(&[3, 4]), When::Build)
-                .node("slice", "Slice")
-                .needles(&["axis 1 is 0: a step must be non-zero"]),
-            Case::new("step_0_default_axes", slice_model(&dims(&[3, 4]), &[0, 0], &[1, 1], None, Some(&[1, 0])), x_input(&[3, 4]), When::Build)
-                .node("slice", "Slice")
-                .needles(&["axis 1 is 0: a step must be non-zero"]),
-        ]);
-    }
+#[test]
+fn slice_step_zero() {
+    isolated("slice_step_zero", || {
+        check_cases(
+            "slice_step_zero",
+            &[
+                slice_case("step_0_axis_1", &[3, 4], &[0], &[1], Some(&[1]), Some(&[0]))
+                    .needles(&["axis 1 is 0: a step must be non-zero"]),
+                slice_case("step_0_default_axes", &[3, 4], &[0, 0], &[1, 1], None, Some(&[1, 0]))
+                    .needles(&["axis 1 is 0: a step must be non-zero"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn slice_of_a_scalar() {
-        check_cases("slice_of_a_scalar", &[
-            Case::new("rank_0", slice_model(&[], &[0], &[1], None, None), vec![("x", tensor0(7f32))], When::Build)
+#[test]
+fn slice_of_a_scalar() {
+    isolated("slice_of_a_scalar", || {
+        check_cases(
+            "slice_of_a_scalar",
+            &[
+                Case::new("rank_0", slice_model(&[], &[0], &[1], None, None), vec![("x", tensor0(7f32))], When::Build)
+                    .node("slice", "Slice")
+                    .needles(&["input is a scalar (rank 0)"]),
+                Case::new(
+                    "rank_0_axes_0",
+                    slice_model(&[], &[0], &[1], Some(&[0]), Some(&[1])),
+                    vec![("x", tensor0(7f32))],
+                    When::Build,
+                )
                 .node("slice", "Slice")
                 .needles(&["input is a scalar (rank 0)"]),
-            Case::new("rank_0_axes_0", slice_model(&[], &[0], &[1], Some(&[0]), Some(&[1])), vec![("x", tensor0(7f32))], When::Build)
-                .node("slice", "Slice")
-                .needles(&["input is a scalar (rank 0)"]),
-        ]);
-    }
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn slice_unequal_lengths() {
-        check_cases("slice_unequal_lengths", &[
-            Case::new("ends_short", slice_model(&dims(&[3, 4]), &[0, 0], &[1], None, None), x_input(&[3, 4]), When::Build)
-                .node("slice", "Slice")
-                .needles(&["starts, ends, axes and steps have different lengths: 2, 1, 2, 2"]),
-        ]);
-    }
+#[test]
+fn slice_unequal_lengths() {
+    isolated("slice_unequal_lengths", || {
+        check_cases(
+            "slice_unequal_lengths",
+            &[slice_case("ends_short", &[3, 4], &[0, 0], &[1], None, None)
+                .needles(&["starts, ends, axes and steps have different lengths: 2, 1, 2, 2"])],
+        );
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
 // AsStrided.
 // ------------------------------------------------------------------------------------------------
 
-hostile! {
-    fn as_strided_extent_overflowing_i64() {
-        check_cases("as_strided_extent_overflowing_i64", &[
-            Case::new("size_3_stride_max", as_model(&dims(&[4]), &[3], &[MAX], 0), x_input(&[4]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["overflows"]),
-            Case::new("max_plus_1", as_model(&dims(&[4]), &[2, 2], &[MAX, 1], 0), x_input(&[4]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["overflows"]),
-            Case::new("offset_plus_stride", as_model(&dims(&[4]), &[2], &[MAX], 1), x_input(&[4]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["overflows"]),
-        ]);
-    }
+#[test]
+fn as_strided_extent_overflowing_i64() {
+    isolated("as_strided_extent_overflowing_i64", || {
+        check_cases(
+            "as_strided_extent_overflowing_i64",
+            &[
+                as_case("size_3_stride_max", &[4], &[3], &[MAX], 0, When::Build).needles(&["overflows"]),
+                as_case("max_plus_1", &[4], &[2, 2], &[MAX, 1], 0, When::Build).needles(&["overflows"]),
+                as_case("offset_plus_stride", &[4], &[2], &[MAX], 1, When::Build).needles(&["overflows"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    /// Same with a symbolic input dim: bounds can only be checked when the model runs; `lower` must
-    /// refuse it too (it cannot build an index table that overflows).
-    fn as_strided_extent_overflowing_i64_over_a_symbolic_input() {
+/// Same with a symbolic input dim: bounds can only be checked when the model runs; `lower` must
+/// refuse it too (it cannot build an index table that overflows).
+#[test]
+fn as_strided_extent_overflowing_i64_over_a_symbolic_input() {
+    isolated("as_strided_extent_overflowing_i64_over_a_symbolic_input", || {
         let scratch = Scratch::new("as_strided_extent_overflowing_i64_over_a_symbolic_input");
         let mut checks = Checks::default();
         for (name, size, stride, offset) in [
@@ -1050,7 +1095,9 @@ hostile! {
             let model = as_model(&[D::S("N")], &size, &stride, offset);
             checks.extend(check_case(
                 &scratch,
-                &Case::new(name, model.clone(), x_input(&[4]), When::Run).node("as", "AsStrided").needles(&["overflows"]),
+                &Case::new(name, model.clone(), x_input(&[4]), When::Run)
+                    .node("as", "AsStrided")
+                    .needles(&["overflows"]),
             ));
             let path = scratch.file(&format!("{name}-lower.onnx"), &model);
             checks.check(format!("{name} / CLI lower"), || {
@@ -1059,23 +1106,25 @@ hostile! {
             });
         }
         checks.finish();
-    }
+    });
 }
 
-hostile! {
-    /// size [2^20, 2^20], stride [0, 0] over one element: every index is in bounds, but the output is
-    /// 4 TiB. A clean error, never an abort or an out-of-memory kill.
-    fn as_strided_terabyte_output() {
+/// size [2^20, 2^20], stride [0, 0] over one element: every index is in bounds, but the output is
+/// 4 TiB. A clean error, never an abort or an out-of-memory kill.
+#[test]
+fn as_strided_terabyte_output() {
+    isolated("as_strided_terabyte_output", || {
         let huge = [1i64 << 20, 1 << 20];
         let needles = ["1099511627776", "cannot be allocated"];
-        check_cases("as_strided_terabyte_output", &[
-            Case::new("over_an_input", as_model(&dims(&[1]), &huge, &[0, 0], 0), x_input(&[1]), When::Run)
-                .node("as", "AsStrided")
-                .needles(&needles),
-            Case::new("over_a_symbolic_input", as_model(&[D::S("N")], &huge, &[0, 0], 0), x_input(&[1]), When::Run)
-                .node("as", "AsStrided")
-                .needles(&needles),
-        ]);
+        check_cases(
+            "as_strided_terabyte_output",
+            &[
+                as_case("over_an_input", &[1], &huge, &[0, 0], 0, When::Run).needles(&needles),
+                Case::new("over_a_symbolic_input", as_model(&[D::S("N")], &huge, &[0, 0], 0), x_input(&[1]), When::Run)
+                    .node("as", "AsStrided")
+                    .needles(&needles),
+            ],
+        );
         // Over an initializer: folding the constant is where it would be allocated.
         let model = Builder::new(13)
             .init_f32("x", &[1], &[1.0])
@@ -1091,94 +1140,101 @@ hostile! {
             .bytes();
         let scratch = Scratch::new("as_strided_terabyte_output_const");
         let err = api_error("terabyte over a constant", &model, Some(vec![]));
-        assert_contains_all("terabyte over a constant (library)", &err, &["node 'as' (AsStrided): ", needles[0], needles[1]]);
+        assert_contains_all(
+            "terabyte over a constant (library)",
+            &err,
+            &["node 'as' (AsStrided): ", needles[0], needles[1]],
+        );
         let path = scratch.file("const.onnx", &model);
-        for args in [
-            os(&[&"run", &path, &"--output-dir", &scratch.out_dir("out")]),
-            os(&[&"bench", &path, &"--runs", &"1"]),
-        ] {
+        for args in
+            [os(&[&"run", &path, &"--output-dir", &scratch.out_dir("out")]), os(&[&"bench", &path, &"--runs", &"1"])]
+        {
             assert_node_error(&cli_error(&args), "as", "AsStrided", &needles);
         }
-    }
+    });
 }
 
-hostile! {
-    fn as_strided_offset_int64_max() {
-        check_cases("as_strided_offset_int64_max", &[
-            Case::new("size_1", as_model(&dims(&[3, 3]), &[1], &[1], MAX), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
-            Case::new("rank_0_view", as_model(&dims(&[3, 3]), &[], &[], MAX), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
-            Case::new("size_2", as_model(&dims(&[3, 3]), &[2], &[1], MAX), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["overflows"]),
-            Case::new("symbolic_input", as_model(&[D::S("N")], &[1], &[1], MAX), x_input(&[9]), When::Run)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
-        ]);
-    }
+#[test]
+fn as_strided_offset_int64_max() {
+    isolated("as_strided_offset_int64_max", || {
+        check_cases(
+            "as_strided_offset_int64_max",
+            &[
+                as_case("size_1", &[3, 3], &[1], &[1], MAX, When::Build)
+                    .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
+                as_case("rank_0_view", &[3, 3], &[], &[], MAX, When::Build)
+                    .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
+                as_case("size_2", &[3, 3], &[2], &[1], MAX, When::Build).needles(&["overflows"]),
+                Case::new("symbolic_input", as_model(&[D::S("N")], &[1], &[1], MAX), x_input(&[9]), When::Run)
+                    .node("as", "AsStrided")
+                    .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn as_strided_negative_parameters() {
-        check_cases("as_strided_negative_parameters", &[
-            Case::new("negative_stride", as_model(&dims(&[3, 3]), &[2, 2], &[-1, 1], 0), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["stride -1 is negative at index 0"]),
-            Case::new("stride_min", as_model(&dims(&[3, 3]), &[2, 2], &[1, MIN], 8), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["stride -9223372036854775808 is negative at index 1"]),
-            Case::new("negative_size", as_model(&dims(&[3, 3]), &[2, -1], &[1, 1], 0), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["size -1 is negative at index 1"]),
-            Case::new("negative_offset", as_model(&dims(&[3, 3]), &[2], &[1], MIN), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["offset -9223372036854775808 is negative"]),
-        ]);
-    }
+#[test]
+fn as_strided_negative_parameters() {
+    isolated("as_strided_negative_parameters", || {
+        check_cases(
+            "as_strided_negative_parameters",
+            &[
+                as_case("negative_stride", &[3, 3], &[2, 2], &[-1, 1], 0, When::Build)
+                    .needles(&["stride -1 is negative at index 0"]),
+                as_case("stride_min", &[3, 3], &[2, 2], &[1, MIN], 8, When::Build)
+                    .needles(&["stride -9223372036854775808 is negative at index 1"]),
+                as_case("negative_size", &[3, 3], &[2, -1], &[1, 1], 0, When::Build)
+                    .needles(&["size -1 is negative at index 1"]),
+                as_case("negative_offset", &[3, 3], &[2], &[1], MIN, When::Build)
+                    .needles(&["offset -9223372036854775808 is negative"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn as_strided_out_of_bounds() {
-        check_cases("as_strided_out_of_bounds", &[
-            Case::new("one_past_the_end", as_model(&dims(&[3, 3]), &[2, 2], &[2, 3], 4), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 9 but the input has 9 elements"]),
-            Case::new("stride_max_len_2", as_model(&dims(&[3, 3]), &[2], &[MAX], 0), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
-            Case::new("empty_input", as_model(&dims(&[0]), &[1], &[1], 0), x_input(&[0]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 0 but the input has 0 elements"]),
-            Case::new("symbolic_input", as_model(&[D::S("N")], &[3, 3], &[3, 2], 0), x_input(&[9]), When::Run)
-                .node("as", "AsStrided")
-                .needles(&["view reads element 10 but the input has 9 elements"]),
-        ]);
-    }
+#[test]
+fn as_strided_out_of_bounds() {
+    isolated("as_strided_out_of_bounds", || {
+        check_cases(
+            "as_strided_out_of_bounds",
+            &[
+                as_case("one_past_the_end", &[3, 3], &[2, 2], &[2, 3], 4, When::Build)
+                    .needles(&["view reads element 9 but the input has 9 elements"]),
+                as_case("stride_max_len_2", &[3, 3], &[2], &[MAX], 0, When::Build)
+                    .needles(&["view reads element 9223372036854775807 but the input has 9 elements"]),
+                as_case("empty_input", &[0], &[1], &[1], 0, When::Build)
+                    .needles(&["view reads element 0 but the input has 0 elements"]),
+                Case::new("symbolic_input", as_model(&[D::S("N")], &[3, 3], &[3, 2], 0), x_input(&[9]), When::Run)
+                    .node("as", "AsStrided")
+                    .needles(&["view reads element 10 but the input has 9 elements"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    fn as_strided_size_stride_length_mismatch() {
-        check_cases("as_strided_size_stride_length_mismatch", &[
-            Case::new("2_vs_1", as_model(&dims(&[3, 3]), &[2, 2], &[1], 0), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["size and stride have different lengths: 2, 1"]),
-            Case::new("0_vs_70", as_model(&dims(&[3, 3]), &[], &[1; 70], 0), x_input(&[3, 3]), When::Build)
-                .node("as", "AsStrided")
-                .needles(&["size and stride have different lengths: 0, 70"]),
-        ]);
-    }
+#[test]
+fn as_strided_size_stride_length_mismatch() {
+    isolated("as_strided_size_stride_length_mismatch", || {
+        check_cases(
+            "as_strided_size_stride_length_mismatch",
+            &[
+                as_case("2_vs_1", &[3, 3], &[2, 2], &[1], 0, When::Build)
+                    .needles(&["size and stride have different lengths: 2, 1"]),
+                as_case("0_vs_70", &[3, 3], &[], &[1; 70], 0, When::Build)
+                    .needles(&["size and stride have different lengths: 0, 70"]),
+            ],
+        );
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
 // Graph structure.
 // ------------------------------------------------------------------------------------------------
 
-hostile! {
-    /// A node reads a value nothing defines (not an input, an initializer or a node output).
-    fn graph_undefined_input() {
+/// A node reads a value nothing defines (not an input, an initializer or a node output).
+#[test]
+fn graph_undefined_input() {
+    isolated("graph_undefined_input", || {
         let ours = Builder::new(13)
             .input("x", DataType::Float, &dims(&[3, 4]))
             .init_i64("en", &[1])
@@ -1190,18 +1246,24 @@ hostile! {
             .node("Add", "", "add", &["x", "ghost"], &["y"], vec![])
             .output("y")
             .bytes();
-        check_cases("graph_undefined_input", &[
-            Case::new("slice_reads_ghost", ours, x_input(&[3, 4]), When::Build)
-                .node("slice", "Slice")
-                .needles(&["ghost_starts"]),
-            Case::new("add_reads_ghost", standard, x_input(&[3, 4]), When::Build).node("add", "Add").needles(&["ghost"]),
-        ]);
-    }
+        check_cases(
+            "graph_undefined_input",
+            &[
+                Case::new("slice_reads_ghost", ours, x_input(&[3, 4]), When::Build)
+                    .node("slice", "Slice")
+                    .needles(&["ghost_starts"]),
+                Case::new("add_reads_ghost", standard, x_input(&[3, 4]), When::Build)
+                    .node("add", "Add")
+                    .needles(&["ghost"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    /// Two nodes feeding each other.
-    fn graph_cycle() {
+/// Two nodes feeding each other.
+#[test]
+fn graph_cycle() {
+    isolated("graph_cycle", || {
         let ours = Builder::new(13)
             .input("x", DataType::Float, &dims(&[3, 4]))
             .init_i64("st", &[0])
@@ -1229,8 +1291,14 @@ hostile! {
         // The message says it is a cycle (or loop) and names a node on it.
         let clear = |what: &str, msg: &str| {
             let lower = msg.to_lowercase();
-            assert!(lower.contains("cycle") || lower.contains("loop"), "{what}: the message must say there is a cycle: {msg}");
-            assert!(msg.contains("'a'") || msg.contains("'b'") || msg.contains("\"a\"") || msg.contains("\"b\""), "{what}: the message must name a node of the cycle: {msg}");
+            assert!(
+                lower.contains("cycle") || lower.contains("loop"),
+                "{what}: the message must say there is a cycle: {msg}"
+            );
+            assert!(
+                msg.contains("'a'") || msg.contains("'b'") || msg.contains("\"a\"") || msg.contains("\"b\""),
+                "{what}: the message must name a node of the cycle: {msg}"
+            );
         };
         for (name, model) in [("slice_cycle", ours), ("add_neg_cycle", standard), ("slice_shape_cycle", mixed)] {
             checks.check(format!("{name} / library"), || {
@@ -1238,10 +1306,17 @@ hostile! {
                 clear(name, &err);
             });
             let path = scratch.file(&format!("{name}.onnx"), &model);
-            let x = scratch.npy(&format!("{name}-x"), &arange(&[3, 4]));
+            let x = scratch.npy(&format!("{name}-x"), &arange_f32(&[3, 4]));
             for args in [
                 os(&[&"infer", &path]),
-                os(&[&"run", &path, &"--input", &format!("x={}", x.display()), &"--output-dir", &scratch.out_dir("out")]),
+                os(&[
+                    &"run",
+                    &path,
+                    &"--input",
+                    &format!("x={}", x.display()),
+                    &"--output-dir",
+                    &scratch.out_dir("out"),
+                ]),
                 os(&[&"fold", &path, &"-o", &scratch.dir.join(format!("{name}-folded.onnx"))]),
                 os(&[&"lower", &path, &"-o", &scratch.dir.join(format!("{name}-lowered.onnx"))]),
             ] {
@@ -1249,14 +1324,18 @@ hostile! {
             }
         }
         checks.finish();
-    }
+    });
 }
 
-hostile! {
-    fn graph_node_with_no_inputs() {
+#[test]
+fn graph_node_with_no_inputs() {
+    isolated("graph_node_with_no_inputs", || {
         let mut cases = vec![];
-        for (op, domain, node) in [("StridedSlice", "ai.sliceops", "n_ss"), ("Slice", "", "n_slice"), ("AsStrided", "ai.sliceops", "n_as")] {
-            let attrs = if op == "AsStrided" { vec![("size", A::Is(vec![1])), ("stride", A::Is(vec![1]))] } else { vec![] };
+        for (op, domain, node) in
+            [("StridedSlice", "ai.sliceops", "n_ss"), ("Slice", "", "n_slice"), ("AsStrided", "ai.sliceops", "n_as")]
+        {
+            let attrs =
+                if op == "AsStrided" { vec![("size", A::Is(vec![1])), ("stride", A::Is(vec![1]))] } else { vec![] };
             let model = Builder::new(13)
                 .input("x", DataType::Float, &dims(&[3, 4]))
                 .node(op, domain, node, &[], &["y"], attrs)
@@ -1274,9 +1353,11 @@ hostile! {
             .node("Neg", "", "n_neg", &[], &["y"], vec![])
             .output("y")
             .bytes();
-        cases.push(Case::new("Neg_no_inputs", model, x_input(&[3, 4]), When::Build).node("n_neg", "Neg").needles(&["input"]));
+        cases.push(
+            Case::new("Neg_no_inputs", model, x_input(&[3, 4]), When::Build).node("n_neg", "Neg").needles(&["input"]),
+        );
         check_cases("graph_node_with_no_inputs", &cases);
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1301,15 +1382,18 @@ fn run_with_x_file(scratch: &Scratch, file: &Path) -> String {
     ]))
 }
 
-hostile! {
-    fn input_npy_of_the_wrong_dtype() {
+#[test]
+fn input_npy_of_the_wrong_dtype() {
+    isolated("input_npy_of_the_wrong_dtype", || {
         let scratch = Scratch::new("input_npy_of_the_wrong_dtype");
         let mut checks = Checks::default();
         let i64s_3x4 = tract_ndarray::ArrayD::from_shape_vec(vec![3, 4], (0..12i64).collect()).unwrap().into_tensor();
         // Same element size (4 bytes) as float32: must not be reinterpreted.
         let i32s_3x4 = tract_ndarray::ArrayD::from_shape_vec(vec![3, 4], (0..12i32).collect()).unwrap().into_tensor();
-        let f64s_3x4 = arange(&[3, 4]).cast_to::<f64>().unwrap().into_owned();
-        for (numpy, tract_name, t) in [("int64", "I64", i64s_3x4), ("int32", "I32", i32s_3x4), ("float64", "F64", f64s_3x4)] {
+        let f64s_3x4 = arange_f32(&[3, 4]).cast_to::<f64>().unwrap().into_owned();
+        for (numpy, tract_name, t) in
+            [("int64", "I64", i64s_3x4), ("int32", "I32", i32s_3x4), ("float64", "F64", f64s_3x4)]
+        {
             let t2 = t.clone();
             checks.check(format!("{numpy} / library"), || {
                 let err = api_error(&format!("{numpy} for a float32 input"), &input_model(), Some(vec![t2]));
@@ -1321,7 +1405,7 @@ hostile! {
             });
         }
         checks.finish();
-    }
+    });
 }
 
 /// A library error about a graph input: says it is about an input and shows the offending value.
@@ -1333,12 +1417,13 @@ fn assert_input_error(msg: &str, any_of: &[&str]) {
     );
 }
 
-hostile! {
-    fn input_npy_of_the_wrong_shape() {
+#[test]
+fn input_npy_of_the_wrong_shape() {
+    isolated("input_npy_of_the_wrong_shape", || {
         let scratch = Scratch::new("input_npy_of_the_wrong_shape");
         let mut checks = Checks::default();
         for shape in [vec![4usize, 3], vec![12], vec![3, 4, 1], vec![]] {
-            let t = if shape.is_empty() { tensor0(1f32) } else { arange(&shape) };
+            let t = if shape.is_empty() { tensor0(1f32) } else { arange_f32(&shape) };
             let t2 = t.clone();
             let rendered: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
             checks.check(format!("{shape:?} / library"), || {
@@ -1347,17 +1432,22 @@ hostile! {
             });
             checks.check(format!("{shape:?} / CLI run"), || {
                 let line = run_with_x_file(&scratch, &scratch.npy(&format!("x_{shape:?}"), &t));
-                assert_contains_all(&format!("wrong shape {shape:?} (CLI)"), &line, &["'x'", &format!("{shape:?}"), "[3,4]"]);
+                assert_contains_all(
+                    &format!("wrong shape {shape:?} (CLI)"),
+                    &line,
+                    &["'x'", &format!("{shape:?}"), "[3,4]"],
+                );
             });
         }
         checks.finish();
-    }
+    });
 }
 
-hostile! {
-    fn input_npy_truncated() {
+#[test]
+fn input_npy_truncated() {
+    isolated("input_npy_truncated", || {
         let scratch = Scratch::new("input_npy_truncated");
-        let full = npy_of(&arange(&[3, 4]));
+        let full = npy_of(&arange_f32(&[3, 4]));
         // Cut in the data, at the end of the header, inside the header, inside the magic.
         for cut in [full.len() - 1, full.len() - 4, 64, 40, 11, 9, 3, 0] {
             let bytes = &full[..cut];
@@ -1370,12 +1460,13 @@ hostile! {
             let line = run_with_x_file(&scratch, &scratch.file(&format!("x_cut_{cut}.npy"), bytes));
             assert_contains_all(&format!("npy cut at {cut} (CLI)"), &line, &["'x'", &format!("x_cut_{cut}.npy")]);
         }
-    }
+    });
 }
 
-hostile! {
-    /// Headers that claim far more data than the file holds: refused before any allocation.
-    fn input_npy_header_claims_a_huge_shape() {
+/// Headers that claim far more data than the file holds: refused before any allocation.
+#[test]
+fn input_npy_header_claims_a_huge_shape() {
+    isolated("input_npy_header_claims_a_huge_shape", || {
         let scratch = Scratch::new("input_npy_header_claims_a_huge_shape");
         let data = [0u8; 16];
         for (name, shape) in [
@@ -1401,11 +1492,12 @@ hostile! {
         v2.extend(b"{'descr'");
         let line = run_with_x_file(&scratch, &scratch.file("x_v2_huge_header_len.npy", &v2));
         assert_contains_all("huge v2 header length (CLI)", &line, &["'x'"]);
-    }
+    });
 }
 
-hostile! {
-    fn input_not_an_npy_file() {
+#[test]
+fn input_not_an_npy_file() {
+    isolated("input_not_an_npy_file", || {
         let scratch = Scratch::new("input_not_an_npy_file");
         let onnx = input_model();
         for (name, bytes) in [
@@ -1415,7 +1507,10 @@ hostile! {
             ("header_is_a_list", npy_raw_header("[1, 2, 3]")),
             ("negative_dim", npy_raw_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4), }")),
             ("object_dtype", npy_raw_header("{'descr': '|O', 'fortran_order': False, 'shape': (3, 4), }")),
-            ("structured_dtype", npy_raw_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3, 4), }")),
+            (
+                "structured_dtype",
+                npy_raw_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3, 4), }"),
+            ),
             ("non_utf8_header", {
                 let mut b = b"\x93NUMPY\x01\x00\x04\x00".to_vec();
                 b.extend([0xff, 0xfe, 0xfd, 0x0a]);
@@ -1434,8 +1529,12 @@ hostile! {
         let dir = scratch.dir.join("x_dir.npy");
         std::fs::create_dir_all(&dir).unwrap();
         assert_contains_all("directory input", &run_with_x_file(&scratch, &dir), &["x_dir.npy"]);
-        assert_contains_all("missing input", &run_with_x_file(&scratch, &scratch.dir.join("x_missing.npy")), &["x_missing.npy"]);
-    }
+        assert_contains_all(
+            "missing input",
+            &run_with_x_file(&scratch, &scratch.dir.join("x_missing.npy")),
+            &["x_missing.npy"],
+        );
+    });
 }
 
 /// A `.npy` file with a given header text (and 48 bytes of data).
@@ -1451,20 +1550,33 @@ fn npy_raw_header(text: &str) -> Vec<u8> {
     out
 }
 
-hostile! {
-    fn input_for_a_name_the_model_lacks() {
+#[test]
+fn input_for_a_name_the_model_lacks() {
+    isolated("input_for_a_name_the_model_lacks", || {
         let scratch = Scratch::new("input_for_a_name_the_model_lacks");
         let model = scratch.file("model.onnx", &input_model());
-        let x = scratch.npy("x", &arange(&[3, 4]));
+        let x = scratch.npy("x", &arange_f32(&[3, 4]));
         let line = cli_error(&os(&[
-            &"run", &model, &"--input", &format!("x={}", x.display()), &"--input", &format!("nope={}", x.display()),
-            &"--output-dir", &scratch.out_dir("out"),
+            &"run",
+            &model,
+            &"--input",
+            &format!("x={}", x.display()),
+            &"--input",
+            &format!("nope={}", x.display()),
+            &"--output-dir",
+            &scratch.out_dir("out"),
         ]));
         assert_contains_all("unknown input name", &line, &["'nope'", "x"]);
         // Initializers are not inputs to feed.
         let line = cli_error(&os(&[
-            &"run", &model, &"--input", &format!("x={}", x.display()), &"--input", &format!("st={}", x.display()),
-            &"--output-dir", &scratch.out_dir("out"),
+            &"run",
+            &model,
+            &"--input",
+            &format!("x={}", x.display()),
+            &"--input",
+            &format!("st={}", x.display()),
+            &"--output-dir",
+            &scratch.out_dir("out"),
         ]));
         assert_contains_all("initializer as input", &line, &["'st'"]);
         let line = cli_error(&os(&[&"bench", &model, &"--input", &format!("nope={}", x.display())]));
@@ -1478,11 +1590,12 @@ hostile! {
         })
         .expect_err("an unknown input name");
         assert_contains_all("unknown input name (library)", &err, &["'nope'"]);
-    }
+    });
 }
 
-hostile! {
-    fn missing_input() {
+#[test]
+fn missing_input() {
+    isolated("missing_input", || {
         let scratch = Scratch::new("missing_input");
         let model = scratch.file("model.onnx", &input_model());
         let line = cli_error(&os(&[&"run", &model, &"--output-dir", &scratch.out_dir("out")]));
@@ -1491,21 +1604,26 @@ hostile! {
         assert_contains_all("missing --input (bench)", &line, &["x (float32 [3,4])"]);
         let err = api_error("run without inputs", &input_model(), Some(vec![]));
         assert_contains_all("missing input (library)", &err, &["x"]);
-        let err = api_error("run with two inputs", &input_model(), Some(vec![arange(&[3, 4]), arange(&[3, 4])]));
+        let err =
+            api_error("run with two inputs", &input_model(), Some(vec![arange_f32(&[3, 4]), arange_f32(&[3, 4])]));
         assert_contains_all("extra input (library)", &err, &["x"]);
-    }
+    });
 }
 
-hostile! {
-    /// Valid but unusual .npy layouts: big-endian data and Fortran order give the exact answer.
-    fn input_npy_big_endian_and_fortran_order_are_exact() {
+/// Valid but unusual .npy layouts: big-endian data and Fortran order give the exact answer.
+#[test]
+fn input_npy_big_endian_and_fortran_order_are_exact() {
+    isolated("input_npy_big_endian_and_fortran_order_are_exact", || {
         let scratch = Scratch::new("input_npy_big_endian_and_fortran_order_are_exact");
         let model = scratch.file("model.onnx", &input_model());
         let want = f32s(&[2, 2], vec![4., 6., 8., 10.]);
         let be: Vec<u8> = (0..12).flat_map(|v| (v as f32).to_be_bytes()).collect();
         // Fortran order: column-major data of the same logical [3, 4] arange.
-        let fo: Vec<u8> = (0..4).flat_map(|c| (0..3).map(move |r| (r * 4 + c) as f32)).flat_map(f32::to_le_bytes).collect();
-        for (name, bytes) in [("big_endian", npy_raw(">f4", false, &[3, 4], &be)), ("fortran", npy_raw("<f4", true, &[3, 4], &fo))] {
+        let fo: Vec<u8> =
+            (0..4).flat_map(|c| (0..3).map(move |r| (r * 4 + c) as f32)).flat_map(f32::to_le_bytes).collect();
+        for (name, bytes) in
+            [("big_endian", npy_raw(">f4", false, &[3, 4], &be)), ("fortran", npy_raw("<f4", true, &[3, 4], &fo))]
+        {
             let file = scratch.file(&format!("x_{name}.npy"), &bytes);
             let out = scratch.out_dir(&format!("out_{name}"));
             cli_ok(&os(&[&"run", &model, &"--input", &format!("x={}", file.display()), &"--output-dir", &out]));
@@ -1519,7 +1637,7 @@ hostile! {
                 panic!("{name} (library): {e}");
             }
         }
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1551,15 +1669,16 @@ fn slice_runtime_model(dt: DataType, param_shape: &[D]) -> Vec<u8> {
         .bytes()
 }
 
-hostile! {
-    fn runtime_begin_of_the_wrong_length() {
+#[test]
+fn runtime_begin_of_the_wrong_length() {
+    isolated("runtime_begin_of_the_wrong_length", || {
         let scratch = Scratch::new("runtime_begin_of_the_wrong_length");
         let mut checks = Checks::default();
         // Declared [2], fed [3]: refused against the declaration, naming the input.
         let case = Case::new(
             "ss_begin_3_for_declared_2",
             ss_runtime_model(DataType::Int64, &[D::N(2)]),
-            vec![("x", arange(&[3, 4])), ("b", i64s(&[0, 0, 0])), ("e", i64s(&[1, 1])), ("s", i64s(&[1, 1]))],
+            vec![("x", arange_f32(&[3, 4])), ("b", i64s(&[0, 0, 0])), ("e", i64s(&[1, 1])), ("s", i64s(&[1, 1]))],
             When::Run,
         )
         .needles(&["'b'", "[3]", "[2]"]);
@@ -1568,7 +1687,13 @@ hostile! {
         let case = Case::new(
             "slice_starts_3_ends_2",
             slice_runtime_model(DataType::Int64, &[D::S("K")]),
-            vec![("x", arange(&[3, 4])), ("st", i64s(&[0, 0, 0])), ("en", i64s(&[1, 1])), ("ax", i64s(&[0, 1])), ("sp", i64s(&[1, 1]))],
+            vec![
+                ("x", arange_f32(&[3, 4])),
+                ("st", i64s(&[0, 0, 0])),
+                ("en", i64s(&[1, 1])),
+                ("ax", i64s(&[0, 1])),
+                ("sp", i64s(&[1, 1])),
+            ],
             When::Run,
         )
         .needles(&["3", "2"])
@@ -1586,7 +1711,7 @@ hostile! {
             &Case::new(
                 "slice_starts_3_on_rank_2",
                 model.clone(),
-                vec![("x", arange(&[3, 4])), ("st", i64s(&[0, 0, 0])), ("en", i64s(&[1, 1, 1]))],
+                vec![("x", arange_f32(&[3, 4])), ("st", i64s(&[0, 0, 0])), ("en", i64s(&[1, 1, 1]))],
                 When::Run,
             )
             .node("slice", "Slice")
@@ -1597,74 +1722,92 @@ hostile! {
             &Case::new(
                 "slice_starts_1_ends_2",
                 model,
-                vec![("x", arange(&[3, 4])), ("st", i64s(&[0])), ("en", i64s(&[1, 1]))],
+                vec![("x", arange_f32(&[3, 4])), ("st", i64s(&[0])), ("en", i64s(&[1, 1]))],
                 When::Run,
             )
             .node("slice", "Slice")
             .needles(&["starts, ends, axes and steps have different lengths: 1, 2, 1, 1"]),
         ));
         checks.finish();
-    }
+    });
 }
 
-hostile! {
-    fn runtime_step_zero() {
-        check_cases("runtime_step_zero", &[
-            Case::new(
-                "slice_step_0",
-                slice_runtime_model(DataType::Int64, &[D::N(1)]),
-                vec![("x", arange(&[3, 4])), ("st", i64s(&[0])), ("en", i64s(&[2])), ("ax", i64s(&[1])), ("sp", i64s(&[0]))],
-                When::Run,
-            )
-            .node("slice", "Slice")
-            .needles(&["axis 1 is 0: a step must be non-zero"]),
-            Case::new(
-                "ss_stride_0",
-                ss_runtime_model(DataType::Int64, &[D::N(2)]),
-                vec![("x", arange(&[3, 4])), ("b", i64s(&[0, 0])), ("e", i64s(&[2, 2])), ("s", i64s(&[1, 0]))],
-                When::Run,
-            )
-            .node("ss", "StridedSlice")
-            .needles(&["spec entry 1 is 0: a step must be non-zero"]),
-            Case::new(
-                "ss_int32_stride_0",
-                ss_runtime_model(DataType::Int32, &[D::N(2)]),
-                vec![("x", arange(&[3, 4])), ("b", i32s(&[0, 0])), ("e", i32s(&[2, 2])), ("s", i32s(&[0, 1]))],
-                When::Run,
-            )
-            .node("ss", "StridedSlice")
-            .needles(&["spec entry 0 is 0: a step must be non-zero"]),
-            // Runtime values that are fine for the rank but out of range for the data.
-            Case::new(
-                "slice_runtime_axis_min",
-                slice_runtime_model(DataType::Int64, &[D::N(1)]),
-                vec![("x", arange(&[3, 4])), ("st", i64s(&[0])), ("en", i64s(&[2])), ("ax", i64s(&[MIN])), ("sp", i64s(&[1]))],
-                When::Run,
-            )
-            .node("slice", "Slice")
-            .needles(&["axis -9223372036854775808 is out of range for rank 2"]),
-            Case::new(
-                "ss_runtime_shrink_out_of_range",
-                Builder::new(13)
-                    .input("x", DataType::Float, &dims(&[3, 4]))
-                    .input("b", DataType::Int64, &[D::N(1)])
-                    .input("e", DataType::Int64, &[D::N(1)])
-                    .node("StridedSlice", "ai.sliceops", "ss", &["x", "b", "e"], &["y"], masks([0, 0, 0, 0, 1]))
-                    .output("y")
-                    .bytes(),
-                vec![("x", arange(&[3, 4])), ("b", i64s(&[MIN])), ("e", i64s(&[0]))],
-                When::Run,
-            )
-            .node("ss", "StridedSlice")
-            .needles(&["shrink index -9223372036854775808 at spec entry 0 is out of range for axis 0 of size 3"]),
-        ]);
-    }
+#[test]
+fn runtime_step_zero() {
+    isolated("runtime_step_zero", || {
+        check_cases(
+            "runtime_step_zero",
+            &[
+                Case::new(
+                    "slice_step_0",
+                    slice_runtime_model(DataType::Int64, &[D::N(1)]),
+                    vec![
+                        ("x", arange_f32(&[3, 4])),
+                        ("st", i64s(&[0])),
+                        ("en", i64s(&[2])),
+                        ("ax", i64s(&[1])),
+                        ("sp", i64s(&[0])),
+                    ],
+                    When::Run,
+                )
+                .node("slice", "Slice")
+                .needles(&["axis 1 is 0: a step must be non-zero"]),
+                Case::new(
+                    "ss_stride_0",
+                    ss_runtime_model(DataType::Int64, &[D::N(2)]),
+                    vec![("x", arange_f32(&[3, 4])), ("b", i64s(&[0, 0])), ("e", i64s(&[2, 2])), ("s", i64s(&[1, 0]))],
+                    When::Run,
+                )
+                .node("ss", "StridedSlice")
+                .needles(&["spec entry 1 is 0: a step must be non-zero"]),
+                Case::new(
+                    "ss_int32_stride_0",
+                    ss_runtime_model(DataType::Int32, &[D::N(2)]),
+                    vec![("x", arange_f32(&[3, 4])), ("b", i32s(&[0, 0])), ("e", i32s(&[2, 2])), ("s", i32s(&[0, 1]))],
+                    When::Run,
+                )
+                .node("ss", "StridedSlice")
+                .needles(&["spec entry 0 is 0: a step must be non-zero"]),
+                // Runtime values that are fine for the rank but out of range for the data.
+                Case::new(
+                    "slice_runtime_axis_min",
+                    slice_runtime_model(DataType::Int64, &[D::N(1)]),
+                    vec![
+                        ("x", arange_f32(&[3, 4])),
+                        ("st", i64s(&[0])),
+                        ("en", i64s(&[2])),
+                        ("ax", i64s(&[MIN])),
+                        ("sp", i64s(&[1])),
+                    ],
+                    When::Run,
+                )
+                .node("slice", "Slice")
+                .needles(&["axis -9223372036854775808 is out of range for rank 2"]),
+                Case::new(
+                    "ss_runtime_shrink_out_of_range",
+                    Builder::new(13)
+                        .input("x", DataType::Float, &dims(&[3, 4]))
+                        .input("b", DataType::Int64, &[D::N(1)])
+                        .input("e", DataType::Int64, &[D::N(1)])
+                        .node("StridedSlice", "ai.sliceops", "ss", &["x", "b", "e"], &["y"], masks([0, 0, 0, 0, 1]))
+                        .output("y")
+                        .bytes(),
+                    vec![("x", arange_f32(&[3, 4])), ("b", i64s(&[MIN])), ("e", i64s(&[0]))],
+                    When::Run,
+                )
+                .node("ss", "StridedSlice")
+                .needles(&["shrink index -9223372036854775808 at spec entry 0 is out of range for axis 0 of size 3"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    /// An int32 begin tensor of rank 2: parameters must be 1-D.
-    fn runtime_int32_begin_of_rank_2() {
-        let i32_2d = |v: &[i32]| tract_ndarray::ArrayD::from_shape_vec(vec![1, v.len()], v.to_vec()).unwrap().into_tensor();
+/// An int32 begin tensor of rank 2: parameters must be 1-D.
+#[test]
+fn runtime_int32_begin_of_rank_2() {
+    isolated("runtime_int32_begin_of_rank_2", || {
+        let i32_2d =
+            |v: &[i32]| tract_ndarray::ArrayD::from_shape_vec(vec![1, v.len()], v.to_vec()).unwrap().into_tensor();
         let ss = Builder::new(13)
             .input("x", DataType::Float, &dims(&[3, 4]))
             .input("b", DataType::Int32, &[D::N(1), D::N(2)])
@@ -1684,10 +1827,26 @@ hostile! {
         // The rank is declared: the error can show before running (infer) or when running; either way
         // it names the node, the parameter and its shape.
         for (case, needles) in [
-            (Case::new("ss_begin_1x2", ss, vec![("x", arange(&[3, 4])), ("b", i32_2d(&[0, 1])), ("e", i32s(&[2, 3]))], When::Run)
-                .node("ss", "StridedSlice"), ["begin", "[1, 2]"]),
-            (Case::new("slice_starts_1x2", slice, vec![("x", arange(&[3, 4])), ("st", i32_2d(&[0, 1])), ("en", i32s(&[2, 3]))], When::Run)
-                .node("slice", "Slice"), ["starts", "[1, 2]"]),
+            (
+                Case::new(
+                    "ss_begin_1x2",
+                    ss,
+                    vec![("x", arange_f32(&[3, 4])), ("b", i32_2d(&[0, 1])), ("e", i32s(&[2, 3]))],
+                    When::Run,
+                )
+                .node("ss", "StridedSlice"),
+                ["begin", "[1, 2]"],
+            ),
+            (
+                Case::new(
+                    "slice_starts_1x2",
+                    slice,
+                    vec![("x", arange_f32(&[3, 4])), ("st", i32_2d(&[0, 1])), ("en", i32s(&[2, 3]))],
+                    When::Run,
+                )
+                .node("slice", "Slice"),
+                ["starts", "[1, 2]"],
+            ),
         ] {
             let case = case.needles(&needles);
             let (node, op) = case.node.unwrap();
@@ -1702,7 +1861,8 @@ hostile! {
                 let p = scratch.npy(&format!("{}-{name}", case.name), t);
                 run.extend(os(&[&"--input", &format!("{name}={}", p.display())]));
             }
-            checks.check(format!("{} / CLI run", case.name), || assert_node_error(&cli_error(&run), node, op, &needles));
+            checks
+                .check(format!("{} / CLI run", case.name), || assert_node_error(&cli_error(&run), node, op, &needles));
             checks.check(format!("{} / CLI infer", case.name), || {
                 let infer = cli(&os(&[&"infer", &model]));
                 if infer.code != Some(0) {
@@ -1711,7 +1871,7 @@ hostile! {
             });
         }
         checks.finish();
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1732,7 +1892,7 @@ enum Params {
     Symbolic,
 }
 
-/// Expected output of a 1-D slice of `arange(d)`.
+/// Expected output of a 1-D slice of `arange_f32(d)`.
 fn expected_1d(indices: &[i64]) -> Tensor {
     f32s(&[indices.len()], indices.iter().map(|&i| i as f32).collect())
 }
@@ -1840,7 +2000,7 @@ fn ss_extremes_model(params: Params) -> Vec<u8> {
 }
 
 fn ss_extremes_io(params: Params, d: usize) -> (Named, Named) {
-    let mut inputs = vec![("x".to_string(), arange(&[d]))];
+    let mut inputs = vec![("x".to_string(), arange_f32(&[d]))];
     let mut want = vec![];
     for (i, &(begin, end, step)) in SS_EXTREMES.iter().enumerate() {
         if params == Params::Runtime {
@@ -1853,10 +2013,11 @@ fn ss_extremes_io(params: Params, d: usize) -> (Named, Named) {
     (inputs, want)
 }
 
-hostile! {
-    /// `x[::INT64_MIN]`, `x[INT64_MAX:INT64_MIN:-1]`... on arange(5), with constant, runtime and
-    /// symbolic-shape parameters, against Python's `slice.indices`.
-    fn strided_slice_extreme_steps_and_bounds_are_exact() {
+/// `x[::INT64_MIN]`, `x[INT64_MAX:INT64_MIN:-1]`... on arange_f32(5), with constant, runtime and
+/// symbolic-shape parameters, against Python's `slice.indices`.
+#[test]
+fn strided_slice_extreme_steps_and_bounds_are_exact() {
+    isolated("strided_slice_extreme_steps_and_bounds_are_exact", || {
         let scratch = Scratch::new("strided_slice_extreme_steps_and_bounds_are_exact");
         for params in [Params::Const, Params::Runtime, Params::Symbolic] {
             let model = ss_extremes_model(params);
@@ -1869,7 +2030,7 @@ hostile! {
                 }
             }
         }
-    }
+    });
 }
 
 /// ONNX Slice `(starts, ends, steps)` on a 1-D input.
@@ -1920,7 +2081,7 @@ fn slice_extremes_model(params: Params) -> Vec<u8> {
 }
 
 fn slice_extremes_io(params: Params, d: usize) -> (Named, Named) {
-    let mut inputs = vec![("x".to_string(), arange(&[d]))];
+    let mut inputs = vec![("x".to_string(), arange_f32(&[d]))];
     let mut want = vec![];
     for (i, &(s, e, k)) in SLICE_EXTREMES.iter().enumerate() {
         if params == Params::Runtime {
@@ -1933,9 +2094,10 @@ fn slice_extremes_io(params: Params, d: usize) -> (Named, Named) {
     (inputs, want)
 }
 
-hostile! {
-    /// ONNX Slice with INT64_MIN / INT64_MAX starts, ends and steps, against the opset-13 text.
-    fn slice_extreme_steps_and_bounds_are_exact() {
+/// ONNX Slice with INT64_MIN / INT64_MAX starts, ends and steps, against the opset-13 text.
+#[test]
+fn slice_extreme_steps_and_bounds_are_exact() {
+    isolated("slice_extreme_steps_and_bounds_are_exact", || {
         let scratch = Scratch::new("slice_extreme_steps_and_bounds_are_exact");
         for params in [Params::Const, Params::Runtime, Params::Symbolic] {
             let model = slice_extremes_model(params);
@@ -1948,13 +2110,14 @@ hostile! {
                 }
             }
         }
-    }
+    });
 }
 
-hostile! {
-    /// AsStrided with strides and offsets at the i64 limits over tensors they fit: length-1 axes with
-    /// stride i64::MAX, empty views with offset i64::MAX (an empty view needs no bounds).
-    fn as_strided_extreme_strides_and_offsets_are_exact() {
+/// AsStrided with strides and offsets at the i64 limits over tensors they fit: length-1 axes with
+/// stride i64::MAX, empty views with offset i64::MAX (an empty view needs no bounds).
+#[test]
+fn as_strided_extreme_strides_and_offsets_are_exact() {
+    isolated("as_strided_extreme_strides_and_offsets_are_exact", || {
         let scratch = Scratch::new("as_strided_extreme_strides_and_offsets_are_exact");
         // (name, input length, size, stride, offset)
         type View<'a> = (&'a str, usize, &'a [i64], &'a [i64], i64);
@@ -1967,25 +2130,32 @@ hostile! {
             ("inner_len1_stride_max", 2, &[2, 1], &[1, MAX], 0),
             ("broadcast_offset_last", 3, &[2, 3], &[0, 0], 2),
             ("rank0_view_offset_last", 7, &[], &[], 6),
-            ("many_len1_axes", 4, &[1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 2], &[MAX, MAX - 1, 1, MAX, 3, MAX, 0, MAX, MAX, 2, MAX, 1], 0),
+            (
+                "many_len1_axes",
+                4,
+                &[1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 2],
+                &[MAX, MAX - 1, 1, MAX, 3, MAX, 0, MAX, MAX, 2, MAX, 1],
+                0,
+            ),
         ];
         for &(name, n, size, stride, offset) in cases {
             let data: Vec<f32> = (0..n).map(|v| v as f32).collect();
             let (shape, values) = reference::as_strided(&data, size, stride, offset).expect("a valid view");
             let want = vec![("y".to_string(), f32s(&shape, values))];
-            let inputs = vec![("x".to_string(), arange(&[n]))];
+            let inputs = vec![("x".to_string(), arange_f32(&[n]))];
             for (variant, dims) in [("const", vec![D::N(n as i64)]), ("symbolic", vec![D::S("N")])] {
                 let model = as_model(&dims, size, stride, offset);
                 check_exact(&scratch, &format!("{name}_{variant}"), &model, &inputs, &want);
             }
         }
-    }
+    });
 }
 
-hostile! {
-    /// A chain composing into one view: reverse (Slice step -1 from INT64_MAX), AsStrided with a
-    /// length-1 axis of stride i64::MAX, StridedSlice with step INT64_MIN.
-    fn chain_of_extreme_views_is_exact() {
+/// A chain composing into one view: reverse (Slice step -1 from INT64_MAX), AsStrided with a
+/// length-1 axis of stride i64::MAX, StridedSlice with step INT64_MIN.
+#[test]
+fn chain_of_extreme_views_is_exact() {
+    isolated("chain_of_extreme_views_is_exact", || {
         let scratch = Scratch::new("chain_of_extreme_views_is_exact");
         for (variant, shape) in [("const", vec![D::N(5)]), ("symbolic", vec![D::S("N")])] {
             let model = Builder::new(13)
@@ -2016,15 +2186,16 @@ hostile! {
                 ("w".to_string(), f32s(&[1, 5], vec![4., 3., 2., 1., 0.])),
                 ("y".to_string(), f32s(&[1, 1], vec![0.])),
             ];
-            check_exact(&scratch, &format!("chain_{variant}"), &model, &[("x".to_string(), arange(&[5]))], &want);
+            check_exact(&scratch, &format!("chain_{variant}"), &model, &[("x".to_string(), arange_f32(&[5]))], &want);
         }
-    }
+    });
 }
 
-hostile! {
-    /// A 70-entry spec that is valid: 63 new axes (every usable mask bit), then 7 ranges on a rank-7
-    /// input, the first reversing axis 0 from INT64_MAX to INT64_MIN. The output has rank 70.
-    fn strided_slice_70_entry_valid_spec_is_exact() {
+/// A 70-entry spec that is valid: 63 new axes (every usable mask bit), then 7 ranges on a rank-7
+/// input, the first reversing axis 0 from INT64_MAX to INT64_MIN. The output has rank 70.
+#[test]
+fn strided_slice_70_entry_valid_spec_is_exact() {
+    isolated("strided_slice_70_entry_valid_spec_is_exact", || {
         let scratch = Scratch::new("strided_slice_70_entry_valid_spec_is_exact");
         let in_shape = [2usize, 3, 1, 1, 1, 1, 2];
         let mut begin = vec![0i64; 70];
@@ -2036,7 +2207,7 @@ hostile! {
         }
         (begin[63], end[63], strides[63]) = (MAX, MIN, -1);
         let model = ss_model(&dims(&in_shape), &begin, &end, &strides, [0, 0, 0, MAX, 0]);
-        let x = arange(&in_shape);
+        let x = arange_f32(&in_shape);
         let xs: Vec<f32> = x.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
         // Axis 0 reversed: the two halves swap.
         let half = xs.len() / 2;
@@ -2045,7 +2216,7 @@ hostile! {
         out_shape.extend(in_shape);
         let want = vec![("y".to_string(), f32s(&out_shape, values))];
         check_exact(&scratch, "ss70", &model, &[("x".to_string(), x)], &want);
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2053,20 +2224,57 @@ hostile! {
 // standard ops sliceops replaces (Pad over a shape, Range), and hostile command-line values.
 // ------------------------------------------------------------------------------------------------
 
-hostile! {
-    /// `fold` and `lower` analyse the model too: an invalid node is an error there as well, never a
-    /// model written back as if it were fine.
-    fn fold_and_lower_refuse_invalid_models() {
+/// `fold` and `lower` analyse the model too: an invalid node is an error there as well, never a
+/// model written back as if it were fine.
+#[test]
+fn fold_and_lower_refuse_invalid_models() {
+    isolated("fold_and_lower_refuse_invalid_models", || {
         let scratch = Scratch::new("fold_and_lower_refuse_invalid_models");
         let mut checks = Checks::default();
         let cases: Vec<(&str, Vec<u8>, &str, &str, &str)> = vec![
-            ("ss_two_ellipsis", ss_model(&dims(&[3, 4]), &[0; 3], &[1; 3], &[1; 3], [0, 0, 0b101, 0, 0]), "ss", "StridedSlice", "ellipsis_mask 5"),
-            ("ss_zero_stride", ss_model(&dims(&[3, 4]), &[0, 0], &[1, 1], &[1, 0], [0; 5]), "ss", "StridedSlice", "spec entry 1 is 0"),
+            (
+                "ss_two_ellipsis",
+                ss_model(&dims(&[3, 4]), &[0; 3], &[1; 3], &[1; 3], [0, 0, 0b101, 0, 0]),
+                "ss",
+                "StridedSlice",
+                "ellipsis_mask 5",
+            ),
+            (
+                "ss_zero_stride",
+                ss_model(&dims(&[3, 4]), &[0, 0], &[1, 1], &[1, 0], [0; 5]),
+                "ss",
+                "StridedSlice",
+                "spec entry 1 is 0",
+            ),
             ("ss_scalar", ss_model(&[], &[0], &[1], &[1], [0; 5]), "ss", "StridedSlice", "rank 0"),
-            ("slice_repeated_axes", slice_model(&dims(&[3, 4]), &[0, 0], &[1, 1], Some(&[1, 1]), None), "slice", "Slice", "axis 1 appears more than once"),
-            ("slice_step_0", slice_model(&dims(&[3, 4]), &[0], &[1], Some(&[1]), Some(&[0])), "slice", "Slice", "axis 1 is 0"),
-            ("slice_axis_min", slice_model(&dims(&[3, 4]), &[0], &[1], Some(&[MIN]), None), "slice", "Slice", "axis -9223372036854775808"),
-            ("as_out_of_bounds", as_model(&dims(&[3, 3]), &[3, 3], &[3, 2], 0), "as", "AsStrided", "view reads element 10"),
+            (
+                "slice_repeated_axes",
+                slice_model(&dims(&[3, 4]), &[0, 0], &[1, 1], Some(&[1, 1]), None),
+                "slice",
+                "Slice",
+                "axis 1 appears more than once",
+            ),
+            (
+                "slice_step_0",
+                slice_model(&dims(&[3, 4]), &[0], &[1], Some(&[1]), Some(&[0])),
+                "slice",
+                "Slice",
+                "axis 1 is 0",
+            ),
+            (
+                "slice_axis_min",
+                slice_model(&dims(&[3, 4]), &[0], &[1], Some(&[MIN]), None),
+                "slice",
+                "Slice",
+                "axis -9223372036854775808",
+            ),
+            (
+                "as_out_of_bounds",
+                as_model(&dims(&[3, 3]), &[3, 3], &[3, 2], 0),
+                "as",
+                "AsStrided",
+                "view reads element 10",
+            ),
             ("as_offset_max", as_model(&dims(&[3, 3]), &[1], &[1], MAX), "as", "AsStrided", "9223372036854775807"),
         ];
         for (name, model, node, op, needle) in cases {
@@ -2090,7 +2298,7 @@ hostile! {
             }
         }
         checks.finish();
-    }
+    });
 }
 
 /// `y = ATen[as_strided](x, size, stride, storage_offset)` over float [3, 4]; each parameter an
@@ -2122,52 +2330,86 @@ fn aten_model(size: Option<&[i64]>, stride: Option<&[i64]>, offset: Option<i64>)
     .bytes()
 }
 
-hostile! {
-    /// PyTorch's ATen fallback form: constant, runtime and mixed parameters with hostile values.
-    fn aten_as_strided_hostile_parameters() {
-        let x = || ("x", arange(&[3, 4]));
+/// PyTorch's ATen fallback form: constant, runtime and mixed parameters with hostile values.
+#[test]
+fn aten_as_strided_hostile_parameters() {
+    isolated("aten_as_strided_hostile_parameters", || {
+        let x = || ("x", arange_f32(&[3, 4]));
         let off = |v: i64| ("storage_offset", tensor0(v));
-        check_cases("aten_as_strided_hostile_parameters", &[
-            Case::new("offset_max_const", aten_model(Some(&[1]), Some(&[1]), Some(MAX)), vec![x()], When::Build)
-                .node("aten", "ATen")
-                .needles(&["view reads element 9223372036854775807 but the input has 12 elements"]),
-            Case::new("extent_overflow_const", aten_model(Some(&[3]), Some(&[MAX]), Some(0)), vec![x()], When::Build)
+        check_cases(
+            "aten_as_strided_hostile_parameters",
+            &[
+                Case::new("offset_max_const", aten_model(Some(&[1]), Some(&[1]), Some(MAX)), vec![x()], When::Build)
+                    .node("aten", "ATen")
+                    .needles(&["view reads element 9223372036854775807 but the input has 12 elements"]),
+                Case::new(
+                    "extent_overflow_const",
+                    aten_model(Some(&[3]), Some(&[MAX]), Some(0)),
+                    vec![x()],
+                    When::Build,
+                )
                 .node("aten", "ATen")
                 .needles(&["overflows"]),
-            // A known size with a runtime offset: the output shape is worked out before running.
-            Case::new("negative_size_runtime_offset", aten_model(Some(&[2, -5]), Some(&[1, 1]), None), vec![x(), off(0)], When::Build)
+                // A known size with a runtime offset: the output shape is worked out before running.
+                Case::new(
+                    "negative_size_runtime_offset",
+                    aten_model(Some(&[2, -5]), Some(&[1, 1]), None),
+                    vec![x(), off(0)],
+                    When::Build,
+                )
                 .node("aten", "ATen")
                 .needles(&["size -5 is negative at index 1"]),
-            Case::new("huge_size_runtime_offset", aten_model(Some(&[1 << 30, 1 << 30]), Some(&[0, 0]), None), vec![x(), off(0)], When::Run)
+                Case::new(
+                    "huge_size_runtime_offset",
+                    aten_model(Some(&[1 << 30, 1 << 30]), Some(&[0, 0]), None),
+                    vec![x(), off(0)],
+                    When::Run,
+                )
                 .node("aten", "ATen")
                 .needles(&["1152921504606846976", "cannot be allocated"]),
-            Case::new("overflowing_size_runtime_offset", aten_model(Some(&[1 << 62, 1 << 62]), Some(&[0, 0]), None), vec![x(), off(0)], When::Run)
+                Case::new(
+                    "overflowing_size_runtime_offset",
+                    aten_model(Some(&[1 << 62, 1 << 62]), Some(&[0, 0]), None),
+                    vec![x(), off(0)],
+                    When::Run,
+                )
                 .node("aten", "ATen")
                 .needles(&["overflows"]),
-            Case::new("offset_max_runtime", aten_model(Some(&[1]), Some(&[1]), None), vec![x(), off(MAX)], When::Run)
+                Case::new(
+                    "offset_max_runtime",
+                    aten_model(Some(&[1]), Some(&[1]), None),
+                    vec![x(), off(MAX)],
+                    When::Run,
+                )
                 .node("aten", "ATen")
                 .needles(&["9223372036854775807"]),
-            Case::new("negative_offset_runtime", aten_model(Some(&[1]), Some(&[1]), None), vec![x(), off(MIN)], When::Run)
+                Case::new(
+                    "negative_offset_runtime",
+                    aten_model(Some(&[1]), Some(&[1]), None),
+                    vec![x(), off(MIN)],
+                    When::Run,
+                )
                 .node("aten", "ATen")
                 .needles(&["offset -9223372036854775808 is negative"]),
-            Case::new(
-                "runtime_size_and_stride_negative",
-                aten_model(None, None, Some(0)),
-                vec![x(), ("size", i64s(&[2, -1])), ("stride", i64s(&[1, 1]))],
-                When::Run,
-            )
-            .node("aten", "ATen")
-            .needles(&["size -1 is negative at index 1"]),
-            Case::new(
-                "runtime_stride_overflow",
-                aten_model(None, None, Some(0)),
-                vec![x(), ("size", i64s(&[2, 2])), ("stride", i64s(&[MAX, 1]))],
-                When::Run,
-            )
-            .node("aten", "ATen")
-            .needles(&["overflows"]),
-        ]);
-    }
+                Case::new(
+                    "runtime_size_and_stride_negative",
+                    aten_model(None, None, Some(0)),
+                    vec![x(), ("size", i64s(&[2, -1])), ("stride", i64s(&[1, 1]))],
+                    When::Run,
+                )
+                .node("aten", "ATen")
+                .needles(&["size -1 is negative at index 1"]),
+                Case::new(
+                    "runtime_stride_overflow",
+                    aten_model(None, None, Some(0)),
+                    vec![x(), ("size", i64s(&[2, 2])), ("stride", i64s(&[MAX, 1]))],
+                    When::Run,
+                )
+                .node("aten", "ATen")
+                .needles(&["overflows"]),
+            ],
+        );
+    });
 }
 
 /// Paddle form (`Slice` in `ai.sliceops`) over float [3, 4] with `axes` attribute and runtime starts.
@@ -2187,27 +2429,32 @@ fn paddle_runtime_model(axes: &[i64]) -> Vec<u8> {
         .bytes()
 }
 
-hostile! {
-    fn paddle_slice_hostile_axes_with_runtime_starts() {
-        let inputs = |n: usize| vec![("x", arange(&[3, 4])), ("starts", i64s(&vec![0; n]))];
-        check_cases("paddle_slice_hostile_axes_with_runtime_starts", &[
-            Case::new("axis_max", paddle_runtime_model(&[MAX]), inputs(1), When::Build)
-                .node("paddle", "Slice")
-                .needles(&["axis 9223372036854775807 is out of range for rank 2"]),
-            Case::new("axis_min", paddle_runtime_model(&[MIN]), inputs(1), When::Build)
-                .node("paddle", "Slice")
-                .needles(&["axis -9223372036854775808 is out of range for rank 2"]),
-            Case::new("axes_repeated", paddle_runtime_model(&[0, -2]), inputs(2), When::Build)
-                .node("paddle", "Slice")
-                .needles(&["axis 0 appears more than once in axes"]),
-        ]);
-    }
+#[test]
+fn paddle_slice_hostile_axes_with_runtime_starts() {
+    isolated("paddle_slice_hostile_axes_with_runtime_starts", || {
+        let inputs = |n: usize| vec![("x", arange_f32(&[3, 4])), ("starts", i64s(&vec![0; n]))];
+        check_cases(
+            "paddle_slice_hostile_axes_with_runtime_starts",
+            &[
+                Case::new("axis_max", paddle_runtime_model(&[MAX]), inputs(1), When::Build)
+                    .node("paddle", "Slice")
+                    .needles(&["axis 9223372036854775807 is out of range for rank 2"]),
+                Case::new("axis_min", paddle_runtime_model(&[MIN]), inputs(1), When::Build)
+                    .node("paddle", "Slice")
+                    .needles(&["axis -9223372036854775808 is out of range for rank 2"]),
+                Case::new("axes_repeated", paddle_runtime_model(&[0, -2]), inputs(2), When::Build)
+                    .node("paddle", "Slice")
+                    .needles(&["axis 0 appears more than once in axes"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    /// The standard ops sliceops registers its own builders for: Pad over a shape vector with pads
-    /// that cross, and a Range whose length cannot be allocated.
-    fn replaced_standard_ops_with_hostile_values() {
+/// The standard ops sliceops registers its own builders for: Pad over a shape vector with pads
+/// that cross, and a Range whose length cannot be allocated.
+#[test]
+fn replaced_standard_ops_with_hostile_values() {
+    isolated("replaced_standard_ops_with_hostile_values", || {
         let pad = |pads: &[i64]| {
             Builder::new(13)
                 .input("x", DataType::Float, &dims(&[3, 4, 5]))
@@ -2228,22 +2475,36 @@ hostile! {
                 .output("y")
                 .bytes()
         };
-        check_cases("replaced_standard_ops_with_hostile_values", &[
-            // Crops 5 from the front of a length-3 vector (before + after + len >= 0 still holds).
-            Case::new("pad_crop_past_the_start", pad(&[-5, 10]), x_input(&[3, 4, 5]), When::Build).node("pad", "Pad").needles(&["-5"]),
-            Case::new("pad_crop_past_the_end", pad(&[10, -5]), x_input(&[3, 4, 5]), When::Build).node("pad", "Pad").needles(&["-5"]),
-            Case::new("pad_min", pad(&[MIN, MAX]), x_input(&[3, 4, 5]), When::Build).node("pad", "Pad").needles(&["-9223372036854775808"]),
-            Case::new("range_0_to_max", range(0, MAX, 1), x_input(&[3]), When::Build).node("range", "Range").needles(&["9223372036854775807"]),
-            Case::new("range_min_to_max", range(MIN, MAX, 1), x_input(&[3]), When::Build).node("range", "Range"),
-            Case::new("range_delta_0", range(0, 5, 0), x_input(&[3]), When::Build).node("range", "Range").needles(&["delta"]),
-        ]);
-    }
+        check_cases(
+            "replaced_standard_ops_with_hostile_values",
+            &[
+                // Crops 5 from the front of a length-3 vector (before + after + len >= 0 still holds).
+                Case::new("pad_crop_past_the_start", pad(&[-5, 10]), x_input(&[3, 4, 5]), When::Build)
+                    .node("pad", "Pad")
+                    .needles(&["-5"]),
+                Case::new("pad_crop_past_the_end", pad(&[10, -5]), x_input(&[3, 4, 5]), When::Build)
+                    .node("pad", "Pad")
+                    .needles(&["-5"]),
+                Case::new("pad_min", pad(&[MIN, MAX]), x_input(&[3, 4, 5]), When::Build)
+                    .node("pad", "Pad")
+                    .needles(&["-9223372036854775808"]),
+                Case::new("range_0_to_max", range(0, MAX, 1), x_input(&[3]), When::Build)
+                    .node("range", "Range")
+                    .needles(&["9223372036854775807"]),
+                Case::new("range_min_to_max", range(MIN, MAX, 1), x_input(&[3]), When::Build).node("range", "Range"),
+                Case::new("range_delta_0", range(0, 5, 0), x_input(&[3]), When::Build)
+                    .node("range", "Range")
+                    .needles(&["delta"]),
+            ],
+        );
+    });
 }
 
-hostile! {
-    /// `infer --input-shape` with hostile dims: negative, overflowing, garbage. Either a result or one
-    /// clean error, never a crash; negative and overflowing dims are errors.
-    fn infer_hostile_input_shapes() {
+/// `infer --input-shape` with hostile dims: negative, overflowing, garbage. Either a result or one
+/// clean error, never a crash; negative and overflowing dims are errors.
+#[test]
+fn infer_hostile_input_shapes() {
+    isolated("infer_hostile_input_shapes", || {
         let scratch = Scratch::new("infer_hostile_input_shapes");
         let mut checks = Checks::default();
         let model = scratch.file("model.onnx", &input_model());
@@ -2273,17 +2534,19 @@ hostile! {
             });
         }
         checks.finish();
-    }
+    });
 }
 
-hostile! {
-    /// Where the outputs cannot be written.
-    fn unwritable_outputs() {
+/// Where the outputs cannot be written.
+#[test]
+fn unwritable_outputs() {
+    isolated("unwritable_outputs", || {
         let scratch = Scratch::new("unwritable_outputs");
         let model = scratch.file("model.onnx", &input_model());
-        let x = scratch.npy("x", &arange(&[3, 4]));
+        let x = scratch.npy("x", &arange_f32(&[3, 4]));
         let a_file = scratch.file("a_file", b"not a directory");
-        let line = cli_error(&os(&[&"run", &model, &"--input", &format!("x={}", x.display()), &"--output-dir", &a_file]));
+        let line =
+            cli_error(&os(&[&"run", &model, &"--input", &format!("x={}", x.display()), &"--output-dir", &a_file]));
         assert_contains_all("output dir is a file", &line, &["a_file"]);
         let missing = scratch.dir.join("no").join("such").join("dir").join("out.onnx");
         for cmd in ["fold", "lower"] {
@@ -2292,5 +2555,5 @@ hostile! {
             let line = cli_error(&os(&[&cmd, &model, &"-o", &scratch.dir]));
             assert_contains_all(&format!("{cmd} onto a directory"), &line, &["unwritable_outputs"]);
         }
-    }
+    });
 }

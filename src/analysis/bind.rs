@@ -45,7 +45,7 @@ impl DeclaredInput {
     }
 
     /// Reads a declared value (a graph input or output).
-    pub fn of_value(i: &pb::ValueInfoProto) -> DeclaredInput {
+    pub(crate) fn of_value(i: &pb::ValueInfoProto) -> DeclaredInput {
         let tensor = match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
             Some(pb::type_proto::Value::TensorType(t)) => Some(t),
             _ => None,
@@ -84,7 +84,7 @@ pub enum Binding {
 }
 
 /// A symbol name made of letters, digits and `_`, starting with a letter.
-pub fn symbol_name(text: &str) -> String {
+pub(crate) fn symbol_name(text: &str) -> String {
     let mut s: String = text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     if !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
         s.insert(0, 'n');
@@ -186,6 +186,6 @@ fn unnamed(input: &str, axis: usize, text: &str, scope: &SymbolScope, table: &mu
 }
 
 /// The tract element type of an input, or an error naming the input.
-pub fn datum_type_of(input: &DeclaredInput) -> anyhow::Result<DatumType> {
+pub(crate) fn datum_type_of(input: &DeclaredInput) -> anyhow::Result<DatumType> {
     crate::onnx::datum_type_of_elem(input.elem_type).with_context(|| format!("input '{}'", input.name))
 }

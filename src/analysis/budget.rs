@@ -12,7 +12,7 @@ use tract_onnx::tract_hir::infer::Factoid;
 
 /// The output facts and the reason, when the outputs' known shapes take more than `budget` bytes.
 /// `None` when they fit, a shape is not fully known, or the size is past `u64`.
-pub fn oversized(outputs: &[InferenceFact], budget: u64) -> Option<(TVec<TypedFact>, String)> {
+pub(crate) fn oversized(outputs: &[InferenceFact], budget: u64) -> Option<(TVec<TypedFact>, String)> {
     let mut facts = tvec![];
     let mut total: Option<u64> = Some(0);
     let mut shapes = vec![];
@@ -45,7 +45,7 @@ pub fn oversized(outputs: &[InferenceFact], budget: u64) -> Option<(TVec<TypedFa
 }
 
 /// The bytes a tensor of `dims` and `dt` takes; `None` when they overflow `u64`.
-pub fn bytes_of(dims: &[usize], dt: DatumType) -> Option<u64> {
+pub(crate) fn bytes_of(dims: &[usize], dt: DatumType) -> Option<u64> {
     dims.iter().try_fold(dt.size_of() as u64, |acc, &d| acc.checked_mul(d as u64))
 }
 

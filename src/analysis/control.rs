@@ -18,10 +18,10 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
 /// The element types and shapes a branch is run with.
-pub type Signature = Vec<(DatumType, Vec<usize>)>;
+pub(crate) type Signature = Vec<(DatumType, Vec<usize>)>;
 
 /// The plans a deferred branch made, by signature.
-pub type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>>;
+pub(crate) type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>>;
 
 /// One branch of an [`IfOp`].
 #[derive(Debug, Clone)]
@@ -162,7 +162,7 @@ impl TypedOp for IfOp {
 
 /// Copies the nodes of `body` into `target` after `inputs` (the values its inputs read), names
 /// prefixed with `prefix`; returns the outlets of its outputs.
-pub fn inline(
+pub(crate) fn inline(
     target: &mut TypedModel,
     body: &TypedModel,
     inputs: &[OutletId],
@@ -190,7 +190,7 @@ pub fn inline(
 /// Where each input of a branch comes from: tract-onnx feeds an `If` its condition, then every outer
 /// value either branch reads, sorted by name; a branch's inputs are its sources, named after those
 /// values.
-pub fn input_mapping(body: &InferenceModel, outer: &[String]) -> TractResult<Vec<usize>> {
+pub(crate) fn input_mapping(body: &InferenceModel, outer: &[String]) -> TractResult<Vec<usize>> {
     body.inputs
         .iter()
         .map(|o| {
@@ -205,7 +205,7 @@ pub fn input_mapping(body: &InferenceModel, outer: &[String]) -> TractResult<Vec
 }
 
 /// The outer values an `If` reads through its branches, in tract-onnx's order (sorted, each once).
-pub fn outer_values(then_body: &InferenceModel, else_body: &InferenceModel) -> Vec<String> {
+pub(crate) fn outer_values(then_body: &InferenceModel, else_body: &InferenceModel) -> Vec<String> {
     let mut names: Vec<String> = then_body
         .inputs
         .iter()
@@ -218,24 +218,24 @@ pub fn outer_values(then_body: &InferenceModel, else_body: &InferenceModel) -> V
 }
 
 /// The branch graphs of an `If` node.
-pub fn branch_graphs(node: &pb::NodeProto) -> Option<(&pb::GraphProto, &pb::GraphProto)> {
+pub(crate) fn branch_graphs(node: &pb::NodeProto) -> Option<(&pb::GraphProto, &pb::GraphProto)> {
     let get = |name: &str| node.attribute.iter().find(|a| a.name == name).and_then(|a| a.g.as_ref());
     Some((get("then_branch")?, get("else_branch")?))
 }
 
 /// What one branch is known to return, output by output: the element type and each dim, `None` for
 /// a dim only running the branch can tell.
-pub type Outline = Vec<(DatumType, Vec<Option<TDim>>)>;
+pub(crate) type Outline = Vec<(DatumType, Vec<Option<TDim>>)>;
 
 /// The outline of a translated branch.
-pub fn outline_of(facts: &[TypedFact]) -> Outline {
+pub(crate) fn outline_of(facts: &[TypedFact]) -> Outline {
     facts.iter().map(|f| (f.datum_type, f.shape.iter().map(|d| Some(d.clone())).collect())).collect()
 }
 
 /// The outline a branch's graph declares, for a branch analysis could not translate: each output's
 /// element type and rank, and its dims where declared as values. `None` when some output declares no
 /// element type or no rank.
-pub fn declared_outline(graph: &pb::GraphProto) -> Option<Outline> {
+pub(crate) fn declared_outline(graph: &pb::GraphProto) -> Option<Outline> {
     graph
         .output
         .iter()
@@ -257,7 +257,7 @@ pub fn declared_outline(graph: &pb::GraphProto) -> Option<Outline> {
 
 /// Output facts both branches allow: the same type and rank are required; a dim they disagree on, or
 /// one of them cannot tell, is made by `fresh`.
-pub fn merge_facts(
+pub(crate) fn merge_facts(
     then_outline: Option<&Outline>,
     else_outline: Option<&Outline>,
     fresh: &mut dyn FnMut(usize, usize) -> TDim,

@@ -17,15 +17,17 @@ mod symbols;
 mod translate;
 mod verify;
 
-pub use bind::{datum_type_of as bind_datum_type, symbol_name, Binding, DeclaredDim, DeclaredInput};
-pub use budget::bytes_of;
+pub(crate) use bind::datum_type_of as bind_datum_type;
+pub(crate) use bind::symbol_name;
+pub use bind::{Binding, DeclaredDim, DeclaredInput};
+pub(crate) use budget::bytes_of;
 pub use control::{Branch, IfOp};
 pub use opaque::Opaque;
 pub use require::{AssumeShape, Requirement};
 use symbols::SymbolTable;
 pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
 pub use translate::Fallback;
-pub use verify::eval_exact;
+pub(crate) use verify::eval_exact;
 
 use crate::symbolic::{excerpt, parse_assumption, Assumption, Comparison};
 use anyhow::{bail, Context};
@@ -79,7 +81,7 @@ impl Default for Options {
 }
 
 /// The default of [`Options::fold_bytes`]: 4 MB, as tract's own constant folding.
-pub const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
+pub(crate) const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
 
 /// Analyses a model under `binding`, with the user's `assumptions` (such as `N>=2`).
 pub fn analyse(
@@ -194,7 +196,7 @@ fn add_assumption(scope: &SymbolScope, text: &str) -> anyhow::Result<Vec<Assumpt
 
 /// Checks an assumption before it is kept: one comparison (`==`, `<=`, `>=`, `<`, `>`) between two dim
 /// expressions, such as `N>=2`, or several joined with `&&`.
-pub fn check_assumption(text: &str) -> anyhow::Result<()> {
+pub(crate) fn check_assumption(text: &str) -> anyhow::Result<()> {
     add_assumption(&SymbolScope::default(), text).map(|_| ())
 }
 

@@ -14,7 +14,7 @@ use tract_onnx::prelude::*;
 
 /// An exact rational `num / den`, `den >= 1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rat {
+pub(crate) struct Rat {
     /// The numerator, a dim expression.
     pub num: TDim,
     /// The denominator.
@@ -136,7 +136,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// A 0-D or 1-D value: its shape and elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rats {
+pub(crate) struct Rats {
     /// `[]` or `[n]`.
     pub shape: Vec<usize>,
     /// The elements.
@@ -145,7 +145,7 @@ pub struct Rats {
 
 impl Rats {
     /// The rationals of a constant tensor (integers, dims or floats), if it is 0-D or 1-D.
-    pub fn of_tensor(t: &Tensor) -> Option<Rats> {
+    pub(crate) fn of_tensor(t: &Tensor) -> Option<Rats> {
         if t.rank() > 1 || t.len() > 64 {
             return None;
         }
@@ -185,7 +185,7 @@ impl Rats {
 
     /// The integers these are cast to (truncation, which is `floor` for the non-negative values shape
     /// arithmetic computes), as a dims tensor.
-    pub fn to_dims(&self, known: &Dims) -> Option<Tensor> {
+    pub(crate) fn to_dims(&self, known: &Dims) -> Option<Tensor> {
         let dims: Vec<TDim> = self.values.iter().map(|r| r.floor(known)).collect::<Option<_>>()?;
         tract_ndarray::ArrayD::from_shape_vec(self.shape.clone(), dims).ok().map(|a| a.into_tensor())
     }
@@ -193,7 +193,7 @@ impl Rats {
 
 /// One input of a node, as this analysis sees it.
 #[derive(Debug, Clone)]
-pub enum Arg {
+pub(crate) enum Arg {
     /// The ONNX node leaves this optional input out.
     Absent,
     /// A value not followed here.

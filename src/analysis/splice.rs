@@ -42,7 +42,7 @@ impl Names {
 /// Runs `wire` on a scratch model holding one source per outlet of `inputs` (with its fact, value
 /// included), then moves the nodes it wired into `target`, reading `inputs`; returns the outlets in
 /// `target` of what `wire` returned.
-pub fn wire_alone(
+pub(crate) fn wire_alone(
     target: &mut TypedModel,
     names: &mut Names,
     inputs: &[OutletId],

@@ -76,7 +76,7 @@ pub struct SymbolInfo {
 
 /// The symbols of one analysis, in the order they were met.
 #[derive(Debug, Clone, Default)]
-pub struct SymbolTable {
+pub(crate) struct SymbolTable {
     entries: Vec<SymbolInfo>,
     index: HashMap<String, usize>,
     /// Symbols the user bounded from above: no default upper bound for them.

@@ -62,7 +62,7 @@ pub struct Translated {
 }
 
 /// The ONNX nodes by the name the parsed model gives them.
-pub type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
+pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
 
 /// Translates `source`, its inputs having `input_facts`, into a typed model in `scope`, evaluating
 /// nodes over constants whose outputs take at most `fold_bytes`.

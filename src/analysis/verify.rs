@@ -12,7 +12,7 @@ use tract_onnx::prelude::*;
 
 /// The value of `d` with its symbols set from `values`; `None` if a symbol has no value, on
 /// overflow, or for a construct with no integer meaning.
-pub fn eval_exact(d: &TDim, values: &HashMap<Symbol, i64>) -> Option<i64> {
+pub(crate) fn eval_exact(d: &TDim, values: &HashMap<Symbol, i64>) -> Option<i64> {
     Some(match d {
         TDim::Val(v) => *v,
         TDim::Sym(s) => *values.get(s)?,
@@ -44,7 +44,7 @@ pub fn eval_exact(d: &TDim, values: &HashMap<Symbol, i64>) -> Option<i64> {
 const CHECKED: &[&str] = &["Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Max", "Min"];
 
 /// Whether `op_type` is one whose symbolic results [`holds`] checks.
-pub fn is_checked(op_type: &str) -> bool {
+pub(crate) fn is_checked(op_type: &str) -> bool {
     CHECKED.contains(&op_type)
 }
 
@@ -138,7 +138,7 @@ pub fn holds(op_type: &str, fmod: bool, inputs: &[&Tensor], output: &Tensor) -> 
 }
 
 /// Whether `result` is `floor(num / den)` at sampled values of the symbols.
-pub fn floor_holds(num: &TDim, den: i64, result: &TDim) -> bool {
+pub(crate) fn floor_holds(num: &TDim, den: i64, result: &TDim) -> bool {
     let mut symbols: Vec<Symbol> = num.symbols().into_iter().collect();
     for s in result.symbols() {
         if !symbols.contains(&s) {

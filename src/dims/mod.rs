@@ -242,7 +242,7 @@ pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
 /// [`tidy`] then [`smallest`], kept only where it gives the same values as `d` at sampled values of its
 /// symbols (tract re-simplifies what `tidy` rebuilds, and some of its rewrites are wrong on negative
 /// terms).
-pub fn tidy_checked(d: &TDim) -> TDim {
+pub(crate) fn tidy_checked(d: &TDim) -> TDim {
     let t = smallest(&tidy(d));
     if &t == d || same_values(d, &t) {
         t
@@ -253,7 +253,7 @@ pub fn tidy_checked(d: &TDim) -> TDim {
 
 /// Whether two dims evaluate to the same values at sampled values of their symbols (0 to 7, then
 /// pseudo-random up to 299), floor division as dims mean it.
-pub fn same_values(a: &TDim, b: &TDim) -> bool {
+pub(crate) fn same_values(a: &TDim, b: &TDim) -> bool {
     let mut symbols: Vec<tract_onnx::prelude::Symbol> = a.symbols().into_iter().collect();
     for s in b.symbols() {
         if !symbols.contains(&s) {

@@ -16,7 +16,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// Our custom domain.
-pub const DOMAIN: &str = "ai.sliceops";
+pub(crate) const DOMAIN: &str = "ai.sliceops";
 
 type Built = TractResult<(Box<dyn InferenceOp>, Vec<String>)>;
 

@@ -106,7 +106,7 @@ impl TypedOp for DynSliceOp {
 
 /// The output dims of a node whose parameters are not all known, from what is known: the input rank,
 /// and per inlet its constant value, its length and its shape. `mint` makes a fresh symbol for output axis `k`.
-pub fn runtime_dims(
+pub(crate) fn runtime_dims(
     spec: &NodeSpec,
     input_rank: usize,
     konst: &[Option<Arc<Tensor>>],

@@ -14,7 +14,7 @@ pub type Rules<T> = for<'r> fn(&'r T, &mut Solver<'r>, Io<'r>) -> InferenceResul
 
 /// The proxies of a node's inputs and outputs, as its rules see them.
 #[derive(Debug, Clone, Copy)]
-pub struct Io<'r> {
+pub(crate) struct Io<'r> {
     /// The inputs'.
     pub inputs: &'r [TensorProxy],
     /// The outputs'.
@@ -48,7 +48,7 @@ impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expanded<T> {
     }
 
     /// The same with `outputs` outputs.
-    pub fn with_outputs(self, outputs: usize) -> Self {
+    pub(crate) fn with_outputs(self, outputs: usize) -> Self {
         Expanded { outputs, ..self }
     }
 

@@ -114,9 +114,7 @@ impl InferenceRulesOp for SliceInference {
         target: &mut TypedModel,
         mapping: &HashMap<OutletId, OutletId>,
     ) -> TractResult<TVec<OutletId>> {
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = super::typed_inputs::typed_inputs(node, target, mapping)?;
         if facts[1..].iter().all(|f| f.konst.is_some()) {
             let params: Vec<Option<&Tensor>> = facts.iter().map(|f| f.konst.as_deref()).collect();
             match self.spec.step(&params) {

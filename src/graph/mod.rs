@@ -12,16 +12,18 @@ mod patterns;
 mod plan_ops;
 mod spec;
 mod step;
+pub(crate) mod typed_inputs;
 mod view_op;
 
 pub(crate) use builders::label as node_label;
-pub use builders::DOMAIN;
+pub(crate) use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
 pub use fixes::{ReshapeAs, ShapePad, SymbolicCast, SymbolicPad};
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
 pub(crate) use plan_ops::use_our_kernels;
-pub use spec::{dims_of, NodeKind, NodeSpec};
+pub(crate) use spec::dims_of;
+pub use spec::{NodeKind, NodeSpec};
 pub use step::{Chain, Label, SliceStep};
 pub use view_op::ViewOp;
 

@@ -34,7 +34,7 @@ pub enum AxisChange {
 
 impl AxisChange {
     /// The change an `AxisOp` makes, if it can be a chain step.
-    pub fn from_axis_op(op: &AxisOp) -> Option<AxisChange> {
+    pub(crate) fn from_axis_op(op: &AxisOp) -> Option<AxisChange> {
         Some(match op {
             AxisOp::Add(a) => AxisChange::Add(*a),
             AxisOp::Rm(a) => AxisChange::Rm(*a),
@@ -119,7 +119,7 @@ pub struct AffineGather {
 impl AffineGather {
     /// Recognizes an index table (int32/int64) as affine; negative indices are taken from the end of an
     /// axis of known size `dim` (without it, any negative index means no). Every entry is checked.
-    pub fn from_table(axis: usize, table: &Tensor, dim: Option<i64>) -> Option<AffineGather> {
+    pub(crate) fn from_table(axis: usize, table: &Tensor, dim: Option<i64>) -> Option<AffineGather> {
         let values: Vec<i64> = match table.datum_type() {
             DatumType::I64 => table.try_as_plain_ram().ok()?.as_slice::<i64>().ok()?.to_vec(),
             DatumType::I32 => {

@@ -74,7 +74,7 @@ pub fn read_ints(label: &Label, role: &str, t: &Tensor) -> TractResult<Vec<i64>>
 }
 
 /// [`read_ints`], with dims evaluated under `symbols` (a running plan's symbol values).
-pub fn read_ints_with(label: &Label, role: &str, t: &Tensor, symbols: &SymbolValues) -> TractResult<Vec<i64>> {
+pub(crate) fn read_ints_with(label: &Label, role: &str, t: &Tensor, symbols: &SymbolValues) -> TractResult<Vec<i64>> {
     if t.rank() > 1 {
         return Err(label.err(format!("{role} must be a 1-D tensor, got shape {:?}", t.shape())));
     }
@@ -95,7 +95,7 @@ pub fn read_ints_with(label: &Label, role: &str, t: &Tensor, symbols: &SymbolVal
 
 /// The values of an integer or dim tensor as dims, exactly (tract's own cast of a large i64 to a dim
 /// does not keep its value).
-pub fn dims_of(t: &Tensor) -> TractResult<Vec<TDim>> {
+pub(crate) fn dims_of(t: &Tensor) -> TractResult<Vec<TDim>> {
     if t.datum_type().is_tdim() {
         return Ok(t.try_as_plain_ram()?.as_slice::<TDim>()?.to_vec());
     }
@@ -142,7 +142,7 @@ impl NodeSpec {
     }
 
     /// [`NodeSpec::step`], with symbolic parameter values evaluated under `symbols`.
-    pub fn step_with(&self, params: &[Option<&Tensor>], symbols: &SymbolValues) -> TractResult<SliceStep> {
+    pub(crate) fn step_with(&self, params: &[Option<&Tensor>], symbols: &SymbolValues) -> TractResult<SliceStep> {
         let roles = self.kind.roles();
         let get = |role: &str| -> TractResult<Option<Vec<i64>>> {
             let ix = roles.iter().position(|r| *r == role).expect("known role");
@@ -202,7 +202,7 @@ impl NodeSpec {
     /// The exact output shape over `input_shape` when some parameters are symbolic expressions (a
     /// Slice whose `ends` come from a `Shape`): `None` where that shape cannot be written (symbolic
     /// axes or steps, another dialect, a bound whose sign is unknown).
-    pub fn dim_shape(&self, input_shape: &[TDim], params: &[Option<&Tensor>]) -> TractResult<Option<Vec<TDim>>> {
+    pub(crate) fn dim_shape(&self, input_shape: &[TDim], params: &[Option<&Tensor>]) -> TractResult<Option<Vec<TDim>>> {
         let get = |role: &str| -> TractResult<Option<Vec<TDim>>> {
             let Some(inlet) = self.slot(role) else { return Ok(None) };
             let Some(t) = params.get(inlet).copied().flatten() else {

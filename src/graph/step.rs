@@ -30,7 +30,7 @@ pub enum SliceStep {
 impl SliceStep {
     /// The chain step a typed op of tract's is, if it is a view we can absorb: an axis change, or a
     /// Slice with known bounds.
-    pub fn of_typed(node: &TypedNode) -> Option<SliceStep> {
+    pub(crate) fn of_typed(node: &TypedNode) -> Option<SliceStep> {
         if let Some(op) = node.op_as::<AxisOp>() {
             return AxisChange::from_axis_op(op).map(SliceStep::Axis);
         }
@@ -71,7 +71,7 @@ impl fmt::Display for Label {
 
 impl Label {
     /// The label of a step absorbed from one of tract's nodes.
-    pub fn of_typed(node: &TypedNode) -> Label {
+    pub(crate) fn of_typed(node: &TypedNode) -> Label {
         Label { node: node.name.clone(), op: node.op.name().to_string() }
     }
 
@@ -81,7 +81,7 @@ impl Label {
     }
 
     /// An output of this node that cannot be decided before running, for the reason `e`.
-    pub fn not_static(&self, e: impl fmt::Display) -> TractError {
+    pub(crate) fn not_static(&self, e: impl fmt::Display) -> TractError {
         crate::error::NodeError::not_static(&self.node, &self.op, e)
     }
 }
@@ -136,7 +136,7 @@ pub fn chain_views(chain: &Chain, shape: &[usize]) -> TractResult<Vec<View<i64>>
 }
 
 /// [`chain_views`] over any dims: concrete to execute, symbolic to decide things before running.
-pub fn compose_chain<D: Dim>(chain: &Chain, shape: &[D]) -> TractResult<Vec<View<D>>> {
+pub(crate) fn compose_chain<D: Dim>(chain: &Chain, shape: &[D]) -> TractResult<Vec<View<D>>> {
     let mut shape = shape.to_vec();
     let mut views = vec![];
     let mut current = View::identity(&shape)?;

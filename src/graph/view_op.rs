@@ -114,7 +114,7 @@ fn views_after(model: &TypedModel, from: &TypedNode) -> TractResult<(Chain, usiz
 /// Refuses a known empty output shape tract cannot hold (see [`crate::kernel::representable`]): tract
 /// builds a zero constant for every empty output, and panics on such a shape. A huge shape that is not
 /// empty only fails if something allocates it, which is checked there.
-pub fn check_representable(chain: &Chain, shape: &[TDim], dt: DatumType) -> TractResult<()> {
+pub(crate) fn check_representable(chain: &Chain, shape: &[TDim], dt: DatumType) -> TractResult<()> {
     let dims: Option<Vec<usize>> = shape.iter().map(|d| d.as_i64().and_then(|v| usize::try_from(v).ok())).collect();
     match dims {
         Some(dims) if dims.contains(&0) && !crate::kernel::representable(&dims, dt.size_of()) => {
@@ -130,7 +130,7 @@ pub fn check_representable(chain: &Chain, shape: &[TDim], dt: DatumType) -> Trac
 
 impl ViewOp {
     /// Whether the chain reads a tensor of `shape` unchanged (decided symbolically).
-    pub fn is_identity_on(&self, shape: &[TDim]) -> bool {
+    pub(crate) fn is_identity_on(&self, shape: &[TDim]) -> bool {
         matches!(compose_chain(&self.chain, shape).as_deref(), Ok([view]) if view.is_identity_of(shape))
     }
 }

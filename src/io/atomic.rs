@@ -150,7 +150,10 @@ impl Drop for Staged {
 }
 
 /// Writes `target` atomically with what `write` puts into it.
-pub fn write_atomic(target: &Path, write: impl FnOnce(&mut AtomicFile) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(crate) fn write_atomic(
+    target: &Path,
+    write: impl FnOnce(&mut AtomicFile) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let mut file = AtomicFile::create(target)?;
     write(&mut file).with_context(|| format!("cannot write {}", target.display()))?;
     file.finish()?.commit()

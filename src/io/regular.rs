@@ -11,7 +11,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Opens `path` for reading if it is a regular file (symlinks followed); returns it with its size.
-pub fn open_regular(path: &Path) -> anyhow::Result<(File, u64)> {
+pub(crate) fn open_regular(path: &Path) -> anyhow::Result<(File, u64)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -40,7 +40,7 @@ pub fn open_regular(path: &Path) -> anyhow::Result<(File, u64)> {
 
 /// Reads the whole of a regular file of at most `limit` bytes (`what` names it in the error:
 /// "ONNX models are at most 2 GiB").
-pub fn read_regular(path: &Path, limit: u64, what: &str) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Path, limit: u64, what: &str) -> anyhow::Result<Vec<u8>> {
     let (file, size) = open_regular(path)?;
     if size > limit {
         bail!("cannot read {}: it is {size} bytes long; {what}", path.display());

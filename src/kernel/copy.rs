@@ -181,7 +181,7 @@ pub fn copy_view<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: &mut [
 /// # Safety
 /// `dst` must be valid for writes of `view.numel()` elements and must not overlap `src`. On `Ok` every
 /// one of them has been written.
-pub unsafe fn copy_view_raw<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: *mut T) -> SliceResult<()> {
+pub(crate) unsafe fn copy_view_raw<T: Copy + Send + Sync>(src: &[T], view: &View<i64>, dst: *mut T) -> SliceResult<()> {
     let plan = Plan::new(view, src.len())?;
     let stream = streams::<T>(&plan);
     // Safety: the plan was checked against `src`; the caller vouches for `dst`.
@@ -283,7 +283,7 @@ unsafe fn run_pieces<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mu
 }
 
 /// Executes `view` over `src` by cloning elements (for types that are not `Copy`, like strings).
-pub fn clone_view<T: Clone>(src: &[T], view: &View<i64>) -> SliceResult<Vec<T>> {
+pub(crate) fn clone_view<T: Clone>(src: &[T], view: &View<i64>) -> SliceResult<Vec<T>> {
     let plan = Plan::new(view, src.len())?;
     let mut out = Vec::new();
     out.try_reserve_exact(plan.numel())

@@ -11,7 +11,8 @@ mod tensor;
 
 pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
-pub use copy::{clone_view, copy_view, copy_view_raw};
+pub use copy::copy_view;
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
-pub use tensor::{check_allocation, execute, representable};
+pub(crate) use tensor::check_allocation;
+pub use tensor::{execute, representable};

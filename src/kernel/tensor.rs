@@ -22,7 +22,7 @@ fn physical_memory() -> Option<u64> {
 /// Checks that a tensor of `numel` elements of `elem_size` bytes can be allocated: no overflow, not more
 /// than the machine's memory, and (for large ones) a fallible allocation probe succeeds. tract's own
 /// allocation aborts on failure; this turns the failure into an error before it is attempted.
-pub fn check_allocation(numel: u64, elem_size: usize) -> SliceResult<()> {
+pub(crate) fn check_allocation(numel: u64, elem_size: usize) -> SliceResult<()> {
     let too_large = || SliceError::TooLarge { numel: numel.to_string(), elem_size };
     let bytes = numel.checked_mul(elem_size as u64).filter(|&b| b <= isize::MAX as u64).ok_or_else(too_large)?;
     if physical_memory().is_some_and(|mem| bytes > mem) {

@@ -125,7 +125,7 @@ fn number(t: &impl TensorFields, key: &str, value: Option<&str>) -> anyhow::Resu
 const STRING: i32 = 8;
 
 /// Reads a tensor's external data from `dir` (the model's folder), checked as the module says.
-pub fn read_external(t: &impl TensorFields, dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_external(t: &impl TensorFields, dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
     let name = t.tensor_name();
     let entries = t.external_entries();
     let location = entry(t, &entries, "location")?.unwrap_or("");
@@ -175,7 +175,7 @@ pub fn read_external(t: &impl TensorFields, dir: Option<&Path>) -> anyhow::Resul
 
 /// Replaces a tensor's external data with the bytes themselves; other tensors are left alone. Returns
 /// whether it was external.
-pub fn inline_tensor(t: &mut impl TensorFields, dir: Option<&Path>) -> anyhow::Result<bool> {
+pub(crate) fn inline_tensor(t: &mut impl TensorFields, dir: Option<&Path>) -> anyhow::Result<bool> {
     if !t.is_external() {
         return Ok(false);
     }

@@ -7,8 +7,9 @@ mod external;
 mod uint;
 mod walk;
 
-pub use external::{inline_tensor, read_external, TensorFields};
-pub use uint::uint64_data_to_raw;
+pub(crate) use external::inline_tensor;
+pub use external::TensorFields;
+pub(crate) use uint::uint64_data_to_raw;
 pub use walk::{for_each_tensor, TensorTree};
 
 use std::path::Path;

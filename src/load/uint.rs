@@ -8,7 +8,7 @@ use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::pb::TensorProto;
 
 /// Moves a `UINT32`/`UINT64` tensor's `uint64_data` into `raw_data`; other tensors are left alone.
-pub fn uint64_data_to_raw(t: &mut TensorProto) -> anyhow::Result<()> {
+pub(crate) fn uint64_data_to_raw(t: &mut TensorProto) -> anyhow::Result<()> {
     let width = match t.data_type {
         x if x == DataType::Uint32 as i32 => 4,
         x if x == DataType::Uint64 as i32 => 8,

@@ -7,7 +7,7 @@ use tract_onnx::prelude::*;
 
 impl Model {
     /// How input `ix` is declared, for messages: `x (float32 [N,3])`.
-    pub fn describe_input(&self, ix: usize) -> String {
+    pub(crate) fn describe_input(&self, ix: usize) -> String {
         let Some(decl) = self.declared.get(ix) else { return format!("input #{ix}") };
         let dt = crate::analysis::bind_datum_type(decl).map(crate::npy::numpy_name).unwrap_or_else(|_| "?".into());
         let shape = decl.dims.as_ref().map(|dims| dims.iter().map(declared_text).collect::<Vec<_>>().join(","));

@@ -15,7 +15,7 @@ pub fn value_limit() -> u64 {
 
 /// Refuses the model if one of its values, by its concrete shape, takes more than [`value_limit`]
 /// (values of sliceops' own slicing ops excepted: their kernel refuses them with its own error).
-pub fn check_values(model: &TypedModel) -> anyhow::Result<()> {
+pub(crate) fn check_values(model: &TypedModel) -> anyhow::Result<()> {
     let limit = value_limit();
     for node in &model.nodes {
         // Our slicing ops check what they allocate themselves, naming the ONNX node and op.

@@ -83,7 +83,7 @@ impl Clone for Model {
 }
 
 /// Decodes model bytes, with a clear error for what is not a model.
-pub fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
+pub(crate) fn decode_proto(bytes: &[u8]) -> anyhow::Result<pb::ModelProto> {
     if bytes.is_empty() {
         bail!("the file is empty, not an ONNX model");
     }
@@ -323,7 +323,7 @@ impl Model {
     }
 
     /// Analyses the model as [`Model::analyse`] does, with these options (not kept).
-    pub fn analyse_with(&self, options: analysis::Options) -> anyhow::Result<Analysis> {
+    pub(crate) fn analyse_with(&self, options: analysis::Options) -> anyhow::Result<Analysis> {
         let mut a = analysis::analyse(
             &self.source(),
             &Binding::Declared(self.input_shapes.clone()),
@@ -335,7 +335,7 @@ impl Model {
     }
 
     /// Analyses the model with its inputs bound to these element types and shapes.
-    pub fn analyse_for(&self, inputs: &[(DatumType, Vec<usize>)]) -> anyhow::Result<Analysis> {
+    pub(crate) fn analyse_for(&self, inputs: &[(DatumType, Vec<usize>)]) -> anyhow::Result<Analysis> {
         analysis::analyse(
             &self.source(),
             &Binding::Concrete(inputs.to_vec()),

@@ -9,11 +9,11 @@ use tract_onnx::prelude::*;
 const KEPT: usize = 16;
 
 /// The element types and shapes of a run's inputs, in input order.
-pub type Signature = Vec<(DatumType, Vec<usize>)>;
+pub(crate) type Signature = Vec<(DatumType, Vec<usize>)>;
 
 /// Plans by input signature.
 #[derive(Debug, Default)]
-pub struct PlanCache {
+pub(crate) struct PlanCache {
     /// Most recently used last.
     plans: Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>,
     made: AtomicUsize,
@@ -22,7 +22,7 @@ pub struct PlanCache {
 impl PlanCache {
     /// The plan for `signature`, made by `make` if there is none yet. Two threads asking for a missing
     /// plan at once may both make it; one is kept.
-    pub fn get_or_make(
+    pub(crate) fn get_or_make(
         &self,
         signature: &Signature,
         make: impl FnOnce() -> anyhow::Result<Arc<TypedRunnableModel>>,

@@ -8,7 +8,7 @@ use tract_onnx::pb;
 
 /// The model tract-onnx parses: node names made unique, `dim_param` text removed everywhere (graph
 /// inputs, outputs and value infos, in subgraphs too).
-pub fn for_tract(proto: &pb::ModelProto) -> pb::ModelProto {
+pub(crate) fn for_tract(proto: &pb::ModelProto) -> pb::ModelProto {
     let mut prepared = unique_node_names(proto).unwrap_or_else(|| proto.clone());
     if let Some(graph) = prepared.graph.as_mut() {
         strip_dim_params(graph);
@@ -57,7 +57,7 @@ fn strip_type(t: Option<&mut pb::TypeProto>) {
 /// `None` if every name is already unique. tract names a node after its name, else its first output, and
 /// refuses duplicates ("Duplicate node name"), which ONNX allows: names are for diagnostics. Unique names
 /// also let translation skip tract's scan of every node for a duplicate, quadratic over a large graph.
-pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
+pub(crate) fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
     use std::collections::HashSet;
     let effective =
         |n: &pb::NodeProto| if n.name.is_empty() { n.output.first().cloned() } else { Some(n.name.clone()) };
@@ -84,7 +84,7 @@ pub fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto> {
 
 /// Structural checks of a graph before tract sees it: every node input is defined (by a graph input, an
 /// initializer, or a node), and the nodes have no cycle. Errors name a node.
-pub fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
+pub(crate) fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     use std::collections::{HashMap, HashSet};
     let invalid = |n: &pb::NodeProto, message: String| crate::graph::node_label(n).err(message);
     let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();

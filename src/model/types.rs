@@ -24,7 +24,7 @@ fn proxy(dt: DataType) -> Option<(DataType, Option<bool>)> {
 }
 
 /// The numpy-style name of an ONNX type tract lacks.
-pub fn type_name(dt: DataType) -> &'static str {
+pub(crate) fn type_name(dt: DataType) -> &'static str {
     match dt {
         DataType::Bfloat16 => "bfloat16",
         DataType::Float8e4m3fn => "float8_e4m3fn",

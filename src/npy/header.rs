@@ -10,7 +10,7 @@ pub const MAX_HEADER_LEN: usize = 65536;
 /// The most dims a shape may have (numpy stops at 64; sliceops writes higher ranks, which tract allows).
 pub const MAX_DIMS: usize = 1024;
 /// The magic string that starts every `.npy` file.
-pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
+pub(crate) const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
 /// What a `.npy` header says.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +83,7 @@ pub enum NpyHeaderError {
 
 /// Where the header text is: its version, its offset and its length, read from the first bytes of a
 /// file (`prefix` holds at least 12 bytes, or the whole file if shorter).
-pub fn header_span(prefix: &[u8]) -> Result<(usize, usize), NpyHeaderError> {
+pub(crate) fn header_span(prefix: &[u8]) -> Result<(usize, usize), NpyHeaderError> {
     if prefix.len() < 8 || &prefix[..6] != MAGIC {
         return Err(NpyHeaderError::BadMagic);
     }

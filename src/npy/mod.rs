@@ -11,7 +11,7 @@ mod write;
 
 pub use header::{parse_header, NpyHeader, NpyHeaderError, MAX_DIMS, MAX_HEADER_LEN};
 pub use read::{read_npy, read_npy_bytes};
-pub use write::{check_writable, descr_for, write_npy, write_npy_to};
+pub use write::{check_writable, write_npy, write_npy_to};
 
 use anyhow::bail;
 use tract_onnx::prelude::*;

@@ -1,6 +1,7 @@
 //! The `.npy` header parser against tables of headers (exact results and exact errors), and the reader
 //! and writer on every dtype, byte order and layout.
 
+use super::write::descr_for;
 use super::*;
 
 /// A version 1.0 file with the given header text and data.

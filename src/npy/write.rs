@@ -8,7 +8,7 @@ use std::path::Path;
 use tract_onnx::prelude::*;
 
 /// The little-endian numpy type descriptor of a datum type `.npy` files hold.
-pub fn descr_for(dt: DatumType) -> anyhow::Result<&'static str> {
+pub(crate) fn descr_for(dt: DatumType) -> anyhow::Result<&'static str> {
     Ok(match dt {
         DatumType::Bool => "|b1",
         DatumType::I8 => "|i1",

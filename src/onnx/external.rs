@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The largest model protobuf can encode.
-pub const PROTOBUF_LIMIT: u64 = i32::MAX as u64;
+pub(crate) const PROTOBUF_LIMIT: u64 = i32::MAX as u64;
 /// Tensors smaller than this stay in the model when others move to the data file.
 const MIN_EXTERNAL: usize = 1024;
 /// Offsets in the data file are multiples of this.

@@ -9,7 +9,7 @@ mod external;
 mod fold;
 mod lower;
 pub(crate) mod node;
-mod tensor;
+pub(crate) mod tensor;
 
 /// The ONNX IR types, generated from `proto/onnx.proto`.
 #[allow(missing_docs, clippy::all)]
@@ -17,15 +17,16 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
-pub use external::{place_external_data, write_model_file, Placement, PROTOBUF_LIMIT};
+pub use external::{place_external_data, write_model_file, Placement};
 pub use fold::fold;
 pub use lower::{lower, lower_model, LowerReport};
-pub use tensor::{datum_type_of_elem, f32s_of, ints_of, onnx_data_type, tensor_to_proto, type_proto};
+pub(crate) use tensor::{datum_type_of_elem, f32s_of, onnx_data_type, tensor_to_proto};
+pub use tensor::{ints_of, type_proto};
 
 use std::collections::HashSet;
 
 /// Every value name a graph reads, including those its subgraphs read from the enclosing scopes.
-pub fn names_read(graph: &proto::GraphProto) -> HashSet<String> {
+pub(crate) fn names_read(graph: &proto::GraphProto) -> HashSet<String> {
     let mut used: HashSet<String> = HashSet::new();
     for node in &graph.node {
         used.extend(node.input.iter().filter(|s| !s.is_empty()).cloned());

@@ -10,17 +10,23 @@ pub fn op_type(n: &NodeProto) -> &str {
 }
 
 /// Whether a node is in the default ONNX domain.
-pub fn is_onnx(n: &NodeProto) -> bool {
-    matches!(n.domain.as_deref(), None | Some("") | Some("ai.onnx"))
+pub(crate) fn is_onnx(n: &NodeProto) -> bool {
+    is_onnx_domain(n.domain.as_deref())
+}
+
+/// Whether a domain (of a node or an opset import) is the default ONNX domain: unset, `""` or
+/// `ai.onnx`.
+pub(crate) fn is_onnx_domain(domain: Option<&str>) -> bool {
+    matches!(domain, None | Some("") | Some("ai.onnx"))
 }
 
 /// Whether a node carries subgraphs (If, Loop, Scan): those read outer values by name.
-pub fn has_subgraphs(n: &NodeProto) -> bool {
+pub(crate) fn has_subgraphs(n: &NodeProto) -> bool {
     n.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty())
 }
 
 /// A node's name, or its first output's when it has none (as everywhere in sliceops).
-pub fn node_name(node: &NodeProto) -> String {
+pub(crate) fn node_name(node: &NodeProto) -> String {
     node.name.clone().filter(|n| !n.is_empty()).or_else(|| node.output.first().cloned()).unwrap_or_default()
 }
 
@@ -35,12 +41,12 @@ pub fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
 }
 
 /// An ints attribute: typed `INTS`, or with values.
-pub fn attr_ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
+pub(crate) fn attr_ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
     attr(n, name).filter(|a| a.r#type == Some(AttributeType::Ints as i32) || !a.ints.is_empty()).map(|a| a.ints.clone())
 }
 
 /// An ints attribute, or a single int given in its place (as some exporters write a one-entry list).
-pub fn attr_ints_or_int(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
+pub(crate) fn attr_ints_or_int(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
     attr(n, name).map(|a| if a.ints.is_empty() { a.i.into_iter().collect() } else { a.ints.clone() })
 }
 

@@ -6,7 +6,7 @@ use anyhow::bail;
 use tract_onnx::prelude::*;
 
 /// The ONNX element type of a datum type (dims are written as int64).
-pub fn onnx_data_type(dt: DatumType) -> anyhow::Result<DataType> {
+pub(crate) fn onnx_data_type(dt: DatumType) -> anyhow::Result<DataType> {
     Ok(match dt {
         DatumType::Bool => DataType::Bool,
         DatumType::I8 => DataType::Int8,
@@ -27,7 +27,7 @@ pub fn onnx_data_type(dt: DatumType) -> anyhow::Result<DataType> {
 
 /// The tract datum type of an ONNX element type (`TensorProto.DataType`), or an error naming the
 /// ONNX type when tract has none.
-pub fn datum_type_of_elem(code: i32) -> anyhow::Result<DatumType> {
+pub(crate) fn datum_type_of_elem(code: i32) -> anyhow::Result<DatumType> {
     let Ok(dt) = DataType::try_from(code) else { bail!("unknown ONNX element type {code}") };
     Ok(match dt {
         DataType::Bool => DatumType::Bool,
@@ -50,7 +50,7 @@ pub fn datum_type_of_elem(code: i32) -> anyhow::Result<DatumType> {
 
 /// A tensor as an initializer named `name` (raw little-endian data; strings as `string_data`; dims
 /// as int64, which fails if one is symbolic).
-pub fn tensor_to_proto(name: &str, tensor: &Tensor) -> anyhow::Result<proto::TensorProto> {
+pub(crate) fn tensor_to_proto(name: &str, tensor: &Tensor) -> anyhow::Result<proto::TensorProto> {
     let tensor =
         if tensor.datum_type() == DatumType::TDim { tensor.cast_to::<i64>()?.into_owned() } else { tensor.clone() };
     let mut p = proto::TensorProto {
@@ -93,7 +93,9 @@ pub fn type_proto(dt: DatumType, shape: &[TDim]) -> anyhow::Result<proto::TypePr
     })
 }
 
-/// The values of an integer initializer (int64 or int32, raw or typed storage), if it is one.
+/// The values of an integer initializer (int64 or int32, raw or typed storage), if it is one. Unlike
+/// `proto_ints`, `raw_data` that is present is always what is read (present and empty: no values),
+/// and a raw length that is not a whole number of elements gives `None`.
 pub fn ints_of(t: &proto::TensorProto) -> Option<Vec<i64>> {
     let dt = DataType::try_from(t.data_type?).ok()?;
     match (dt, t.raw_data.as_ref()) {
@@ -110,7 +112,7 @@ pub fn ints_of(t: &proto::TensorProto) -> Option<Vec<i64>> {
 }
 
 /// The values of a float32 initializer (raw or typed storage), if it is one.
-pub fn f32s_of(t: &proto::TensorProto) -> Option<Vec<f32>> {
+pub(crate) fn f32s_of(t: &proto::TensorProto) -> Option<Vec<f32>> {
     if DataType::try_from(t.data_type?).ok()? != DataType::Float {
         return None;
     }
@@ -120,5 +122,25 @@ pub fn f32s_of(t: &proto::TensorProto) -> Option<Vec<f32>> {
         }
         Some(_) => None,
         None => Some(t.float_data.clone()),
+    }
+}
+
+/// The values of an int32 or int64 tensor, as `lower` reads its constants. Unlike [`ints_of`], raw
+/// data is read only when it is not empty (an empty `raw_data` falls back to the typed fields), and a
+/// raw length that is not a whole number of elements is read up to its last whole element rather
+/// than refused.
+pub(crate) fn proto_ints(t: &proto::TensorProto) -> Option<Vec<i64>> {
+    use proto::tensor_proto::DataType;
+    let raw = t.raw_data.as_deref().unwrap_or(&[]);
+    match DataType::try_from(t.data_type?).ok()? {
+        DataType::Int64 if !raw.is_empty() => {
+            Some(raw.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+        }
+        DataType::Int64 => Some(t.int64_data.clone()),
+        DataType::Int32 if !raw.is_empty() => {
+            Some(raw.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64).collect())
+        }
+        DataType::Int32 => Some(t.int32_data.iter().map(|&v| v as i64).collect()),
+        _ => None,
     }
 }

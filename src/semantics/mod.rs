@@ -15,6 +15,7 @@ mod slice;
 mod strided_slice;
 
 pub use as_strided::AsStrided;
-pub use range::{resolve_range, resolve_range_with_dims, AxisRange, Clamp};
+pub use range::{resolve_range, AxisRange, Clamp};
 pub use slice::{DimSlice, Slice};
-pub use strided_slice::{place_spec, resolve_spec, MxnetSlice, Placed, SpecEntry, StridedSlice};
+pub(crate) use strided_slice::place_spec;
+pub use strided_slice::{resolve_spec, MxnetSlice, Placed, SpecEntry, StridedSlice};

@@ -187,7 +187,7 @@ pub fn resolve_symbolic<D: Dim>(
 /// clamping formulas written with `min` and `max`, for steps of ±1 only; the bound's sign must be
 /// provable (every symbol is a dim, so `T` and `H/4` are non-negative). `Ok(None)` when the length
 /// cannot be written exactly: it then depends on values analysis cannot order.
-pub fn resolve_range_with_dims(
+pub(crate) fn resolve_range_with_dims(
     dim: &TDim,
     start: Option<&TDim>,
     end: Option<&TDim>,

@@ -29,7 +29,7 @@ pub struct Slice {
 
 impl Slice {
     /// Normalized axes, checked: in range and distinct.
-    pub fn normalized_axes(&self, rank: usize) -> SliceResult<Vec<usize>> {
+    pub(crate) fn normalized_axes(&self, rank: usize) -> SliceResult<Vec<usize>> {
         if rank == 0 {
             return Err(SliceError::ScalarInput);
         }

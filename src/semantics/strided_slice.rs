@@ -63,11 +63,16 @@ impl StridedSlice {
         ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"];
 
     /// The most entries a spec written with masks may have: bit 63 would make a mask negative.
-    pub const MAX_ENTRIES: usize = 63;
+    pub(crate) const MAX_ENTRIES: usize = 63;
 
     /// Parameters from `begin`, `end`, `strides` and the masks in the order of
     /// [`StridedSlice::MASK_NAMES`].
-    pub fn with_masks(begin: Vec<i64>, end: Vec<i64>, strides: Option<Vec<i64>>, masks: [i64; 5]) -> StridedSlice {
+    pub(crate) fn with_masks(
+        begin: Vec<i64>,
+        end: Vec<i64>,
+        strides: Option<Vec<i64>>,
+        masks: [i64; 5],
+    ) -> StridedSlice {
         let [begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask] = masks;
         StridedSlice { begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask }
     }
@@ -216,7 +221,7 @@ pub enum Placed {
 /// its input and output axes, the ellipsis expanded to whole axes (an expression without one ends in
 /// an implicit `...`). The one place masks-as-entries become axes: resolving ([`resolve_spec`]) and
 /// lowering to standard ONNX both read it.
-pub fn place_spec(spec: &[SpecEntry], rank: usize) -> SliceResult<Vec<Placed>> {
+pub(crate) fn place_spec(spec: &[SpecEntry], rank: usize) -> SliceResult<Vec<Placed>> {
     let real = spec.iter().filter(|e| matches!(e, SpecEntry::Index(_) | SpecEntry::Range(..))).count();
     if real > rank {
         return Err(SliceError::TooManyEntries { entries: real, rank });

@@ -46,7 +46,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token, without consuming it.
-    pub fn peek(&mut self) -> Result<Token<'a>, DimParseError> {
+    pub(crate) fn peek(&mut self) -> Result<Token<'a>, DimParseError> {
         if let Some(t) = self.peeked {
             return Ok(t);
         }
@@ -56,7 +56,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token.
-    pub fn next_token(&mut self) -> Result<Token<'a>, DimParseError> {
+    pub(crate) fn next_token(&mut self) -> Result<Token<'a>, DimParseError> {
         match self.peeked.take() {
             Some(t) => Ok(t),
             None => self.scan(),

@@ -30,7 +30,7 @@ fn overflow(what: &'static str) -> SliceError {
 }
 
 /// Row-major strides of `shape`: `strides[i] = shape[i+1] * .. * shape[rank-1]`.
-pub fn row_major_strides<D: Dim>(shape: &[D]) -> SliceResult<Vec<D>> {
+pub(crate) fn row_major_strides<D: Dim>(shape: &[D]) -> SliceResult<Vec<D>> {
     let mut strides = vec![D::from_i64(1); shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1].checked_mul(&shape[i + 1]).ok_or_else(|| overflow("row-major stride"))?;
@@ -57,7 +57,7 @@ impl<D: Dim> View<D> {
     }
 
     /// Whether some axis is known to be empty (the view reads nothing).
-    pub fn is_known_empty(&self) -> bool {
+    pub(crate) fn is_known_empty(&self) -> bool {
         self.axes.iter().any(|a| a.len.is(0))
     }
 
@@ -120,7 +120,7 @@ impl<D: Dim> View<D> {
     }
 
     /// Whether the view reads the whole buffer of a tensor of `input_shape` as it is.
-    pub fn is_identity_of(&self, input_shape: &[D]) -> bool {
+    pub(crate) fn is_identity_of(&self, input_shape: &[D]) -> bool {
         match View::identity(input_shape) {
             Ok(id) => self.shape() == id.shape() && self.normalized() == id.normalized(),
             Err(_) => false,
@@ -155,7 +155,7 @@ impl<D: Dim> View<D> {
     }
 
     /// Applies `f` to every dim of the view.
-    pub fn map_dims<E>(&self, f: &mut impl FnMut(D) -> E) -> View<E> {
+    pub(crate) fn map_dims<E>(&self, f: &mut impl FnMut(D) -> E) -> View<E> {
         View {
             offset: f(self.offset.clone()),
             axes: self.axes.iter().map(|a| ViewAxis { len: f(a.len.clone()), stride: f(a.stride.clone()) }).collect(),
@@ -170,7 +170,7 @@ impl View<i64> {
     }
 
     /// The smallest and largest flat index the view reads, or `None` if it reads nothing.
-    pub fn index_range(&self) -> SliceResult<Option<(i64, i64)>> {
+    pub(crate) fn index_range(&self) -> SliceResult<Option<(i64, i64)>> {
         if self.axes.iter().any(|a| a.len == 0) {
             return Ok(None);
         }

@@ -10,7 +10,8 @@ mod dim;
 mod resolved;
 mod selection;
 
-pub use affine::{row_major_strides, View, ViewAxis};
+pub(crate) use affine::row_major_strides;
+pub use affine::{View, ViewAxis};
 pub use dim::{dim_from_usize, Dim};
 pub use resolved::Resolved;
 pub use selection::{OutAxis, Selection};

@@ -7,6 +7,7 @@ pub mod fixtures;
 pub mod onnx_build;
 pub mod real;
 pub mod reference;
+pub mod tensors;
 
 use sliceops::semantics::{SpecEntry, StridedSlice};
 use sliceops::view::View;

@@ -29,7 +29,7 @@ pub fn cast(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
 
 /// `Cast` to `to` (`I64` meaning ONNX's int64, held as dims when it holds shapes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ExactCast {
+pub(crate) struct ExactCast {
     /// The ONNX target type.
     pub to: DatumType,
 }

@@ -17,7 +17,7 @@ pub fn expand(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
 
 /// The output shape of Expand: numpy broadcasting of the input's shape and the shape input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExpandRule;
+pub(crate) struct ExpandRule;
 
 impl ParamRule for ExpandRule {
     fn is_param(&self, ix: usize) -> bool {

@@ -22,7 +22,7 @@ pub fn constant_of_shape(ctx: &ParsingContext, node: &NodeProto) -> TractResult<
 
 /// The output of ConstantOfShape: the shape its input holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FillRule {
+pub(crate) struct FillRule {
     /// The element type of the fill value.
     pub datum_type: DatumType,
 }

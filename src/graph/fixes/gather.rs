@@ -24,7 +24,7 @@ pub fn gather(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn I
 
 /// tract's Gather, wired as a view when its indices are a constant affine table.
 #[derive(Debug, Clone)]
-pub struct ViewGather {
+pub(crate) struct ViewGather {
     /// The ONNX axis (may be negative).
     pub axis: i64,
     /// Node, for errors.

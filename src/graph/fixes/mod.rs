@@ -12,6 +12,7 @@
 //! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`: axes, sizes and shapes given as runtime inputs, through one
 //!   mechanism for shape parameters ([`params`]).
 
+mod axes;
 mod cast;
 mod constant_of_shape;
 mod expand;

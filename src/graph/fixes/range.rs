@@ -20,13 +20,13 @@ pub fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
 
 /// tract's Range with ONNX's length rule.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ExactRange {
+pub(crate) struct ExactRange {
     /// Node name, for errors.
     pub node: String,
 }
 
 /// `max(ceil((limit - start) / delta), 0)`.
-pub fn range_len(start: &TDim, limit: &TDim, delta: i64) -> TractResult<TDim> {
+pub(crate) fn range_len(start: &TDim, limit: &TDim, delta: i64) -> TractResult<TDim> {
     let ovf = || anyhow::anyhow!("range length overflows");
     let span = if delta > 0 { limit.checked_sub(start) } else { start.checked_sub(limit) }.ok_or_else(ovf)?;
     match delta {

@@ -5,6 +5,7 @@
 //! axes known only when the model runs give fresh dims (with `keepdims`, a dim of 1 stays 1), and the
 //! output rank is known from the length of `axes`.
 
+use super::axes::data_and_axes;
 use super::params::{Inlet, OutShape, ParamNode, ParamRule, Refusal};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -69,12 +70,7 @@ impl ParamRule for ReduceAxes {
     }
 
     fn outputs(&self, inputs: &[Inlet]) -> Result<Vec<OutShape>, Refusal> {
-        let data = inputs[0];
-        let axes = inputs.get(1).ok_or("the axes input is missing")?;
-        // A scalar is one axis, as onnxruntime reads it.
-        if axes.rank() > 1 {
-            return Err(format!("axes must be a 1-D tensor, got rank {}", axes.rank()).into());
-        }
+        let (data, axes) = data_and_axes(inputs)?;
         if !axes.datum_type.is_integer() && !axes.datum_type.is_tdim() {
             return Err(format!("axes must be integers, got {:?}", axes.datum_type).into());
         }

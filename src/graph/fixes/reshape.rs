@@ -30,7 +30,7 @@ type VolumeEquality = (TDim, TDim);
 
 /// `Reshape` with exact symbolic arithmetic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SymbolicReshape {
+pub(crate) struct SymbolicReshape {
     /// Whether a 0 in the target is a 0 (else it copies the input's dim).
     pub allowzero: bool,
     /// Node name, for errors.

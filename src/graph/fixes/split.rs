@@ -22,7 +22,7 @@ pub fn split(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Inf
 
 /// The output shapes of Split along `axis` into `outputs` parts of the sizes of the second input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitRule {
+pub(crate) struct SplitRule {
     /// The split axis, maybe negative.
     pub axis: i64,
     /// The number of outputs.

@@ -3,6 +3,7 @@
 //! tract-onnx wires them only with constant axes ("Need axes to be a constant"). Wrapped in a
 //! [`ParamNode`]: the output rank follows from the number of axes, the dims from their values.
 
+use super::axes::data_and_axes;
 use super::params::{distinct_axes, Inlet, OutShape, ParamNode, ParamRule, Refusal};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -29,7 +30,7 @@ pub fn unsqueeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn
 
 /// The output shape of Squeeze or Unsqueeze over the axes of the second input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AxesRule {
+pub(crate) struct AxesRule {
     /// Unsqueeze (insert axes of 1) rather than Squeeze (remove axes of 1).
     pub unsqueeze: bool,
 }
@@ -40,12 +41,7 @@ impl ParamRule for AxesRule {
     }
 
     fn outputs(&self, inputs: &[Inlet]) -> Result<Vec<OutShape>, Refusal> {
-        let data = inputs[0];
-        let axes = inputs.get(1).ok_or("the axes input is missing")?;
-        // A scalar is one axis, as onnxruntime reads it.
-        if axes.rank() > 1 {
-            return Err(format!("axes must be a 1-D tensor, got rank {}", axes.rank()).into());
-        }
+        let (data, axes) = data_and_axes(inputs)?;
         let rank = data.rank();
         let n = match axes.ints()? {
             Some(v) => v.len(),

@@ -18,7 +18,7 @@ pub type PadNode = StockNode<SymbolicPads>;
 
 /// What [`PadNode`] does in front of tract's Pad: symbolic pads make a [`SymbolicPad`].
 #[derive(Debug, Clone)]
-pub struct SymbolicPads {
+pub(crate) struct SymbolicPads {
     /// The mode, without the constant value (taken from the inputs).
     pub mode: String,
 }
@@ -31,7 +31,7 @@ impl Fix for SymbolicPads {
         target: &mut TypedModel,
         mapping: &HashMap<OutletId, OutletId>,
     ) -> TractResult<TVec<OutletId>> {
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| mapping[o]).collect();
+        let inputs = crate::graph::typed_inputs::mapped_inputs(node, mapping);
         let pads = match inputs.get(1) {
             Some(p) => target.outlet_fact(*p)?.konst.clone(),
             None => None,

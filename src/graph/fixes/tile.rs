@@ -17,7 +17,7 @@ pub fn tile(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
 
 /// The output shape of Tile: each dim times its repeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TileRule;
+pub(crate) struct TileRule;
 
 impl ParamRule for TileRule {
     fn is_param(&self, ix: usize) -> bool {

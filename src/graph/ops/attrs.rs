@@ -57,7 +57,7 @@ pub fn string(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option
 }
 
 /// A boolean given as an `int` attribute: 0 or 1 only.
-pub fn flag(label: &Label, node: &NodeProto, name: &str) -> TractResult<bool> {
+pub(crate) fn flag(label: &Label, node: &NodeProto, name: &str) -> TractResult<bool> {
     match int(label, node, name)? {
         None | Some(0) => Ok(false),
         Some(1) => Ok(true),

@@ -5,7 +5,11 @@ use tract_onnx::prelude::*;
 
 /// A tensor of `shape` and the type of `input`, element `o` being `input[from(o)]`, or the type's
 /// zero (false, empty string) where `from` gives `None`.
-pub fn gather_flat(input: &Tensor, shape: &[usize], from: &dyn Fn(usize) -> Option<usize>) -> TractResult<Tensor> {
+pub(crate) fn gather_flat(
+    input: &Tensor,
+    shape: &[usize],
+    from: &dyn Fn(usize) -> Option<usize>,
+) -> TractResult<Tensor> {
     fn typed<T: Datum>(input: &Tensor, shape: &[usize], from: &dyn Fn(usize) -> Option<usize>) -> TractResult<Tensor> {
         let plain = input.try_as_plain_ram()?;
         let src = plain.as_slice::<T>()?;

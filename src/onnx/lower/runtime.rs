@@ -21,8 +21,9 @@
 //! Without masks and with constant positive strides the two clamping rules agree everywhere, and the
 //! node becomes one Slice of the same begin and end.
 
-use super::{Lowering, NodeProto};
+use super::emit::Lowering;
 use crate::onnx::node::int_attr;
+use crate::onnx::proto::NodeProto;
 use crate::semantics::{place_spec, Placed, SpecEntry, StridedSlice};
 use anyhow::{bail, Context};
 use tract_onnx::prelude::*;
