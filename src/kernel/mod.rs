@@ -3,11 +3,16 @@
 mod alloc;
 mod budget;
 mod copy;
+mod exp;
+mod resample;
+mod softmax;
 mod stream;
 mod tensor;
 
 pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
 pub use copy::copy_view;
+pub(crate) use resample::{resample_axis, AxisTaps};
+pub(crate) use softmax::{softmax_axis, SoftmaxFn};
 pub(crate) use tensor::check_allocation;
 pub use tensor::{execute, representable};

@@ -26,6 +26,7 @@ use super::names::NameIndex;
 pub fn optimize(mut model: TypedModel) -> TractResult<TypedModel> {
     declutter(&mut model)?;
     run_optimizer(&codegen(), &mut model).context("optimizing")?;
+    crate::graph::use_our_kernels(&mut model).context("putting our kernels in the plan")?;
     model.properties.insert(TRACT_STAGE.to_string(), rctensor0("optimized".to_string()));
     Ok(model)
 }

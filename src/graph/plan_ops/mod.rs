@@ -1,0 +1,39 @@
+//! Our kernels in place of tract's slow ones, in the optimized plan.
+//!
+//! After tract's optimizer, a few of its ops still run on a generic path that is far behind
+//! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
+//! that is not the last, and `Resize`. [`use_our_kernels`] swaps them for ops of the same meaning,
+//! inputs and facts that run our kernels; nothing else in the plan changes.
+
+mod resize;
+mod softmax;
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::nn::resize::Resize;
+use tract_onnx::tract_core::ops::nn::Softmax;
+
+pub use resize::RowResize;
+pub use softmax::AxisSoftmax;
+
+/// Replaces, in an optimized `model`, every tract op one of ours runs faster (see the module docs);
+/// returns how many nodes it changed.
+pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
+    let mut replaced = 0;
+    for id in 0..model.nodes.len() {
+        let node = &model.nodes[id];
+        let op: Option<Box<dyn TypedOp>> = if let Some(softmax) = node.op_as::<Softmax>() {
+            let Some(&input) = node.inputs.first() else { continue };
+            let fact = model.outlet_fact(input)?;
+            AxisSoftmax::replacing(softmax, fact).map(|op| Box::new(op) as _)
+        } else if let Some(resize) = node.op_as::<Resize>() {
+            Some(Box::new(RowResize { stock: resize.clone() }))
+        } else {
+            None
+        };
+        if let Some(op) = op {
+            model.nodes[id].op = op;
+            replaced += 1;
+        }
+    }
+    Ok(replaced)
+}

@@ -1,0 +1,182 @@
+//! Resampling one axis of a contiguous f32 buffer by fixed taps: the inner loop of `Resize`.
+//!
+//! Each output index along the axis reads a few input indices with weights ([`AxisTaps`]), or is
+//! extrapolated (zero). The buffer is read as `[outer, len_in, inner]` and written as
+//! `[outer, len_out, inner]`. An output row is a weighted sum of input rows of `inner` values; when
+//! `inner` is 1 (the last axis) the rows are single values and the sum is a gather, done in one loop
+//! per block instead of one slice operation per value.
+//!
+//! The arithmetic is fixed: an output starts at `0.0` and adds `weight * input` for each tap in order
+//! (taps of weight zero are not kept), the same operations in the same order as tract's `Resize`, so
+//! results are bit for bit the same, but for one thing: a single tap of weight one is a copy, which
+//! keeps the sign of a zero (tract adds it to `0.0`, which makes `-0.0` positive; onnxruntime copies).
+
+/// The taps of every output index of one axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisTaps {
+    /// Where each output index's taps start in `taps`; one more entry than outputs.
+    starts: Vec<usize>,
+    /// (input index, weight), weights non-zero.
+    taps: Vec<(usize, f32)>,
+    /// Outputs that fall outside the input.
+    extrapolated: Vec<bool>,
+}
+
+impl AxisTaps {
+    /// Taps from one window of `window` (index, weight) pairs per output index, in order; windows of
+    /// extrapolated outputs are ignored. Zero weights are dropped. `None` when the lengths do not
+    /// agree or an index is not below `len_in`.
+    pub fn new(
+        len_in: usize,
+        window: usize,
+        indices: &[usize],
+        weights: &[f32],
+        extrapolated: &[bool],
+    ) -> Option<AxisTaps> {
+        let len_out = extrapolated.len();
+        if window == 0 || indices.len() != weights.len() || indices.len() != window.checked_mul(len_out)? {
+            return None;
+        }
+        let mut taps = AxisTaps { starts: vec![0], taps: vec![], extrapolated: extrapolated.to_vec() };
+        for (x, out_of_range) in extrapolated.iter().enumerate() {
+            if !out_of_range {
+                let span = x * window..(x + 1) * window;
+                for (&i, &w) in indices[span.clone()].iter().zip(&weights[span]) {
+                    if i >= len_in {
+                        return None;
+                    }
+                    if w != 0.0 {
+                        taps.taps.push((i, w));
+                    }
+                }
+            }
+            taps.starts.push(taps.taps.len());
+        }
+        Some(taps)
+    }
+
+    /// The number of output indices.
+    pub fn len_out(&self) -> usize {
+        self.extrapolated.len()
+    }
+
+    fn of(&self, x: usize) -> &[(usize, f32)] {
+        &self.taps[self.starts[x]..self.starts[x + 1]]
+    }
+}
+
+/// Resamples the middle axis of `src` (`[outer, len_in, inner]`) into `dst` (`[outer, len_out,
+/// inner]`, `len_out` from `taps`). The lengths must agree (an error says how otherwise); every tap
+/// index is below `len_in` by construction of [`AxisTaps`], for the `len_in` it was made with.
+pub fn resample_axis(src: &[f32], len_in: usize, inner: usize, taps: &AxisTaps, dst: &mut [f32]) -> Result<(), String> {
+    let len_out = taps.len_out();
+    let block_in = len_in.checked_mul(inner).ok_or("input block overflows")?;
+    let block_out = len_out.checked_mul(inner).ok_or("output block overflows")?;
+    if taps.taps.iter().any(|&(i, _)| i >= len_in) {
+        return Err(format!("a tap reads past an axis of {len_in}"));
+    }
+    if block_in == 0 || block_out == 0 {
+        return if dst.is_empty() { Ok(()) } else { Err("an empty input cannot fill a non-empty output".into()) };
+    }
+    if src.len() % block_in != 0 || dst.len() != src.len() / block_in * block_out {
+        return Err(format!(
+            "buffers of {} and {} values are not [outer, {len_in}, {inner}] and [outer, {len_out}, {inner}]",
+            src.len(),
+            dst.len()
+        ));
+    }
+    for (src, dst) in src.chunks_exact(block_in).zip(dst.chunks_exact_mut(block_out)) {
+        if inner == 1 {
+            for (x, out) in dst.iter_mut().enumerate() {
+                *out = match taps.of(x) {
+                    _ if taps.extrapolated[x] => 0.0,
+                    [(i, w)] if *w == 1.0 => src[*i],
+                    list => list.iter().fold(0.0, |acc, &(i, w)| acc + w * src[i]),
+                };
+            }
+            continue;
+        }
+        for (x, row) in dst.chunks_exact_mut(inner).enumerate() {
+            match taps.of(x) {
+                _ if taps.extrapolated[x] => row.fill(0.0),
+                [(i, w)] if *w == 1.0 => row.copy_from_slice(&src[i * inner..][..inner]),
+                list => {
+                    row.fill(0.0);
+                    for &(i, w) in list {
+                        for (d, s) in row.iter_mut().zip(&src[i * inner..][..inner]) {
+                            *d += w * s;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nearest taps reading `map[x]`, window 2 with the second weight zero.
+    fn nearest(len_in: usize, map: &[usize]) -> AxisTaps {
+        let indices: Vec<usize> = map.iter().flat_map(|&i| [i, 0]).collect();
+        let weights: Vec<f32> = map.iter().flat_map(|_| [1.0, 0.0]).collect();
+        AxisTaps::new(len_in, 2, &indices, &weights, &vec![false; map.len()]).unwrap()
+    }
+
+    #[test]
+    fn nearest_on_the_last_axis_gathers() {
+        let taps = nearest(3, &[0, 0, 1, 1, 2, 2]);
+        let src = [1.0, 2.0, 3.0, 10.0, 20.0, -0.0];
+        let mut dst = [9.0; 12];
+        resample_axis(&src, 3, 1, &taps, &mut dst).unwrap();
+        assert_eq!(dst, [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 10.0, 10.0, 20.0, 20.0, -0.0, -0.0]);
+        assert!(dst[11].is_sign_negative(), "a copy keeps the sign of zero");
+    }
+
+    #[test]
+    fn nearest_on_an_outer_axis_copies_rows() {
+        let taps = nearest(2, &[0, 1, 1]);
+        let src = [1.0, 2.0, 3.0, 4.0];
+        let mut dst = [0.0; 6];
+        resample_axis(&src, 2, 2, &taps, &mut dst).unwrap();
+        assert_eq!(dst, [1.0, 2.0, 3.0, 4.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn linear_taps_sum_in_order_and_extrapolated_outputs_are_zero() {
+        // out[0] = 0.25*in[0] + 0.75*in[1]; out[1] extrapolated; out[2] = 0.5*in[1] + 0.5*in[1].
+        let taps =
+            AxisTaps::new(2, 2, &[0, 1, 0, 0, 1, 1], &[0.25, 0.75, 9.0, 9.0, 0.5, 0.5], &[false, true, false]).unwrap();
+        for inner in [1, 2] {
+            let src: Vec<f32> = [4.0f32, 8.0].iter().flat_map(|&v| vec![v; inner]).collect();
+            let mut dst = vec![7.0; 3 * inner];
+            resample_axis(&src, 2, inner, &taps, &mut dst).unwrap();
+            let want: Vec<f32> = [0.0f32 + 0.25 * 4.0 + 0.75 * 8.0, 0.0, 0.0f32 + 0.5 * 8.0 + 0.5 * 8.0]
+                .iter()
+                .flat_map(|&v| vec![v; inner])
+                .collect();
+            assert_eq!(dst, want, "inner {inner}");
+        }
+    }
+
+    #[test]
+    fn bad_taps_and_buffers_are_refused() {
+        assert!(AxisTaps::new(2, 2, &[0, 2], &[1.0, 1.0], &[false]).is_none(), "index past the axis");
+        assert!(AxisTaps::new(2, 2, &[0], &[1.0], &[false]).is_none(), "short window");
+        assert!(AxisTaps::new(2, 0, &[], &[], &[]).is_none(), "no window");
+        let taps = nearest(2, &[0, 1]);
+        let mut dst = [0.0; 3];
+        assert!(resample_axis(&[1.0, 2.0], 2, 1, &taps, &mut dst).is_err());
+        assert!(resample_axis(&[1.0, 2.0, 3.0], 2, 1, &taps, &mut [0.0; 2]).is_err());
+        let short = nearest(1, &[0, 0]);
+        assert!(resample_axis(&[1.0, 2.0], 2, 1, &short, &mut [0.0; 2]).is_ok());
+        assert_eq!(resample_axis(&[1.0], 1, 1, &taps, &mut [0.0; 2]).unwrap_err(), "a tap reads past an axis of 1");
+        let outside = AxisTaps::new(0, 2, &[0; 4], &[0.0; 4], &[true, true]).unwrap();
+        assert_eq!(
+            resample_axis(&[], 0, 1, &outside, &mut [0.0; 2]).unwrap_err(),
+            "an empty input cannot fill a non-empty output"
+        );
+    }
+}
