@@ -78,7 +78,7 @@ pub fn resample_axis(src: &[f32], len_in: usize, inner: usize, taps: &AxisTaps, 
     if block_in == 0 || block_out == 0 {
         return if dst.is_empty() { Ok(()) } else { Err("an empty input cannot fill a non-empty output".into()) };
     }
-    if src.len() % block_in != 0 || dst.len() != src.len() / block_in * block_out {
+    if !src.len().is_multiple_of(block_in) || dst.len() != src.len() / block_in * block_out {
         return Err(format!(
             "buffers of {} and {} values are not [outer, {len_in}, {inner}] and [outer, {len_out}, {inner}]",
             src.len(),

@@ -30,7 +30,7 @@ pub fn softmax_axis<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: 
     if block == 0 {
         return Ok(());
     }
-    if data.len() % block != 0 {
+    if !data.len().is_multiple_of(block) {
         return Err(format!("{} values are not whole blocks of {n} x {inner}", data.len()));
     }
     if inner == 1 {

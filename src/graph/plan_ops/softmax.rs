@@ -83,7 +83,7 @@ impl EvalOp for AxisSoftmax {
         let rows_kernel = inner == 1
             && dt == f32::datum_type()
             && self.stock.kind == SoftmaxKind::Softmax
-            && n % 4 == 0
+            && n.is_multiple_of(4)
             && tract_linalg::routines::softmax_rows_f32().is_some();
         if rows_kernel {
             return self.stock.eval(ctx, tvec!(input));
