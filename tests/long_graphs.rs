@@ -100,12 +100,20 @@ fn a_chain_of_20k_alternating_slices_and_relus_runs() {
 }
 
 /// The model without node names (tract names new nodes in an order that varies from run to run):
-/// each node's inputs, op and output facts, and the model's inputs and outputs.
+/// each node's inputs, op and output facts, and the model's inputs and outputs. The ops our kernels
+/// run in the plan (`AxisSoftmax`, `RowResize`) are shown as the tract op each one replaces.
 fn structure(model: &TypedModel) -> String {
     let mut text = format!("inputs {:?} outputs {:?}\n", model.inputs, model.outputs);
     for node in &model.nodes {
         let facts: Vec<String> = node.outputs.iter().map(|o| format!("{:?}", o.fact)).collect();
-        text += &format!("{} {:?} {:?} {facts:?}\n", node.id, node.inputs, node.op);
+        let op = if let Some(softmax) = node.op_as::<sliceops::graph::AxisSoftmax>() {
+            format!("{:?}", softmax.stock)
+        } else if let Some(resize) = node.op_as::<sliceops::graph::RowResize>() {
+            format!("{:?}", resize.stock)
+        } else {
+            format!("{:?}", node.op)
+        };
+        text += &format!("{} {:?} {op} {facts:?}\n", node.id, node.inputs);
     }
     text
 }
