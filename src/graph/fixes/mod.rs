@@ -6,6 +6,9 @@
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
+//! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
+//! - `OneHot`: indices out of range give a row of `off` values, as the specification says (tract
+//!   panicked), int64 indices read as such;
 //! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
 //! - `Range`: ONNX's exact length for negative steps;
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
@@ -19,6 +22,8 @@ mod expand;
 mod fill;
 mod flatten;
 mod gather;
+mod mean;
+mod one_hot;
 mod pad;
 pub mod params;
 mod range;
@@ -60,6 +65,8 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
+    onnx.op_register.insert("Mean", mean::mean);
+    onnx.op_register.insert("OneHot", one_hot::one_hot);
     onnx.op_register.insert("Pad", pad::pad);
     onnx.op_register.insert("Range", range::range);
     onnx.op_register.insert("Reshape", reshape::reshape);

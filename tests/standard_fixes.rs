@@ -1,0 +1,110 @@
+//! Standard ops tract builds wrongly, replaced in src/graph/fixes: `Mean` (tract panicked while
+//! typing it) and `OneHot` (tract panicked on an index out of range, and read int64 indices as i32).
+
+mod common;
+
+use common::onnx_build::{Builder, A, D};
+use common::tensors::{f32s, i64s};
+use sliceops::tract_onnx::pb::tensor_proto::DataType;
+use sliceops::tract_onnx::prelude::*;
+use sliceops::Model;
+
+fn vals<T: Datum + Clone>(t: &Tensor) -> Vec<T> {
+    t.try_as_plain_ram().unwrap().as_slice::<T>().unwrap().to_vec()
+}
+
+fn run(bytes: Vec<u8>, inputs: Vec<Tensor>) -> anyhow::Result<Tensor> {
+    Ok(Model::load_bytes(&bytes)?.run(inputs)?.remove(0).1)
+}
+
+fn mean_model(dt: DataType, shapes: &[&[i64]]) -> Vec<u8> {
+    let names: Vec<String> = (0..shapes.len()).map(|i| format!("x{i}")).collect();
+    let mut b = Builder::new(13);
+    for (name, shape) in names.iter().zip(shapes) {
+        let dims: Vec<D> = shape.iter().map(|&d| D::N(d)).collect();
+        b = b.input(name, dt, &dims);
+    }
+    let inputs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    b.node("Mean", "", "m", &inputs, &["y"], vec![]).output("y").bytes()
+}
+
+#[test]
+fn mean_broadcasts_and_sums_left_to_right() {
+    let a = f32s(&[2, 3], vec![1.0, 2.5, -3.0, 4.0, 0.1, 6.0]);
+    let b = f32s(&[3], vec![10.0, 0.2, -1.0]);
+    let c = f32s(&[1, 3], vec![0.3, 7.0, 2.0]);
+    let got =
+        run(mean_model(DataType::Float, &[&[2, 3], &[3], &[1, 3]]), vec![a.clone(), b.clone(), c.clone()]).unwrap();
+    let (a, b, c) = (vals::<f32>(&a), vals::<f32>(&b), vals::<f32>(&c));
+    // tract's optimizer runs the division by a constant as a multiplication by its inverse.
+    let want: Vec<f32> = (0..6).map(|i| (a[i] + b[i % 3] + c[i % 3]) * (1.0 / 3.0)).collect();
+    assert_eq!(got.shape(), [2, 3]);
+    assert_eq!(vals::<f32>(&got), want);
+}
+
+#[test]
+fn mean_of_one_input_is_the_input() {
+    let x = tract_ndarray::arr1(&[1.5f64, -2.0, 1e300]).into_tensor();
+    let got = run(mean_model(DataType::Double, &[&[3]]), vec![x.clone()]).unwrap();
+    assert_eq!(got, x);
+}
+
+#[test]
+fn mean_of_integers_is_refused_by_name() {
+    let e = run(mean_model(DataType::Int64, &[&[2], &[2]]), vec![i64s(&[1, 2]), i64s(&[3, 4])]).unwrap_err();
+    assert!(format!("{e:#}").contains("node 'm' (Mean): Mean is defined on floats, got I64"), "{e:#}");
+}
+
+/// OneHot over int64 `indices` of `shape`, `depth` and `values` as initializers (or, with
+/// `runtime`, as graph inputs), at `axis`.
+fn one_hot_model(shape: &[i64], depth: i64, values: [i64; 2], axis: i64, runtime: bool) -> Vec<u8> {
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d)).collect();
+    let b = Builder::new(11).input("indices", DataType::Int64, &dims);
+    let b = if runtime {
+        b.input("depth", DataType::Int64, &[D::N(1)]).input("values", DataType::Int64, &[D::N(2)])
+    } else {
+        b.init_i64("depth", &[depth]).init_i64("values", &values)
+    };
+    b.node("OneHot", "", "oh", &["indices", "depth", "values"], &["y"], vec![("axis", A::I(axis))]).output("y").bytes()
+}
+
+/// The one-hot rows of `indices` over `depth` along the last axis: `on` at the index (negative
+/// from the end), `off` elsewhere, all `off` for an index out of range.
+fn rows(indices: &[i64], depth: i64, [off, on]: [i64; 2]) -> Vec<i64> {
+    indices
+        .iter()
+        .flat_map(|&ix| {
+            let at = if ix < 0 { ix + depth } else { ix };
+            (0..depth).map(move |k| if k == at { on } else { off })
+        })
+        .collect()
+}
+
+#[test]
+fn one_hot_indices_out_of_range_give_rows_of_off_values() {
+    // 7 and -5 are out of range for depth 4; 2^32 + 1 would wrap to 1 read as i32.
+    let indices = [0, -1, 3, 7, -5, (1 << 32) + 1];
+    let got = run(one_hot_model(&[6], 4, [-2, 9], -1, false), vec![i64s(&indices)]).unwrap();
+    assert_eq!(got.shape(), [6, 4]);
+    assert_eq!(vals::<i64>(&got), rows(&indices, 4, [-2, 9]));
+}
+
+#[test]
+fn one_hot_along_the_first_axis_and_with_runtime_depth() {
+    let indices = [2, -1, 5];
+    // axis 0: the transpose of the rows.
+    let got = run(one_hot_model(&[3], 3, [0, 1], 0, false), vec![i64s(&indices)]).unwrap();
+    assert_eq!(got.shape(), [3, 3]);
+    assert_eq!(vals::<i64>(&got), [0, 0, 0, 0, 0, 0, 1, 1, 0]);
+    // depth and values given when the model runs.
+    let got = run(one_hot_model(&[3], 0, [0, 0], -1, true), vec![i64s(&indices), i64s(&[3]), i64s(&[5, 6])]).unwrap();
+    assert_eq!(vals::<i64>(&got), rows(&indices, 3, [5, 6]));
+}
+
+#[test]
+fn one_hot_bad_depth_and_axis_are_refused_by_name() {
+    let e = run(one_hot_model(&[2], 0, [0, 1], -1, false), vec![i64s(&[0, 1])]).unwrap_err();
+    assert!(format!("{e:#}").contains("node 'oh' (OneHot): depth is 0: it must be a positive integer"), "{e:#}");
+    let e = run(one_hot_model(&[2], 3, [0, 1], 2, false), vec![i64s(&[0, 1])]).unwrap_err();
+    assert!(format!("{e:#}").contains("node 'oh' (OneHot): axis 2 is out of range for an output of rank 2"), "{e:#}");
+}
