@@ -152,9 +152,7 @@ impl Fix for Box<dyn ParamRule> {
         target: &mut TypedModel,
         mapping: &HashMap<OutletId, OutletId>,
     ) -> TractResult<TVec<OutletId>> {
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = crate::graph::typed_inputs::typed_inputs(node, target, mapping)?;
         let inlets: Vec<Inlet> = facts
             .iter()
             .map(|f| Inlet { datum_type: f.datum_type, shape: f.shape.dims(), value: f.konst.as_deref() })
