@@ -1,5 +1,6 @@
 //! Standard ops tract builds wrongly, replaced in src/graph/fixes: `Mean` (tract panicked while
-//! typing it) and `OneHot` (tract panicked on an index out of range, and read int64 indices as i32).
+//! typing it), `OneHot` (tract panicked on an index out of range, and read int64 indices as i32) and
+//! `BitShift` (tract shifted by the amount modulo the width).
 
 mod common;
 
@@ -107,4 +108,51 @@ fn one_hot_bad_depth_and_axis_are_refused_by_name() {
     assert!(format!("{e:#}").contains("node 'oh' (OneHot): depth is 0: it must be a positive integer"), "{e:#}");
     let e = run(one_hot_model(&[2], 3, [0, 1], 2, false), vec![i64s(&[0, 1])]).unwrap_err();
     assert!(format!("{e:#}").contains("node 'oh' (OneHot): axis 2 is out of range for an output of rank 2"), "{e:#}");
+}
+
+fn shift_model(dt: DataType, x: &[i64], y: &[i64], direction: &'static str) -> Vec<u8> {
+    let dims = |s: &[i64]| s.iter().map(|&d| D::N(d)).collect::<Vec<_>>();
+    Builder::new(11)
+        .input("x", dt, &dims(x))
+        .input("y", dt, &dims(y))
+        .node("BitShift", "", "bs", &["x", "y"], &["z"], vec![("direction", A::S(direction))])
+        .output("z")
+        .bytes()
+}
+
+fn tensor_of<T: Datum + Copy>(v: &[T]) -> Tensor {
+    tract_ndarray::arr1(v).into_tensor()
+}
+
+#[test]
+fn bit_shifts_past_the_width_move_every_bit_out() {
+    // int8: wrapping left shifts, arithmetic right shifts, amounts past the width or negative.
+    let x = tensor_of::<i8>(&[-8, 4, -1, 3, 64]);
+    let y = tensor_of::<i8>(&[8, 9, 127, 6, -1]);
+    let left = run(shift_model(DataType::Int8, &[5], &[5], "LEFT"), vec![x.clone(), y.clone()]).unwrap();
+    assert_eq!(vals::<i8>(&left), [0, 0, 0, -64, 0]);
+    let right = run(shift_model(DataType::Int8, &[5], &[5], "RIGHT"), vec![x, y]).unwrap();
+    assert_eq!(vals::<i8>(&right), [-1, 0, -1, 0, 0]);
+    // uint8: past the width is 0 both ways; a shift amount broadcast from one value.
+    let x = tensor_of::<u8>(&[200, 1, 255]);
+    let right = run(shift_model(DataType::Uint8, &[3], &[1], "RIGHT"), vec![x.clone(), tensor_of::<u8>(&[9])]).unwrap();
+    assert_eq!(vals::<u8>(&right), [0, 0, 0]);
+    let left = run(shift_model(DataType::Uint8, &[3], &[1], "LEFT"), vec![x, tensor_of::<u8>(&[7])]).unwrap();
+    assert_eq!(vals::<u8>(&left), [0, 128, 128]);
+    // int64 within the width, as numpy.
+    let x = tensor_of::<i64>(&[-5, 1 << 40]);
+    let right = run(shift_model(DataType::Int64, &[2], &[2], "RIGHT"), vec![x, tensor_of::<i64>(&[1, 63])]).unwrap();
+    assert_eq!(vals::<i64>(&right), [-3, 0]);
+}
+
+#[test]
+fn bit_shift_bad_direction_and_types_are_refused_by_name() {
+    let e = run(shift_model(DataType::Int8, &[1], &[1], "UP"), vec![]).unwrap_err();
+    assert!(format!("{e:#}").contains("direction is \"UP\": it must be LEFT or RIGHT"), "{e:#}");
+    let e = run(shift_model(DataType::Float, &[1], &[1], "LEFT"), vec![f32s(&[1], vec![1.0]), f32s(&[1], vec![1.0])])
+        .unwrap_err();
+    assert!(
+        format!("{e:#}").contains("node 'bs' (BitShift): x and y must be integers of one type, got F32 and F32"),
+        "{e:#}"
+    );
 }

@@ -2,6 +2,8 @@
 //! models: each builder handles what tract refuses (symbolic dims, shape parameters computed from
 //! `Shape`, exact integer values) and hands everything else to tract's own builder.
 //!
+//! - `BitShift`: shifts by the width or more (or by a negative amount) move every bit out, as onnx's
+//!   reference computes (tract shifted modulo the width);
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
@@ -16,6 +18,7 @@
 //!   mechanism for shape parameters ([`params`]).
 
 mod axes;
+mod bit_shift;
 mod cast;
 mod constant_of_shape;
 mod expand;
@@ -61,6 +64,7 @@ pub fn stock(op_type: &'static str) -> Builder {
 
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("BitShift", bit_shift::bit_shift);
     onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     onnx.op_register.insert("Flatten", flatten::flatten);
