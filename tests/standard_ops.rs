@@ -584,3 +584,38 @@ mod lp_pool {
         assert_error(&b(vec![("kernel_shape", A::Is(vec![2]))]), &["'n'", "X has rank 4 but the kernel has 1 dims"]);
     }
 }
+
+/// tract's own ops that sliceops fixes (src/graph/fixes/), against onnx's reference too.
+mod fixes {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn recurrent_ops_in_reverse() {
+        for op in ["RNN", "GRU", "LSTM"] {
+            check_op(op);
+        }
+    }
+
+    #[test]
+    fn reverse_recurrence_over_a_symbolic_batch_and_errors() {
+        let inputs = |batch: D| {
+            vec![
+                ("X", DataType::Float, vec![N(4), batch, N(3)]),
+                ("W", DataType::Float, vec![N(1), N(15), N(3)]),
+                ("R", DataType::Float, vec![N(1), N(15), N(5)]),
+            ]
+        };
+        let attrs = |direction| vec![("direction", A::S(direction)), ("hidden_size", A::I(5))];
+        let b = one_node(22, "GRU", &inputs(S("batch")), attrs("reverse")).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [4, 1, batch, 5]"]);
+        let b = one_node(22, "GRU", &inputs(N(2)), attrs("backward")).bytes();
+        assert_error(&b, &["'n'", "direction is \"backward\""]);
+    }
+
+    #[test]
+    fn max_and_min_over_an_empty_set() {
+        check_op("ReduceMax");
+        check_op("ReduceMin");
+    }
+}

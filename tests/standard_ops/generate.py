@@ -110,6 +110,38 @@ def other_cases():
          ceil_mode=1, p=1, oracle="onnxruntime")
 
 
+# --- fixes of tract's own ops (src/graph/fixes/) -----------------------------------------------------
+
+def fix_cases():
+    r = rng(17)
+    # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states.
+    x, h0 = f32(r, 4, 2, 3, scale=0.5), f32(r, 1, 2, 5, scale=0.5)
+    w, rr, b = f32(r, 1, 5, 3, scale=0.5), f32(r, 1, 5, 5, scale=0.5), f32(r, 1, 10, scale=0.5)
+    case("rnn_reverse", "RNN", 22, [("X", x), ("W", w), ("R", rr), ("B", b), ("", None), ("initial_h", h0)],
+         ["Y", "Y_h"], direction="reverse", hidden_size=5)
+    case("rnn_reverse_no_state", "RNN", 22, [("X", x), ("W", w), ("R", rr)], ["", "Y_h"],
+         direction="reverse", hidden_size=5)
+    wg, rg = f32(r, 1, 15, 3, scale=0.5), f32(r, 1, 15, 5, scale=0.5)
+    case("gru_reverse", "GRU", 22, [("X", x), ("W", wg), ("R", rg)], ["Y", "Y_h"], direction="reverse",
+         hidden_size=5)
+    xb = np.ascontiguousarray(x.transpose(1, 0, 2))
+    case("gru_reverse_batch_first", "GRU", 22, [("X", xb), ("W", wg), ("R", rg)], ["Y", "Y_h"],
+         direction="reverse", hidden_size=5, layout=1)
+    # Y_c is not asked: tract's Scan fails on an LSTM giving it (forward too), a limit left as it is.
+    wl, rl = f32(r, 1, 20, 3, scale=0.5), f32(r, 1, 20, 5, scale=0.5)
+    case("lstm_reverse", "LSTM", 22, [("X", x), ("W", wl), ("R", rl)], ["Y", "Y_h"], direction="reverse",
+         hidden_size=5)
+    # Max and Min over an empty set of floats: minus and plus infinity.
+    empty = np.zeros((2, 0, 3), dtype=np.float32)
+    axes = np.array([1], dtype=np.int64)
+    case("reduce_max_empty_set", "ReduceMax", 18, [("data", empty), ("axes", axes)], ["y"], keepdims=1)
+    case("reduce_min_empty_set", "ReduceMin", 18, [("data", empty), ("axes", axes)], ["y"], keepdims=0)
+    case("reduce_max_empty_set_f16", "ReduceMax", 18, [("data", empty.astype(np.float16)), ("axes", axes)], ["y"])
+    case("reduce_min_empty_set_axes_attribute", "ReduceMin", 13, [("data", empty)], ["y"], axes=[1])
+    case("reduce_max_empty_output", "ReduceMax", 18, [("data", empty), ("axes", np.array([2], dtype=np.int64))],
+         ["y"])
+
+
 # --- writing ---------------------------------------------------------------------------------------
 
 def encode(a):
@@ -136,6 +168,7 @@ def build(c):
 def main():
     attention_cases()
     other_cases()
+    fix_cases()
     out = []
     for c in CASES:
         model, given = build(c)

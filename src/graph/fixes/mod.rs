@@ -13,6 +13,10 @@
 //!   panicked), int64 indices read as such;
 //! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
 //! - `Range`: ONNX's exact length for negative steps;
+//! - `ReduceMax`, `ReduceMin`: minus and plus infinity over an empty set of floats (tract gave the
+//!   largest finite float);
+//! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
+//!   (tract ran it forward);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
 //! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`: axes, sizes and shapes given as runtime inputs, through one
 //!   mechanism for shape parameters ([`params`]).
@@ -21,6 +25,7 @@ mod axes;
 mod bit_shift;
 mod cast;
 mod constant_of_shape;
+mod empty_reduce;
 mod expand;
 mod fill;
 mod flatten;

@@ -37,12 +37,12 @@ pub fn reduce(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
     let from_inputs =
         ctx.onnx_operator_set_version >= 18 || (*op == "ReduceSum" && ctx.onnx_operator_set_version >= 13);
     if !(axes_input && from_inputs) {
-        return Ok(stock);
+        return Ok(super::empty_reduce::wrap(stock, node));
     }
     let int = |name: &str, default: i64| node.attribute.iter().find(|a| a.name == name).map_or(default, |a| a.i);
     let rule =
         ReduceAxes { keepdims: int("keepdims", 1) != 0, noop_with_empty_axes: int("noop_with_empty_axes", 0) != 0 };
-    Ok(ParamNode::boxed(stock, rule, node))
+    Ok(super::empty_reduce::wrap(ParamNode::boxed(stock, rule, node), node))
 }
 
 /// The output shape of a reduction over the axes of its second input.

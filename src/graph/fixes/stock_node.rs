@@ -19,6 +19,12 @@ pub trait Fix: std::fmt::Debug + Clone + Send + Sync + 'static {
         None
     }
 
+    /// Whether tract's op may evaluate the node out of a plan on these inputs (when analysis folds
+    /// constants); `false` leaves the node to the typed model (`true` by default).
+    fn folds(_this: &StockNode<Self>, _inputs: &[TValue]) -> bool {
+        true
+    }
+
     /// The node in the typed model (`inode` of `source`, its inputs mapped to `target` by `mapping`).
     fn to_typed(
         this: &StockNode<Self>,
@@ -72,6 +78,9 @@ impl<F: Fix> Op for StockNode<F> {
 
 impl<F: Fix> EvalOp for StockNode<F> {
     fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
+        if !F::folds(self, &inputs) {
+            return Ok(None);
+        }
         match F::check(self, &inputs) {
             None => self.stock.eval_out_of_plan(inputs),
             Some(checked) => {
