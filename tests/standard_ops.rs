@@ -619,3 +619,27 @@ mod fixes {
         check_op("ReduceMin");
     }
 }
+
+mod fixes_elements {
+    use super::*;
+    use D::N;
+
+    #[test]
+    fn celu_with_alpha() {
+        check_op("Celu");
+        let b = one_node(12, "Celu", &[("x", DataType::Float, vec![N(2)])], vec![("alpha", A::F(0.0))]).bytes();
+        assert_error(&b, &["'n'", "alpha is 0"]);
+    }
+
+    #[test]
+    fn space_to_depth_in_both_orders() {
+        check_op("SpaceToDepth");
+        let input = |h| vec![("x", DataType::Float, vec![N(1), N(2), N(h), N(4)])];
+        let crd = |bs| vec![("blocksize", A::I(bs)), ("mode", A::S("CRD"))];
+        assert_eq!(inferred(&one_node(28, "SpaceToDepth", &input(6), crd(2)).bytes(), &["y"]), ["F32 [1, 8, 3, 2]"]);
+        assert_error(&one_node(28, "SpaceToDepth", &input(5), crd(2)).bytes(), &["'n'", "dim 2 is 5, not a multiple"]);
+        assert_error(&one_node(28, "SpaceToDepth", &input(6), crd(0)).bytes(), &["'n'", "blocksize is 0"]);
+        let bad = vec![("blocksize", A::I(2)), ("mode", A::S("RCD"))];
+        assert_error(&one_node(28, "SpaceToDepth", &input(6), bad).bytes(), &["'n'", "mode is \"RCD\""]);
+    }
+}

@@ -138,6 +138,16 @@ def fix_cases():
     case("reduce_min_empty_set", "ReduceMin", 18, [("data", empty), ("axes", axes)], ["y"], keepdims=0)
     case("reduce_max_empty_set_f16", "ReduceMax", 18, [("data", empty.astype(np.float16)), ("axes", axes)], ["y"])
     case("reduce_min_empty_set_axes_attribute", "ReduceMin", 13, [("data", empty)], ["y"], axes=[1])
+    # Celu with an alpha other than 1 (tract left the multiplication by alpha out).
+    cx = f32(r, 3, 4, scale=2.0)
+    case("celu_alpha_2", "Celu", 12, [("X", cx)], ["Y"], alpha=2.0)
+    case("celu_alpha_half_f16", "Celu", 12, [("X", cx.astype(np.float16))], ["Y"], alpha=0.5)
+    case("celu_default_f64", "Celu", 12, [("X", cx.astype(np.float64))], ["Y"])
+    # SpaceToDepth in CRD order (tract used DCR whatever the mode).
+    sx = np.arange(2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6)
+    case("space_to_depth_crd_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="CRD")
+    case("space_to_depth_crd_3", "SpaceToDepth", 28, [("x", sx.astype(np.int64))], ["y"], blocksize=3, mode="CRD")
+    case("space_to_depth_dcr_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="DCR")
     case("reduce_max_empty_output", "ReduceMax", 18, [("data", empty), ("axes", np.array([2], dtype=np.int64))],
          ["y"])
 

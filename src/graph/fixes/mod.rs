@@ -4,6 +4,7 @@
 //!
 //! - `BitShift`: shifts by the width or more (or by a negative amount) move every bit out, as onnx's
 //!   reference computes (tract shifted modulo the width);
+//! - `Celu`: with its `alpha` (tract left out the multiplication by it);
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
@@ -17,6 +18,7 @@
 //!   largest finite float);
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward);
+//! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
 //! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`: axes, sizes and shapes given as runtime inputs, through one
 //!   mechanism for shape parameters ([`params`]).
@@ -24,6 +26,7 @@
 mod axes;
 mod bit_shift;
 mod cast;
+mod celu;
 mod constant_of_shape;
 mod empty_reduce;
 mod expand;
@@ -38,6 +41,7 @@ mod range;
 mod rec;
 mod reduce;
 mod reshape;
+mod space_to_depth;
 mod split;
 mod squeeze;
 mod stock_node;
@@ -71,6 +75,7 @@ pub fn stock(op_type: &'static str) -> Builder {
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("BitShift", bit_shift::bit_shift);
     onnx.op_register.insert("Cast", cast::cast);
+    onnx.op_register.insert("Celu", celu::celu);
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
@@ -85,6 +90,7 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"] {
         onnx.op_register.insert(op, reduce::reduce);
     }
+    onnx.op_register.insert("SpaceToDepth", space_to_depth::space_to_depth);
     onnx.op_register.insert("Squeeze", squeeze::squeeze);
     onnx.op_register.insert("Unsqueeze", squeeze::unsqueeze);
     onnx.op_register.insert("Expand", expand::expand);
