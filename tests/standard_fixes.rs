@@ -1,6 +1,8 @@
 //! Standard ops tract builds wrongly, replaced in src/graph/fixes: `Mean` (tract panicked while
-//! typing it), `OneHot` (tract panicked on an index out of range, and read int64 indices as i32) and
-//! `BitShift` (tract shifted by the amount modulo the width).
+//! typing it), `OneHot` (tract panicked on an index out of range, and read int64 indices as i32),
+//! `BitShift` (tract shifted by the amount modulo the width) and `ReduceMax`/`ReduceMin` (tract gave
+//! the largest finite float for sets of infinities). More cases against onnx's reference are in
+//! tests/standard_ops.rs (`mod fixes`).
 
 mod common;
 
@@ -155,4 +157,26 @@ fn bit_shift_bad_direction_and_types_are_refused_by_name() {
         format!("{e:#}").contains("node 'bs' (BitShift): x and y must be integers of one type, got F32 and F32"),
         "{e:#}"
     );
+}
+
+/// ReduceMax over axis 1 of a [2, 3] input, opset 18, axes a constant initializer; the data an
+/// initializer too when `data` is given (the node then folds at analysis).
+fn max_model(data: Option<&[f32]>) -> Vec<u8> {
+    let b = Builder::new(18).init_i64("axes", &[1]);
+    let b = match data {
+        Some(values) => b.init_f32("x", &[2, 3], values),
+        None => b.input("x", DataType::Float, &[D::N(2), D::N(3)]),
+    };
+    b.node("ReduceMax", "", "rm", &["x", "axes"], &["y"], vec![("keepdims", A::I(0))]).output("y").bytes()
+}
+
+#[test]
+fn reduce_max_of_infinities_with_constant_axes() {
+    let ninf = f32::NEG_INFINITY;
+    let x = [ninf, ninf, ninf, ninf, f32::MIN, 0.5];
+    let got = run(max_model(None), vec![f32s(&[2, 3], x.to_vec())]).unwrap();
+    assert_eq!(vals::<f32>(&got), [ninf, 0.5]);
+    let x = [ninf, f32::MIN, ninf, ninf, ninf, ninf];
+    let got = run(max_model(Some(&x)), vec![]).unwrap();
+    assert_eq!(vals::<f32>(&got), [f32::MIN, ninf]);
 }

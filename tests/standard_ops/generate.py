@@ -137,6 +137,19 @@ def fix_cases():
     case("reduce_max_empty_set", "ReduceMax", 18, [("data", empty), ("axes", axes)], ["y"], keepdims=1)
     case("reduce_min_empty_set", "ReduceMin", 18, [("data", empty), ("axes", axes)], ["y"], keepdims=0)
     case("reduce_max_empty_set_f16", "ReduceMax", 18, [("data", empty.astype(np.float16)), ("axes", axes)], ["y"])
+    # Sets of infinities: -inf (+inf for Min), but the largest finite float where the set holds it.
+    big = np.finfo(np.float32).max
+    inf_rows = np.array([[[-np.inf, -np.inf, -np.inf], [-np.inf, -big, -np.inf]],
+                         [[1.0, -np.inf, 2.0], [-np.inf, -np.inf, -np.inf]]], dtype=np.float32)
+    case("reduce_max_rows_of_infinities", "ReduceMax", 13, [("data", inf_rows)], ["y"], axes=[2], keepdims=0)
+    case("reduce_max_infinities_axis0_runtime_axes", "ReduceMax", 18,
+         [("data", inf_rows), ("axes", np.array([0], dtype=np.int64))], ["y"])
+    inf64 = np.full((2, 2, 3), -np.inf)
+    inf64[1, 1, 2] = np.finfo(np.float64).min
+    case("reduce_max_infinities_all_axes_f64", "ReduceMax", 13, [("data", inf64)], ["y"], axes=[1, 2])
+    case("reduce_min_rows_of_infinities", "ReduceMin", 18,
+         [("data", -inf_rows), ("axes", np.array([-1], dtype=np.int64))], ["y"], keepdims=1)
+    case("reduce_min_infinities_no_axes", "ReduceMin", 18, [("data", np.full((2, 3), np.inf, np.float32))], ["y"])
     case("reduce_min_empty_set_axes_attribute", "ReduceMin", 13, [("data", empty)], ["y"], axes=[1])
     # Celu with an alpha other than 1 (tract left the multiplication by alpha out).
     cx = f32(r, 3, 4, scale=2.0)

@@ -14,8 +14,8 @@
 //!   panicked), int64 indices read as such;
 //! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
 //! - `Range`: ONNX's exact length for negative steps;
-//! - `ReduceMax`, `ReduceMin`: minus and plus infinity over an empty set of floats (tract gave the
-//!   largest finite float);
+//! - `ReduceMax`, `ReduceMin`: minus and plus infinity over sets of floats that are empty or all
+//!   infinite (tract gave the largest finite float);
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
@@ -28,8 +28,8 @@ mod bit_shift;
 mod cast;
 mod celu;
 mod constant_of_shape;
-mod empty_reduce;
 mod expand;
+mod extremum;
 mod fill;
 mod flatten;
 mod gather;

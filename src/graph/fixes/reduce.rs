@@ -6,6 +6,7 @@
 //! output rank is known from the length of `axes`.
 
 use super::axes::data_and_axes;
+use super::extremum::AxesFrom;
 use super::params::{Inlet, OutShape, ParamNode, ParamRule, Refusal};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
@@ -36,13 +37,20 @@ pub fn reduce(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
     let axes_input = node.input.get(1).is_some_and(|i| !i.is_empty());
     let from_inputs =
         ctx.onnx_operator_set_version >= 18 || (*op == "ReduceSum" && ctx.onnx_operator_set_version >= 13);
-    if !(axes_input && from_inputs) {
-        return Ok(super::empty_reduce::wrap(stock, node));
-    }
     let int = |name: &str, default: i64| node.attribute.iter().find(|a| a.name == name).map_or(default, |a| a.i);
-    let rule =
-        ReduceAxes { keepdims: int("keepdims", 1) != 0, noop_with_empty_axes: int("noop_with_empty_axes", 0) != 0 };
-    Ok(super::empty_reduce::wrap(ParamNode::boxed(stock, rule, node), node))
+    let noop_with_empty_axes = int("noop_with_empty_axes", 0) != 0;
+    if !(axes_input && from_inputs) {
+        let axes = match (from_inputs, node.attribute.iter().find(|a| a.name == "axes")) {
+            // No axes input: nothing is reduced with noop_with_empty_axes, every axis without.
+            (true, _) if noop_with_empty_axes => return Ok(stock),
+            (true, _) | (false, None) => AxesFrom::Attribute(None),
+            (false, Some(a)) => AxesFrom::Attribute(Some(a.ints.clone())),
+        };
+        return Ok(super::extremum::wrap(stock, node, axes));
+    }
+    let rule = ReduceAxes { keepdims: int("keepdims", 1) != 0, noop_with_empty_axes };
+    let axes = AxesFrom::Input { noop_with_empty_axes };
+    Ok(super::extremum::wrap(ParamNode::boxed(stock, rule, node), node, axes))
 }
 
 /// The output shape of a reduction over the axes of its second input.
