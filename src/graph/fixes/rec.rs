@@ -25,16 +25,24 @@ pub type RecNode = StockNode<RecFix>;
 /// What [`RecNode`] does in front of tract's op.
 #[derive(Debug, Clone)]
 pub struct RecFix {
-    /// tract's op built for the node with its missing states present, and the node's inputs with the
-    /// states: `Some(i)` is the node's `i`-th present input, `None` a state of zeros. `None` when no
-    /// state is missing.
-    with_states: Option<(Box<dyn InferenceOp>, Vec<Option<usize>>)>,
+    /// The node with its missing states as inputs; `None` when no state is missing.
+    with_states: Option<WithStates>,
     /// `layout=1`: batch first.
     batch_first: bool,
     /// `direction="reverse"`.
     reverse: bool,
     /// Whether the node has its `Y` output (the first).
     y_output: bool,
+}
+
+/// tract's op for a node with its missing initial states given as inputs.
+#[derive(Debug, Clone)]
+pub struct WithStates {
+    /// tract's op built for the node with its missing states present.
+    op: Box<dyn InferenceOp>,
+    /// The node's inputs with the states: `Some(i)` is the node's `i`-th present input, `None` a
+    /// state of zeros.
+    inputs: Vec<Option<usize>>,
 }
 
 /// The builder for `RNN`, `GRU` and `LSTM`: tract's, wrapped when an initial state is missing or the
@@ -75,7 +83,7 @@ pub fn rec(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
                 present += 1;
             }
         }
-        Some((super::stock(op)(ctx, &full)?.0, inputs))
+        Some(WithStates { op: super::stock(op)(ctx, &full)?.0, inputs })
     } else {
         None
     };
@@ -144,7 +152,7 @@ impl Fix for RecFix {
         // X is [seq, batch, input], or [batch, seq, input] with layout=1.
         let batch = x.shape[usize::from(!this.fix.batch_first)].clone();
         let mut outputs = match &this.fix.with_states {
-            Some((with_states, inputs)) if batch.to_usize().is_err() => {
+            Some(WithStates { op: with_states, inputs }) if batch.to_usize().is_err() => {
                 let (dirs, hidden) = (w.shape[0].clone(), r.shape[2].clone());
                 let shape: TVec<TDim> =
                     if this.fix.batch_first { tvec![batch, dirs, hidden] } else { tvec![dirs, batch, hidden] };
