@@ -632,6 +632,13 @@ mod fixes_elements {
     }
 
     #[test]
+    fn swish_with_alpha() {
+        check_op("Swish");
+        let b = one_node(24, "Swish", &[("x", DataType::Int32, vec![N(2)])], vec![]).bytes();
+        assert_error(&b, &["'n'", "Swish is defined on floats, got I32"]);
+    }
+
+    #[test]
     fn space_to_depth_in_both_orders() {
         check_op("SpaceToDepth");
         let input = |h| vec![("x", DataType::Float, vec![N(1), N(2), N(h), N(4)])];
@@ -641,5 +648,24 @@ mod fixes_elements {
         assert_error(&one_node(28, "SpaceToDepth", &input(6), crd(0)).bytes(), &["'n'", "blocksize is 0"]);
         let bad = vec![("blocksize", A::I(2)), ("mode", A::S("RCD"))];
         assert_error(&one_node(28, "SpaceToDepth", &input(6), bad).bytes(), &["'n'", "mode is \"RCD\""]);
+    }
+}
+
+mod swiglu {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("SwiGLU");
+    }
+
+    #[test]
+    fn symbolic_shape_and_errors() {
+        let two = |b: Vec<D>| vec![("a", DataType::Float, vec![S("batch"), N(4)]), ("b", DataType::Float, b)];
+        let b = one_node(28, "SwiGLU", &two(vec![S("batch"), N(4)]), vec![]).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, 4]"]);
+        let b = one_node(28, "SwiGLU", &two(vec![N(1), N(4)]), vec![]).bytes();
+        assert_error(&b, &["'n'", "A and B must have one shape and type"]);
     }
 }

@@ -104,6 +104,10 @@ def other_cases():
          kernel_shape=[2, 3], pads=[1, 0, 1, 1], strides=[2, 2], p=3)
     case("lp_pool_p2_same_upper", "LpPool", 18, [("x", pool_x)], ["y"], kernel_shape=[2, 3], auto_pad="SAME_UPPER")
     case("lp_pool_p2_dilated", "LpPool", 18, [("x", pool_x)], ["y"], kernel_shape=[2, 2], dilations=[2, 2])
+    ga, gb = f32(r, 3, 5, scale=2.0), f32(r, 3, 5)
+    case("swiglu_default", "SwiGLU", 28, [("a", ga), ("b", gb)], ["y"])
+    case("swiglu_alpha", "SwiGLU", 28, [("a", ga), ("b", gb)], ["y"], alpha=1.702)
+    case("swiglu_f16", "SwiGLU", 28, [("a", ga.astype(np.float16)), ("b", gb.astype(np.float16))], ["y"], alpha=0.5)
     # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
     # 0.375); padding is zeros in the specification and in onnxruntime.
     case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],
@@ -156,6 +160,10 @@ def fix_cases():
     case("celu_alpha_2", "Celu", 12, [("X", cx)], ["Y"], alpha=2.0)
     case("celu_alpha_half_f16", "Celu", 12, [("X", cx.astype(np.float16))], ["Y"], alpha=0.5)
     case("celu_default_f64", "Celu", 12, [("X", cx.astype(np.float64))], ["Y"])
+    # Swish with its alpha (tract ran every Swish as SiLU).
+    case("swish_alpha", "Swish", 24, [("x", cx)], ["y"], alpha=0.5)
+    case("swish_alpha_f16", "Swish", 24, [("x", cx.astype(np.float16))], ["y"], alpha=1.75)
+    case("swish_default", "Swish", 24, [("x", cx)], ["y"])
     # SpaceToDepth in CRD order (tract used DCR whatever the mode).
     sx = np.arange(2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6)
     case("space_to_depth_crd_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="CRD")

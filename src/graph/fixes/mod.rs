@@ -19,6 +19,7 @@
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
+//! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
 //! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`: axes, sizes and shapes given as runtime inputs, through one
 //!   mechanism for shape parameters ([`params`]).
@@ -45,12 +46,14 @@ mod space_to_depth;
 mod split;
 mod squeeze;
 mod stock_node;
+mod swish;
 mod sympad;
 mod tile;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
 pub use reshape::ReshapeAs;
+pub(crate) use swish::wire_swish;
 pub use sympad::SymbolicPad;
 
 use tract_onnx::model::ParsingContext;
@@ -92,6 +95,7 @@ pub fn register(onnx: &mut Onnx) {
     }
     onnx.op_register.insert("SpaceToDepth", space_to_depth::space_to_depth);
     onnx.op_register.insert("Squeeze", squeeze::squeeze);
+    onnx.op_register.insert("Swish", swish::swish);
     onnx.op_register.insert("Unsqueeze", squeeze::unsqueeze);
     onnx.op_register.insert("Expand", expand::expand);
     onnx.op_register.insert("Tile", tile::tile);

@@ -9,7 +9,8 @@
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
 //! - `Det` (11): determinants of the last two axes;
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
-//! - `ReverseSequence` (10): each batch entry's prefix reversed along time.
+//! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
+//! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape.
 
 pub mod attention;
 mod attrs;
@@ -20,6 +21,7 @@ pub mod det;
 mod elements;
 pub mod lp_pool;
 pub mod reverse_sequence;
+pub mod swiglu;
 
 use tract_onnx::Onnx;
 
@@ -32,4 +34,5 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
+    onnx.op_register.insert("SwiGLU", swiglu::swiglu);
 }
