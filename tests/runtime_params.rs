@@ -1,6 +1,6 @@
 //! Standard ops whose shape parameters are inputs (`Reduce*` axes, `Squeeze`/`Unsqueeze` axes,
-//! `Expand`'s shape), in each regime: constant, computed from shapes, data known only when the model
-//! runs; and their errors on bad parameters.
+//! `Expand`'s shape, `Reshape`'s target, `Pad`'s pads and axes, ...), in each regime: constant,
+//! computed from shapes, data known only when the model runs; and their errors on bad parameters.
 
 mod common;
 
@@ -340,4 +340,184 @@ fn constant_of_shape_without_value_is_float32_zeros() {
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "y"), "float32 [c_0]");
     assert_eq!(run(&m, vec![i64s(&[3])]), f32s(&[3], &[0.0, 0.0, 0.0]));
+}
+
+/// How a shape parameter reaches the node in a table test.
+#[derive(Debug, Clone, Copy)]
+enum Regime {
+    /// An initializer.
+    Constant,
+    /// A graph input.
+    Data,
+}
+
+/// `op(x, param)` with `param` (int64, `values`) in `regime`; x float32 of `x`.
+fn param_model(op: &str, x: &[D], values: &[i64], regime: Regime, attrs: Vec<(&str, A)>) -> Model {
+    let b = Builder::new(18).input("x", DataType::Float, x);
+    let b = match regime {
+        Regime::Constant => b.init_i64("p", values),
+        Regime::Data => b.input("p", DataType::Int64, &[D::N(values.len() as i64)]),
+    };
+    let bytes = b.node(op, "", "n", &["x", "p"], &["y"], attrs).output("y").bytes();
+    Model::load_bytes(&bytes).unwrap()
+}
+
+/// Runs `m` on `x` and the parameter `values` (a graph input only in the data regime).
+fn run_param(m: &Model, x: Tensor, values: &[i64], regime: Regime) -> anyhow::Result<Tensor> {
+    let inputs = match regime {
+        Regime::Constant => vec![x],
+        Regime::Data => vec![x, i64s(values)],
+    };
+    Ok(m.run(inputs)?.remove(0).1)
+}
+
+#[test]
+fn reshape_table_in_each_regime() {
+    // (input shape, target, constant regime's inferred shape, data regime's, output shape)
+    let rows: [(&[usize], &[i64], &str, &str, &[usize]); 6] = [
+        (&[2, 3, 4], &[4, -1], "float32 [4, 6]", "float32 [n_0, n_1]", &[4, 6]),
+        (&[2, 3, 4], &[0, 12], "float32 [2, 12]", "float32 [n_0, n_1]", &[2, 12]),
+        (&[2, 3, 4], &[-1], "float32 [24]", "float32 [24]", &[24]),
+        (&[2, 3, 4], &[2, 0, 2, -1], "float32 [2, 3, 2, 2]", "float32 [n_0, n_1, n_2, n_3]", &[2, 3, 2, 2]),
+        (&[0, 3], &[3, -1], "float32 [3, 0]", "float32 [n_0, n_1]", &[3, 0]),
+        (&[6], &[1, 2, 3], "float32 [1, 2, 3]", "float32 [n_0, n_1, n_2]", &[1, 2, 3]),
+    ];
+    for (shape, target, constant, data, out) in rows {
+        let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+        let x = arange(shape);
+        let values: Vec<f32> = (0..out.iter().product::<usize>()).map(|i| i as f32).collect();
+        for (regime, want) in [(Regime::Constant, constant), (Regime::Data, data)] {
+            let m = param_model("Reshape", &dims, target, regime, vec![]);
+            assert_eq!(shape_of(&m, "y"), want, "{shape:?} to {target:?} in {regime:?}");
+            let y = run_param(&m, x.clone(), target, regime).unwrap();
+            assert_eq!(y, f32s(out, &values), "{shape:?} to {target:?} in {regime:?}");
+        }
+    }
+}
+
+#[test]
+fn reshape_rejects_bad_targets_in_each_regime() {
+    let rows: [(&[i64], &str); 4] = [
+        (&[-1, -1], "the target shape has more than one -1"),
+        (&[5, -1], "the input has 24 elements, not a multiple of the other target dims' 5"),
+        (&[2, -3, 4], "target dim 1 is -3"),
+        (&[5, 5], "the input has 24 elements but the target shape 25"),
+    ];
+    let dims = [D::N(2), D::N(3), D::N(4)];
+    for (target, needle) in rows {
+        let m = param_model("Reshape", &dims, target, Regime::Data, vec![]);
+        let e = run_err(&m, vec![arange(&[2, 3, 4]), i64s(target)]);
+        assert!(e.contains(&format!("node 'n' (Reshape): {needle}")), "{target:?}: {e}");
+        let e = match Model::load_bytes(
+            &Builder::new(18)
+                .input("x", DataType::Float, &dims)
+                .init_i64("p", target)
+                .node("Reshape", "", "n", &["x", "p"], &["y"], vec![])
+                .output("y")
+                .bytes(),
+        )
+        .and_then(|m| m.typed())
+        {
+            Ok(_) => panic!("{target:?} was accepted"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e.contains(&format!("node 'n' (Reshape): {needle}")), "{target:?}: {e}");
+    }
+    // allowzero: a 0 is a 0, and -1 with it has no answer.
+    let m = param_model("Reshape", &[D::N(0), D::N(3)], &[3, 0], Regime::Data, vec![("allowzero", A::I(1))]);
+    assert_eq!(run(&m, vec![f32s(&[0, 3], &[]), i64s(&[3, 0])]), f32s(&[3, 0], &[]));
+    let e = run_err(&m, vec![f32s(&[0, 3], &[]), i64s(&[-1, 0])]);
+    assert!(e.contains("node 'n' (Reshape): the target shape has both -1 and 0 with allowzero"), "{e}");
+}
+
+#[test]
+fn reshape_to_a_shape_computed_from_shapes() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("batch"), D::N(6)])
+        .init_i64("zero", &[0])
+        .init_i64("one", &[1])
+        .init_i64("rest", &[2, 3])
+        .node("Shape", "", "s", &["x"], &["xs"], vec![])
+        .node("Slice", "", "first", &["xs", "zero", "one"], &["b"], vec![])
+        .node("Concat", "", "c", &["b", "rest"], &["target"], vec![("axis", A::I(0))])
+        .node("Reshape", "", "n", &["x", "target"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [batch, 2, 3]");
+    let y = run(&m, vec![arange(&[2, 6])]);
+    assert_eq!(y, arange(&[2, 2, 3]));
+}
+
+/// `Pad(x, pads[, value][, axes])` with pads (and axes) graph inputs, opset 18.
+fn pad_model(x: &[D], pads: usize, axes: Option<usize>, mode: &'static str) -> Model {
+    let mut b = Builder::new(18).input("x", DataType::Float, x).input("pads", DataType::Int64, &[D::N(pads as i64)]);
+    let mut inputs = vec!["x", "pads"];
+    if let Some(n) = axes {
+        b = b.input("axes", DataType::Int64, &[D::N(n as i64)]);
+        inputs.extend(["", "axes"]);
+    }
+    let bytes = b.node("Pad", "", "p", &inputs, &["y"], vec![("mode", A::S(mode))]).output("y").bytes();
+    Model::load_bytes(&bytes).unwrap()
+}
+
+#[test]
+fn pad_with_runtime_pads_and_axes() {
+    let m = pad_model(&[D::N(2), D::N(3)], 4, None, "constant");
+    assert_eq!(shape_of(&m, "y"), "float32 [p_0, p_1]");
+    let y = run(&m, vec![arange(&[2, 3]), i64s(&[1, 0, 0, 2])]);
+    let want = [0., 0., 0., 0., 0., 0., 1., 2., 0., 0., 3., 4., 5., 0., 0.];
+    assert_eq!(y, f32s(&[3, 5], &want));
+    // With axes known only at run time too; the axis they leave keeps its dim once they are known.
+    let m = pad_model(&[D::N(2), D::N(3)], 2, Some(1), "edge");
+    assert_eq!(shape_of(&m, "y"), "float32 [p_0, p_1]");
+    let y = run(&m, vec![arange(&[2, 3]), i64s(&[1, 1]), i64s(&[-1])]);
+    assert_eq!(y, f32s(&[2, 5], &[0., 0., 1., 2., 2., 3., 3., 4., 5., 5.]));
+    let y = run(&m, vec![arange(&[2, 3]), i64s(&[0, 2]), i64s(&[0])]);
+    assert_eq!(y, f32s(&[4, 3], &[0., 1., 2., 3., 4., 5., 3., 4., 5., 3., 4., 5.]));
+}
+
+#[test]
+fn pad_with_constant_axes_keeps_the_other_dims() {
+    let bytes = Builder::new(18)
+        .input("x", DataType::Float, &[D::S("batch"), D::N(3)])
+        .input("pads", DataType::Int64, &[D::N(2)])
+        .init_i64("axes", &[1])
+        .node("Pad", "", "p", &["x", "pads", "", "axes"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [batch, p_1]");
+    let y = run(&m, vec![arange(&[1, 3]), i64s(&[2, 0])]);
+    assert_eq!(y, f32s(&[1, 5], &[0., 0., 0., 1., 2.]));
+}
+
+#[test]
+fn pad_rejects_bad_pads_in_each_regime() {
+    let rows: [(&[i64], &'static str, &str); 5] = [
+        (&[0, -1, 0, 0], "constant", "pads [-1, 0] on axis 1 are negative: cropping is not supported"),
+        (&[0, 3, 0, 0], "reflect", "reflect pads [3, 0] on axis 1 must be below its dim 3"),
+        (&[1, 0, 0], "constant", "3 pads for 2 padded axes: 2 per axis are needed"),
+        (&[i64::MAX, 0, 1, 0], "constant", "axis 0: 2 + 9223372036854775807 + 1 overflows"),
+        (&[0, 0, 0, 0, 0, 0], "constant", "6 pads for 2 padded axes"),
+    ];
+    for (pads, mode, needle) in rows {
+        let m = pad_model(&[D::N(2), D::N(3)], pads.len(), None, mode);
+        let e = run_err(&m, vec![arange(&[2, 3]), i64s(pads)]);
+        assert!(e.contains(&format!("node 'p' (Pad): {needle}")), "{pads:?}: {e}");
+        let bytes = Builder::new(18)
+            .input("x", DataType::Float, &[D::N(2), D::N(3)])
+            .init_i64("pads", pads)
+            .node("Pad", "", "p", &["x", "pads"], &["y"], vec![("mode", A::S(mode))])
+            .output("y")
+            .bytes();
+        let e = match Model::load_bytes(&bytes).and_then(|m| m.typed()) {
+            Ok(_) => panic!("{pads:?} was accepted"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e.contains(&format!("node 'p' (Pad): {needle}")), "{pads:?}: {e}");
+    }
+    let m = pad_model(&[D::N(2), D::N(3)], 2, Some(1), "constant");
+    let e = run_err(&m, vec![arange(&[2, 3]), i64s(&[1, 1]), i64s(&[2])]);
+    assert!(e.contains("node 'p' (Pad): axis 2 is out of range for rank 2"), "{e}");
 }

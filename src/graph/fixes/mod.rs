@@ -21,8 +21,9 @@
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
-//! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`: axes, sizes and shapes given as runtime inputs, through one
-//!   mechanism for shape parameters ([`params`]).
+//! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`, `Reshape`,
+//!   `Pad`: axes, sizes, pads and shapes given as runtime inputs, through one mechanism for shape
+//!   parameters ([`params`]).
 
 mod axes;
 mod bit_shift;
@@ -37,11 +38,13 @@ mod gather;
 mod mean;
 mod one_hot;
 mod pad;
+mod pad_params;
 pub mod params;
 mod range;
 mod rec;
 mod reduce;
 mod reshape;
+mod reshape_params;
 mod space_to_depth;
 mod split;
 mod squeeze;

@@ -12,7 +12,8 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Pad builder: [`ShapePad`] over a `Shape` output, else tract's Pad, wrapped to take symbolic pads
-/// (see [`super::sympad`]).
+/// (see [`super::sympad`]) and, from opset 11, pads and axes as parameters (see
+/// [`super::pad_params`]).
 pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let graph = ctx.parent_graphs.last().copied().or(ctx.model.graph.as_ref());
     let over_shape = graph.is_some_and(|g| {
@@ -36,7 +37,11 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
         .iter()
         .find(|a| a.name == "mode")
         .map_or_else(|| "constant".to_string(), |a| String::from_utf8_lossy(&a.s).into_owned());
-    Ok(super::sympad::PadNode::wrap((stock, closures), super::sympad::SymbolicPads { mode }, node))
+    let present = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
+    let axes = present(3).then_some(2 + usize::from(present(2)));
+    let rule = super::pad_params::PadRule { mode: mode.clone(), axes };
+    let symbolic = super::sympad::PadNode::wrap((stock, closures), super::sympad::SymbolicPads { mode }, node);
+    Ok(super::params::ParamNode::boxed(symbolic, rule, node))
 }
 
 /// Constant-mode Pad of a 1-D integer vector (a shape).
