@@ -669,3 +669,38 @@ mod swiglu {
         assert_error(&b, &["'n'", "A and B must have one shape and type"]);
     }
 }
+
+mod loss {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("NegativeLogLikelihoodLoss");
+        check_op("SoftmaxCrossEntropyLoss");
+    }
+
+    fn nll(x: Vec<D>, t: Vec<D>, attrs: Vec<(&str, A)>) -> Vec<u8> {
+        one_node(22, "NegativeLogLikelihoodLoss", &[("x", DataType::Float, x), ("t", DataType::Int64, t)], attrs)
+            .bytes()
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let none = vec![("reduction", A::S("none"))];
+        assert_eq!(inferred(&nll(vec![S("n"), N(4), N(3)], vec![S("n"), N(3)], none), &["y"]), ["F32 [n, 3]"]);
+        assert_eq!(inferred(&nll(vec![S("n"), N(4)], vec![S("n")], vec![]), &["y"]), ["F32 []"]);
+        let bad = vec![("reduction", A::S("avg"))];
+        assert_error(&nll(vec![N(2), N(4)], vec![N(2)], bad), &["'n'", "reduction is \"avg\""]);
+        assert_error(
+            &nll(vec![N(2), N(4)], vec![N(2), N(1)], vec![]),
+            &["'n'", "the scores have rank 2 and the target rank 2"],
+        );
+        // A target out of [0, C) is an error when the model runs.
+        let m = Model::load_bytes(&nll(vec![N(2), N(4)], vec![N(2)], vec![])).unwrap();
+        let x = Tensor::zero::<f32>(&[2, 4]).unwrap();
+        let t = tract_ndarray::arr1(&[1i64, 4]).into_tensor();
+        let e = format!("{:#}", m.run(vec![x, t]).unwrap_err());
+        assert!(e.contains("node 'n' (NegativeLogLikelihoodLoss): target 4 is out of [0, 4)"), "{e}");
+    }
+}

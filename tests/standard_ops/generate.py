@@ -108,6 +108,24 @@ def other_cases():
     case("swiglu_default", "SwiGLU", 28, [("a", ga), ("b", gb)], ["y"])
     case("swiglu_alpha", "SwiGLU", 28, [("a", ga), ("b", gb)], ["y"], alpha=1.702)
     case("swiglu_f16", "SwiGLU", 28, [("a", ga.astype(np.float16)), ("b", gb.astype(np.float16))], ["y"], alpha=0.5)
+    lx = f32(r, 3, 4, 2, 2)
+    lt = r.integers(0, 4, (3, 2, 2)).astype(np.int64)
+    lt[0, 0, 0] = -1
+    lw = np.abs(f32(r, 4)) + np.float32(0.5)
+    case("nll_none_weight_ii", "NegativeLogLikelihoodLoss", 22, [("x", lx), ("t", lt), ("w", lw)], ["y"],
+         reduction="none", ignore_index=-1)
+    case("nll_mean_weight_ii", "NegativeLogLikelihoodLoss", 22, [("x", lx), ("t", lt), ("w", lw)], ["y"],
+         ignore_index=-1)
+    lt2 = r.integers(0, 4, (3,)).astype(np.int32)
+    case("nll_sum_nc_int32", "NegativeLogLikelihoodLoss", 22, [("x", f32(r, 3, 4)), ("t", lt2)], ["y"],
+         reduction="sum")
+    case("nll_mean_f64", "NegativeLogLikelihoodLoss", 22, [("x", lx.astype(np.float64)), ("t", np.abs(lt))], ["y"])
+    case("sce_mean_log_prob", "SoftmaxCrossEntropyLoss", 22, [("x", lx), ("t", np.abs(lt))], ["y", "log_prob"])
+    case("sce_none_weight_ii_log_prob", "SoftmaxCrossEntropyLoss", 22, [("x", lx), ("t", lt), ("w", lw)],
+         ["y", "log_prob"], reduction="none", ignore_index=-1)
+    case("sce_sum_f16", "SoftmaxCrossEntropyLoss", 22, [("x", f32(r, 2, 5).astype(np.float16)),
+                                                         ("t", np.array([4, 0], dtype=np.int64))], ["y"],
+         reduction="sum")
     # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
     # 0.375); padding is zeros in the specification and in onnxruntime.
     case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],

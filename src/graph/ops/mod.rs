@@ -8,6 +8,8 @@
 //!   as dims, minted when only known at run time);
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
 //! - `Det` (11): determinants of the last two axes;
+//! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
+//!   class indices, weights, `ignore_index`, reductions ([`loss`]);
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape.
@@ -19,6 +21,7 @@ pub mod center_crop_pad;
 pub mod cumprod;
 pub mod det;
 mod elements;
+pub mod loss;
 pub mod lp_pool;
 pub mod reverse_sequence;
 pub mod swiglu;
@@ -33,6 +36,8 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("CumProd", cumprod::cumprod);
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
+    onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
+    onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
 }
