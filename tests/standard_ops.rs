@@ -704,3 +704,25 @@ mod loss {
         assert!(e.contains("node 'n' (NegativeLogLikelihoodLoss): target 4 is out of [0, 4)"), "{e}");
     }
 }
+
+mod causal_conv {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("CausalConvWithState");
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let inputs = |w: Vec<D>| vec![("x", DataType::Float, vec![S("b"), N(3), S("len")]), ("w", DataType::Float, w)];
+        let b = one_node(27, "CausalConvWithState", &inputs(vec![N(3), N(1), N(4)]), vec![]).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [b, 3, len]"]);
+        let bad = vec![("activation", A::S("relu"))];
+        let b = one_node(27, "CausalConvWithState", &inputs(vec![N(3), N(1), N(4)]), bad).bytes();
+        assert_error(&b, &["'n'", "activation is \"relu\""]);
+        let b = one_node(27, "CausalConvWithState", &inputs(vec![N(3), N(4)]), vec![]).bytes();
+        assert_error(&b, &["'n'", "input and weight must have rank 3, got 3 and 2"]);
+    }
+}

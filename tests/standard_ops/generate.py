@@ -126,6 +126,15 @@ def other_cases():
     case("sce_sum_f16", "SoftmaxCrossEntropyLoss", 22, [("x", f32(r, 2, 5).astype(np.float16)),
                                                          ("t", np.array([4, 0], dtype=np.int64))], ["y"],
          reduction="sum")
+    cin, cw = f32(r, 2, 3, 5), f32(r, 3, 1, 3)
+    case("causal_conv_bias_past_silu", "CausalConvWithState", 27,
+         [("input", cin), ("weight", cw), ("bias", f32(r, 3)), ("past_state", f32(r, 2, 3, 2))],
+         ["output", "present_state"], activation="silu")
+    case("causal_conv_no_state_short", "CausalConvWithState", 27, [("input", f32(r, 1, 3, 1)), ("weight", cw)],
+         ["output", "present_state"])
+    case("causal_conv_past_no_bias_f16", "CausalConvWithState", 27,
+         [("input", cin.astype(np.float16)), ("weight", cw.astype(np.float16)), ("", None),
+          ("past_state", f32(r, 2, 3, 2).astype(np.float16))], ["output", "present_state"], activation="swish")
     # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
     # 0.375); padding is zeros in the specification and in onnxruntime.
     case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],

@@ -4,6 +4,8 @@
 //! - `Attention` (opsets 23-25): every variant of the specification, as tract's einsums around our
 //!   masked softmax ([`attention`]);
 //! - `BitCast` (26): the same bits read as another type of the same width;
+//! - `CausalConvWithState` (27): a depthwise causal 1-D convolution continuing a past state, with
+//!   an optional SiLU;
 //! - `CenterCropPad` (18): centred crop and zero pad, output dims from `shape` (symbolic when known
 //!   as dims, minted when only known at run time);
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
@@ -17,6 +19,7 @@
 pub mod attention;
 mod attrs;
 pub mod bitcast;
+pub mod causal_conv;
 pub mod center_crop_pad;
 pub mod cumprod;
 pub mod det;
@@ -32,6 +35,7 @@ use tract_onnx::Onnx;
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Attention", attention::attention);
     onnx.op_register.insert("BitCast", bitcast::bitcast);
+    onnx.op_register.insert("CausalConvWithState", causal_conv::causal_conv);
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
     onnx.op_register.insert("CumProd", cumprod::cumprod);
     onnx.op_register.insert("Det", det::det);
