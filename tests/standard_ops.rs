@@ -726,3 +726,32 @@ mod causal_conv {
         assert_error(&b, &["'n'", "input and weight must have rank 3, got 3 and 2"]);
     }
 }
+
+mod linear_attention {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("LinearAttention");
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let qkv = vec![
+            ("q", DataType::Float, vec![S("b"), S("t"), N(8)]),
+            ("k", DataType::Float, vec![S("b"), S("t"), N(4)]),
+            ("v", DataType::Float, vec![S("b"), S("t"), N(6)]),
+        ];
+        let heads = |rule| vec![("q_num_heads", A::I(4)), ("kv_num_heads", A::I(2)), ("update_rule", A::S(rule))];
+        let b = one_node(27, "LinearAttention", &qkv, heads("linear")).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [b, t, 12]"]);
+        assert_error(&one_node(27, "LinearAttention", &qkv, heads("gated")).bytes(), &["'n'", "needs decay given"]);
+        assert_error(
+            &one_node(27, "LinearAttention", &qkv, heads("fast")).bytes(),
+            &["'n'", "update_rule is \"fast\""],
+        );
+        let odd = vec![("q_num_heads", A::I(3)), ("kv_num_heads", A::I(2)), ("update_rule", A::S("linear"))];
+        assert_error(&one_node(27, "LinearAttention", &qkv, odd).bytes(), &["'n'", "q_num_heads 3 is not a multiple"]);
+    }
+}

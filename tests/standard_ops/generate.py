@@ -135,6 +135,20 @@ def other_cases():
     case("causal_conv_past_no_bias_f16", "CausalConvWithState", 27,
          [("input", cin.astype(np.float16)), ("weight", cw.astype(np.float16)), ("", None),
           ("past_state", f32(r, 2, 3, 2).astype(np.float16))], ["output", "present_state"], activation="swish")
+    la_q, la_k, la_v = f32(r, 2, 3, 4 * 2, scale=0.5), f32(r, 2, 3, 2 * 2, scale=0.5), f32(r, 2, 3, 2 * 3)
+    la_past = f32(r, 2, 2, 2, 3, scale=0.5)
+    case("linear_attention_linear_gqa_past", "LinearAttention", 27,
+         [("q", la_q), ("k", la_k), ("v", la_v), ("past", la_past)], ["o", "state"],
+         q_num_heads=4, kv_num_heads=2, update_rule="linear")
+    case("linear_attention_gated_per_dim_decay", "LinearAttention", 27,
+         [("q", la_q), ("k", la_k), ("v", la_v), ("", None), ("decay", -np.abs(f32(r, 2, 3, 4, scale=0.5)))],
+         ["o", "state"], q_num_heads=4, kv_num_heads=2, update_rule="gated", scale=0.3)
+    case("linear_attention_delta_beta_scalar", "LinearAttention", 27,
+         [("q", la_q), ("k", la_k), ("v", la_v), ("past", la_past), ("", None),
+          ("beta", np.abs(f32(r, 2, 3, 1, scale=0.5)))], ["o"], q_num_heads=4, kv_num_heads=2, update_rule="delta")
+    case("linear_attention_gated_delta", "LinearAttention", 27,
+         [("q", la_q), ("k", la_k), ("v", la_v), ("", None), ("decay", -np.abs(f32(r, 2, 3, 2, scale=0.5))),
+          ("beta", np.abs(f32(r, 2, 3, 2, scale=0.5)))], ["o", "state"], q_num_heads=4, kv_num_heads=2)
     # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
     # 0.375); padding is zeros in the specification and in onnxruntime.
     case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],

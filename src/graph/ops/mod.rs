@@ -10,6 +10,8 @@
 //!   as dims, minted when only known at run time);
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
 //! - `Det` (11): determinants of the last two axes;
+//! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
+//!   grouped query heads ([`linear_attention`]);
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
 //!   class indices, weights, `ignore_index`, reductions ([`loss`]);
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
@@ -24,6 +26,7 @@ pub mod center_crop_pad;
 pub mod cumprod;
 pub mod det;
 mod elements;
+pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
 pub mod reverse_sequence;
@@ -39,6 +42,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
     onnx.op_register.insert("CumProd", cumprod::cumprod);
     onnx.op_register.insert("Det", det::det);
+    onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
     onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
