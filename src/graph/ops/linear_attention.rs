@@ -150,7 +150,7 @@ fn unpack(
     heads: usize,
 ) -> TractResult<(Vec<f64>, usize)> {
     let shape = t.shape();
-    if shape.len() != 3 || shape[0] != b || shape[1] != steps || shape[2] % heads != 0 {
+    if shape.len() != 3 || shape[0] != b || shape[1] != steps || !shape[2].is_multiple_of(heads) {
         let msg = format!("{name} has shape {shape:?}: [{b}, {steps}, a multiple of {heads}] is needed");
         return Err(label.err(msg));
     }
