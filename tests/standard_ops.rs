@@ -755,3 +755,33 @@ mod linear_attention {
         assert_error(&one_node(27, "LinearAttention", &qkv, odd).bytes(), &["'n'", "q_num_heads 3 is not a multiple"]);
     }
 }
+
+mod tensor_scatter {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("TensorScatter");
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let io = vec![
+            ("c", DataType::Float, vec![S("b"), N(4), N(3)]),
+            ("u", DataType::Float, vec![S("b"), N(1), N(3)]),
+            ("w", DataType::Int64, vec![S("b")]),
+        ];
+        assert_eq!(inferred(&one_node(24, "TensorScatter", &io, vec![]).bytes(), &["y"]), ["F32 [b, 4, 3]"]);
+        let first = vec![("axis", A::I(0))];
+        assert_error(
+            &one_node(24, "TensorScatter", &io, first).bytes(),
+            &["'n'", "the batch axis must come before it"],
+        );
+        // A linear write past the end of the cache is an error when the model runs.
+        let m = Model::load_bytes(&one_node(24, "TensorScatter", &io, vec![]).bytes()).unwrap();
+        let (c, u) = (Tensor::zero::<f32>(&[1, 4, 3]).unwrap(), Tensor::zero::<f32>(&[1, 1, 3]).unwrap());
+        let e = format!("{:#}", m.run(vec![c, u, tract_ndarray::arr1(&[4i64]).into_tensor()]).unwrap_err());
+        assert!(e.contains("node 'n' (TensorScatter): write position 4 is outside the cache of length 4"), "{e}");
+    }
+}

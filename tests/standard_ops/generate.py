@@ -149,6 +149,16 @@ def other_cases():
     case("linear_attention_gated_delta", "LinearAttention", 27,
          [("q", la_q), ("k", la_k), ("v", la_v), ("", None), ("decay", -np.abs(f32(r, 2, 3, 2, scale=0.5))),
           ("beta", np.abs(f32(r, 2, 3, 2, scale=0.5)))], ["o", "state"], q_num_heads=4, kv_num_heads=2)
+    ts_cache = f32(r, 2, 2, 5, 3)
+    case("tensor_scatter_circular_wraps", "TensorScatter", 24,
+         [("cache", ts_cache), ("update", f32(r, 2, 2, 3, 3)), ("w", np.array([3, 1], dtype=np.int64))], ["y"],
+         mode="circular")
+    case("tensor_scatter_linear_no_indices_int", "TensorScatter", 24,
+         [("cache", np.arange(24, dtype=np.int32).reshape(2, 4, 3)),
+          ("update", -np.arange(12, dtype=np.int32).reshape(2, 2, 3))], ["y"], axis=1)
+    case("tensor_scatter_linear_axis_last", "TensorScatter", 24,
+         [("cache", ts_cache), ("update", f32(r, 2, 2, 5, 2)), ("w", np.array([0, 1], dtype=np.int64))], ["y"],
+         axis=-1)
     # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
     # 0.375); padding is zeros in the specification and in onnxruntime.
     case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],

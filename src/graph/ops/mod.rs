@@ -16,7 +16,8 @@
 //!   class indices, weights, `ignore_index`, reductions ([`loss`]);
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
-//! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape.
+//! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
+//! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular.
 
 pub mod attention;
 mod attrs;
@@ -31,6 +32,7 @@ pub mod loss;
 pub mod lp_pool;
 pub mod reverse_sequence;
 pub mod swiglu;
+pub mod tensor_scatter;
 
 use tract_onnx::Onnx;
 
@@ -48,4 +50,5 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
+    onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
 }
