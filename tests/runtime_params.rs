@@ -371,10 +371,13 @@ fn run_param(m: &Model, x: Tensor, values: &[i64], regime: Regime) -> anyhow::Re
     Ok(m.run(inputs)?.remove(0).1)
 }
 
+/// A Reshape table row: input shape, target, the constant regime's inferred shape, the data
+/// regime's, the output shape.
+type ReshapeRow = (&'static [usize], &'static [i64], &'static str, &'static str, &'static [usize]);
+
 #[test]
 fn reshape_table_in_each_regime() {
-    // (input shape, target, constant regime's inferred shape, data regime's, output shape)
-    let rows: [(&[usize], &[i64], &str, &str, &[usize]); 6] = [
+    let rows: [ReshapeRow; 6] = [
         (&[2, 3, 4], &[4, -1], "float32 [4, 6]", "float32 [n_0, n_1]", &[4, 6]),
         (&[2, 3, 4], &[0, 12], "float32 [2, 12]", "float32 [n_0, n_1]", &[2, 12]),
         (&[2, 3, 4], &[-1], "float32 [24]", "float32 [24]", &[24]),
