@@ -785,3 +785,33 @@ mod tensor_scatter {
         assert!(e.contains("node 'n' (TensorScatter): write position 4 is outside the cache of length 4"), "{e}");
     }
 }
+
+mod affine_grid {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("AffineGrid");
+    }
+
+    #[test]
+    fn size_as_a_parameter_and_errors() {
+        let theta = |b: &'static str| Builder::new(20).input("theta", DataType::Float, &[S(b), N(2), N(3)]);
+        // Size a constant: exact dims.
+        let b = theta("n").init_i64("size", &[1, 3, 4, 5]);
+        let b = b.node("AffineGrid", "", "n", &["theta", "size"], &["y"], vec![]).output("y").bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [n, 4, 5, 2]"]);
+        // Size a graph input: N and the last dim stay exact.
+        let b = theta("n").input("size", DataType::Int64, &[N(4)]);
+        let b = b.node("AffineGrid", "", "n", &["theta", "size"], &["y"], vec![]).output("y").bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [n, n_1, n_2, 2]"]);
+        let m = Model::load_bytes(&b).unwrap();
+        let th = Tensor::zero::<f32>(&[1, 2, 3]).unwrap();
+        let e =
+            format!("{:#}", m.run(vec![th.clone(), tract_ndarray::arr1(&[1i64, 3, -4, 5]).into_tensor()]).unwrap_err());
+        assert!(e.contains("node 'n' (AffineGrid): size holds -4"), "{e}");
+        let e = format!("{:#}", m.run(vec![th, tract_ndarray::arr1(&[2i64, 3, 4, 5]).into_tensor()]).unwrap_err());
+        assert!(e.contains("node 'n' (AffineGrid): size says N = 2, theta has 1"), "{e}");
+    }
+}

@@ -159,6 +159,13 @@ def other_cases():
     case("tensor_scatter_linear_axis_last", "TensorScatter", 24,
          [("cache", ts_cache), ("update", f32(r, 2, 2, 5, 2)), ("w", np.array([0, 1], dtype=np.int64))], ["y"],
          axis=-1)
+    case("affine_grid_2d", "AffineGrid", 20,
+         [("theta", f32(r, 2, 2, 3)), ("size", np.array([2, 3, 4, 5], dtype=np.int64))], ["grid"])
+    case("affine_grid_2d_corners_unit_axis", "AffineGrid", 20,
+         [("theta", f32(r, 1, 2, 3)), ("size", np.array([1, 1, 1, 3], dtype=np.int64))], ["grid"], align_corners=1)
+    case("affine_grid_3d_corners", "AffineGrid", 20,
+         [("theta", f32(r, 2, 3, 4)), ("size", np.array([2, 1, 2, 3, 4], dtype=np.int64))], ["grid"],
+         align_corners=1)
     # The reference counts the last window's padding as a copy of the edge (1.23.2: 0.75 for |x6| =
     # 0.375); padding is zeros in the specification and in onnxruntime.
     case("lp_pool_p1_ceil", "LpPool", 18, [("x", f32(r, 1, 1, 7))], ["y"], kernel_shape=[2], strides=[3],

@@ -1,6 +1,7 @@
 //! Standard ONNX ops tract-onnx 0.23.9 does not implement (or implements only in part), built on
 //! tract's kernels where one exists:
 //!
+//! - `AffineGrid` (20): the sampling grid of an affine transform, `size` a shape parameter;
 //! - `Attention` (opsets 23-25): every variant of the specification, as tract's einsums around our
 //!   masked softmax ([`attention`]);
 //! - `BitCast` (26): the same bits read as another type of the same width;
@@ -19,6 +20,7 @@
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular.
 
+pub mod affine_grid;
 pub mod attention;
 mod attrs;
 pub mod bitcast;
@@ -38,6 +40,7 @@ use tract_onnx::Onnx;
 
 /// Registers every op of this module (replacing tract-onnx's builder where it has one).
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("AffineGrid", affine_grid::affine_grid);
     onnx.op_register.insert("Attention", attention::attention);
     onnx.op_register.insert("BitCast", bitcast::bitcast);
     onnx.op_register.insert("CausalConvWithState", causal_conv::causal_conv);
