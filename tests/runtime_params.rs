@@ -524,3 +524,61 @@ fn pad_rejects_bad_pads_in_each_regime() {
     let e = run_err(&m, vec![arange(&[2, 3]), i64s(&[1, 1]), i64s(&[2])]);
     assert!(e.contains("node 'p' (Pad): axis 2 is out of range for rank 2"), "{e}");
 }
+
+/// `Resize(x, "", scales)` or `Resize(x, "", "", sizes)` (opset 13, nearest), the parameter a graph
+/// input of `n` values or, with `values`, an initializer.
+fn resize_model(x: &[D], sizes: bool, n: usize, values: Option<&[f32]>) -> Model {
+    let name = if sizes { "sizes" } else { "scales" };
+    let mut b = Builder::new(13).input("x", DataType::Float, x);
+    b = match (values, sizes) {
+        (Some(v), true) => b.init_i64(name, &v.iter().map(|&f| f as i64).collect::<Vec<_>>()),
+        (Some(v), false) => b.init_f32(name, &[v.len() as i64], v),
+        (None, true) => b.input(name, DataType::Int64, &[D::N(n as i64)]),
+        (None, false) => b.input(name, DataType::Float, &[D::N(n as i64)]),
+    };
+    let inputs: Vec<&str> = if sizes { vec!["x", "", "", name] } else { vec!["x", "", name] };
+    Model::load_bytes(&b.node("Resize", "", "r", &inputs, &["y"], vec![]).output("y").bytes()).unwrap()
+}
+
+#[test]
+fn resize_scales_and_sizes_in_each_regime() {
+    let x = [D::S("batch"), D::N(1), D::N(2), D::N(3)];
+    // Constant scales: floor(d * scale), whole scales exact on a symbolic dim.
+    let m = resize_model(&x, false, 4, Some(&[1.0, 1.0, 1.5, 2.0]));
+    assert_eq!(shape_of(&m, "y"), "float32 [batch, 1, 3, 6]");
+    // Runtime scales or sizes: the resized axes are fresh.
+    let m = resize_model(&x, false, 4, None);
+    assert_eq!(shape_of(&m, "y"), "float32 [r_0, r_1, r_2, r_3]");
+    let y = run(&m, vec![arange(&[1, 1, 2, 3]), f32s(&[4], &[1.0, 1.0, 1.0, 2.0])]);
+    assert_eq!(y, f32s(&[1, 1, 2, 6], &[0., 0., 1., 1., 2., 2., 3., 3., 4., 4., 5., 5.]));
+    let m = resize_model(&x, true, 4, None);
+    let y = run(&m, vec![arange(&[1, 1, 2, 3]), i64s(&[1, 1, 1, 3])]);
+    assert_eq!(y, f32s(&[1, 1, 1, 3], &[0., 1., 2.]));
+    // Bad values are errors naming the node, before tract's Resize runs.
+    let e = run_err(&m, vec![arange(&[1, 1, 2, 3]), i64s(&[1, 1, -2, 3])]);
+    assert!(e.contains("node 'r' (Resize): size -2 for axis 2 is negative"), "{e}");
+    let m = resize_model(&x, false, 4, None);
+    let e = run_err(&m, vec![arange(&[1, 1, 2, 3]), f32s(&[4], &[1.0, 0.0, 1.0, 1.0])]);
+    assert!(e.contains("node 'r' (Resize): scale 0 for axis 1 must be positive and finite"), "{e}");
+    let m = resize_model(&x, false, 3, None);
+    let e = run_err(&m, vec![arange(&[1, 1, 2, 3]), f32s(&[3], &[1.0, 1.0, 1.0])]);
+    assert!(e.contains("node 'r' (Resize): 3 values for 4 resized axes"), "{e}");
+}
+
+#[test]
+fn resize_to_sizes_computed_from_shapes() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::N(1), D::N(2), D::N(2)])
+        .input("z", DataType::Float, &[D::S("h"), D::S("w")])
+        .init_i64("one_one", &[1, 1])
+        .node("Shape", "", "s", &["z"], &["zs"], vec![])
+        .node("Concat", "", "c", &["one_one", "zs"], &["sizes"], vec![("axis", A::I(0))])
+        .node("Resize", "", "r", &["x", "", "", "sizes"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "float32 [1, 1, h, w]");
+    let y = run(&m, vec![arange(&[1, 1, 2, 2]), arange(&[4, 4])]);
+    assert_eq!(y.shape(), [1, 1, 4, 4]);
+    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..4], [0., 0., 1., 1.]);
+}

@@ -22,7 +22,7 @@
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
 //! - `Reduce*`, `Squeeze`, `Unsqueeze`, `Expand`, `Tile`, `Split`, `ConstantOfShape`, `Reshape`,
-//!   `Pad`: axes, sizes, pads and shapes given as runtime inputs, through one mechanism for shape
+//!   `Pad`, `Resize`: axes, sizes, pads, scales and shapes given as runtime inputs, through one mechanism for shape
 //!   parameters ([`params`]).
 
 mod axes;
@@ -45,6 +45,7 @@ mod rec;
 mod reduce;
 mod reshape;
 mod reshape_params;
+mod resize;
 mod space_to_depth;
 mod split;
 mod squeeze;
@@ -90,6 +91,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Pad", pad::pad);
     onnx.op_register.insert("Range", range::range);
     onnx.op_register.insert("Reshape", reshape::reshape);
+    onnx.op_register.insert("Resize", resize::resize);
     for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean"] {
         onnx.op_register.insert(op, reduce::reduce);
     }
