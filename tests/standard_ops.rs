@@ -725,6 +725,20 @@ mod causal_conv {
         let b = one_node(27, "CausalConvWithState", &inputs(vec![N(3), N(4)]), vec![]).bytes();
         assert_error(&b, &["'n'", "input and weight must have rank 3, got 3 and 2"]);
     }
+
+    #[test]
+    fn states_too_large_are_refused_before_allocating() {
+        // 2^20 batches of one channel and position, and a kernel of 2^20 (4 MB inputs): states of 2^40.
+        let (b, c, k) = (1usize << 20, 1usize, 1usize << 20);
+        let io = vec![
+            ("x", DataType::Float, vec![N(b as i64), N(c as i64), N(1)]),
+            ("w", DataType::Float, vec![N(c as i64), N(1), N(k as i64)]),
+        ];
+        let m = Model::load_bytes(&one_node(27, "CausalConvWithState", &io, vec![]).bytes()).unwrap();
+        let (x, w) = (Tensor::zero::<f32>(&[b, c, 1]).unwrap(), Tensor::zero::<f32>(&[c, 1, k]).unwrap());
+        let e = format!("{:#}", m.run(vec![x, w]).unwrap_err());
+        assert!(e.contains("node 'n' (CausalConvWithState): output of"), "{e}");
+    }
 }
 
 mod linear_attention {
@@ -753,6 +767,18 @@ mod linear_attention {
         );
         let odd = vec![("q_num_heads", A::I(3)), ("kv_num_heads", A::I(2)), ("update_rule", A::S("linear"))];
         assert_error(&one_node(27, "LinearAttention", &qkv, odd).bytes(), &["'n'", "q_num_heads 3 is not a multiple"]);
+    }
+
+    #[test]
+    fn a_state_too_large_is_refused_before_allocating() {
+        // dk = dv = 2^20 from 4 MB inputs: a state of 2^40 values.
+        let wide = 1usize << 20;
+        let one = |name| (name, DataType::Float, vec![N(1), N(1), N(wide as i64)]);
+        let heads = vec![("q_num_heads", A::I(1)), ("kv_num_heads", A::I(1)), ("update_rule", A::S("linear"))];
+        let m = Model::load_bytes(&one_node(27, "LinearAttention", &[one("q"), one("k"), one("v")], heads).bytes());
+        let x = Tensor::zero::<f32>(&[1, 1, wide]).unwrap();
+        let e = format!("{:#}", m.unwrap().run(vec![x.clone(), x.clone(), x]).unwrap_err());
+        assert!(e.contains("node 'n' (LinearAttention): output of 1099511627776 elements"), "{e}");
     }
 }
 

@@ -106,6 +106,11 @@ impl EvalOp for CausalConv {
             &[wc, 1, k] if wc == c && k >= 1 => k,
             other => return Err(self.label.err(format!("the weight has shape {other:?}, [{c}, 1, k] is needed"))),
         };
+        // The padded rows and the states are sized from the inputs' products: checked before allocating.
+        for dims in [[b, c, l + k - 1], [b, c, k - 1]] {
+            let numel = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64)).unwrap_or(u64::MAX);
+            crate::kernel::check_allocation(numel, 8).map_err(|e| self.label.err(e))?;
+        }
         let f64s = |t: &Tensor| -> TractResult<Vec<f64>> {
             Ok(t.cast_to::<f64>()?.try_as_plain_ram()?.as_slice::<f64>()?.to_vec())
         };

@@ -172,6 +172,11 @@ impl EvalOp for LinearAttention {
         if dk_k != dk {
             return Err(label.err(format!("the key's head dim is {dk_k}, the query's {dk}")));
         }
+        // The state and the output are sized from the inputs' products: checked before allocating.
+        for dims in [[b, kvh, dk, dv], [b, steps, qh, dv]] {
+            let numel = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64)).unwrap_or(u64::MAX);
+            crate::kernel::check_allocation(numel, 8).map_err(|e| label.err(e))?;
+        }
         let mut next = 3;
         let mut state = vec![0f64; b * kvh * dk * dv];
         let mut state_dt = inputs[0].datum_type();
