@@ -69,11 +69,6 @@ impl AtomicFile {
         Ok(this)
     }
 
-    /// The target this file will replace.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
     /// Flushes and syncs the temporary file; the target is still untouched.
     pub fn finish(mut self) -> anyhow::Result<Staged> {
         let target = self.target.clone();
@@ -133,11 +128,6 @@ impl Staged {
             }
         }
         Ok(())
-    }
-
-    /// The target this file will replace.
-    pub fn target(&self) -> &Path {
-        &self.target
     }
 }
 

@@ -46,13 +46,6 @@ pub struct Proxies {
     pub replaced: Vec<&'static str>,
 }
 
-impl Proxies {
-    /// The name to report for a tract type.
-    pub fn name_of(&self, dt: DatumType) -> Option<&'static str> {
-        self.names.iter().find(|(p, _)| *p == dt).map(|(_, n)| *n)
-    }
-}
-
 /// Replaces, in place, every element type tract lacks by its proxy; returns what was replaced.
 pub fn replace(model: &mut pb::ModelProto) -> anyhow::Result<Proxies> {
     let mut used: Vec<DataType> = vec![];

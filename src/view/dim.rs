@@ -142,8 +142,3 @@ fn peel_clamped(e: &TDim) -> Option<(TDim, i64)> {
         _ => None,
     }
 }
-
-/// Converts a concrete `usize` dim to `i64`, `None` if it does not fit.
-pub fn dim_from_usize(d: usize) -> Option<i64> {
-    i64::try_from(d).ok()
-}

@@ -12,6 +12,6 @@ mod selection;
 
 pub(crate) use affine::row_major_strides;
 pub use affine::{View, ViewAxis};
-pub use dim::{dim_from_usize, Dim};
+pub use dim::Dim;
 pub use resolved::Resolved;
 pub use selection::{OutAxis, Selection};

@@ -49,18 +49,6 @@ impl<D: Dim> Selection<D> {
             .collect()
     }
 
-    /// Whether the selection returns its input unchanged (every axis whole, in order, step 1).
-    pub fn is_identity(&self) -> bool {
-        self.fixed.is_empty()
-            && self.out.len() == self.input_shape.len()
-            && self.out.iter().enumerate().all(|(i, a)| match a {
-                OutAxis::Range { axis, start, step, len } => {
-                    *axis == i && *step == 1 && start.is(0) && *len == self.input_shape[i]
-                }
-                OutAxis::New => false,
-            })
-    }
-
     /// The selection as a flat view of its input's row-major buffer.
     pub fn to_view(&self) -> SliceResult<View<D>> {
         View::identity(&self.input_shape)?.select(self)
