@@ -1968,69 +1968,27 @@ const SS_EXTREMES: &[(Option<i64>, Option<i64>, i64)] = &[
     (Some(MIN + 1), Some(MAX - 1), MAX - 1),
 ];
 
-fn ss_extremes_model(params: Params) -> Vec<u8> {
-    let shape = if params == Params::Symbolic { vec![D::S("N")] } else { vec![D::N(5)] };
-    let mut b = Builder::new(13).input("x", DataType::Float, &shape);
-    let names: Vec<[String; 4]> =
-        (0..SS_EXTREMES.len()).map(|i| [format!("b{i}"), format!("e{i}"), format!("s{i}"), format!("y{i}")]).collect();
-    for (i, &(begin, end, step)) in SS_EXTREMES.iter().enumerate() {
-        let [bn, en, sn, yn] = &names[i];
-        let vals = [begin.unwrap_or(0), end.unwrap_or(0), step];
-        for (n, v) in [bn, en, sn].into_iter().zip(vals) {
-            b = match params {
-                Params::Runtime => b.input(n, DataType::Int64, &[D::N(1)]),
-                _ => b.init_i64(n, &[v]),
-            };
-        }
-        let m = [begin.is_none() as i64, end.is_none() as i64, 0, 0, 0];
-        let node = format!("ss{i}");
-        b = b.node(
-            "StridedSlice",
-            "ai.sliceops",
-            &node,
-            &["x", bn.as_str(), en.as_str(), sn.as_str()],
-            &[yn.as_str()],
-            masks(m),
-        );
-    }
-    for [_, _, _, yn] in &names {
-        b = b.output(yn);
-    }
-    b.bytes()
-}
-
-fn ss_extremes_io(params: Params, d: usize) -> (Named, Named) {
-    let mut inputs = vec![("x".to_string(), arange_f32(&[d]))];
-    let mut want = vec![];
-    for (i, &(begin, end, step)) in SS_EXTREMES.iter().enumerate() {
-        if params == Params::Runtime {
-            inputs.push((format!("b{i}"), i64s(&[begin.unwrap_or(0)])));
-            inputs.push((format!("e{i}"), i64s(&[end.unwrap_or(0)])));
-            inputs.push((format!("s{i}"), i64s(&[step])));
-        }
-        want.push((format!("y{i}"), expected_1d(&reference::python_indices(d as i64, begin, end, step))));
-    }
-    (inputs, want)
-}
-
 /// `x[::INT64_MIN]`, `x[INT64_MAX:INT64_MIN:-1]`... on arange_f32(5), with constant, runtime and
 /// symbolic-shape parameters, against Python's `slice.indices`.
 #[test]
 fn strided_slice_extreme_steps_and_bounds_are_exact() {
-    isolated("strided_slice_extreme_steps_and_bounds_are_exact", || {
-        let scratch = Scratch::new("strided_slice_extreme_steps_and_bounds_are_exact");
-        for params in [Params::Const, Params::Runtime, Params::Symbolic] {
-            let model = ss_extremes_model(params);
-            let ds: &[usize] = if params == Params::Symbolic { &[5, 1, 0] } else { &[5] };
-            for &d in ds {
-                let (inputs, want) = ss_extremes_io(params, d);
-                check_exact(&scratch, &format!("ss_{params:?}_{d}"), &model, &inputs, &want);
-                if params == Params::Symbolic {
-                    check_symbolic_lengths(&format!("ss_{params:?}_{d}"), &model, d as i64, &want);
-                }
-            }
-        }
-    });
+    let cases = SS_EXTREMES.iter().map(|&(b, e, s)| [b.unwrap_or(0), e.unwrap_or(0), s]).collect();
+    check_extremes(
+        "strided_slice_extreme_steps_and_bounds_are_exact",
+        ExtremeOp {
+            label: "ss",
+            cases,
+            node: |builder, i, [b, e, s], y| {
+                let (begin, end, _) = SS_EXTREMES[i];
+                let m = [begin.is_none() as i64, end.is_none() as i64, 0, 0, 0];
+                builder.node("StridedSlice", "ai.sliceops", &format!("ss{i}"), &["x", b, e, s], &[y], masks(m))
+            },
+            indices: |d, i| {
+                let (begin, end, step) = SS_EXTREMES[i];
+                reference::python_indices(d, begin, end, step)
+            },
+        },
+    );
 }
 
 /// ONNX Slice `(starts, ends, steps)` on a 1-D input.
@@ -2054,59 +2012,102 @@ const SLICE_EXTREMES: &[(i64, i64, i64)] = &[
     (MAX - 1, MIN + 1, MIN + 1),
 ];
 
-fn slice_extremes_model(params: Params) -> Vec<u8> {
-    let shape = if params == Params::Symbolic { vec![D::S("N")] } else { vec![D::N(5)] };
-    let mut b = Builder::new(13).input("x", DataType::Float, &shape).init_i64("ax", &[0]);
-    for (i, &(s, e, k)) in SLICE_EXTREMES.iter().enumerate() {
-        let (sn, en, kn, yn) = (format!("st{i}"), format!("en{i}"), format!("sp{i}"), format!("y{i}"));
-        for (n, v) in [(&sn, s), (&en, e), (&kn, k)] {
-            b = match params {
-                Params::Runtime => b.input(n, DataType::Int64, &[D::N(1)]),
-                _ => b.init_i64(n, &[v]),
-            };
-        }
-        b = b.node(
-            "Slice",
-            "",
-            &format!("slice{i}"),
-            &["x", sn.as_str(), en.as_str(), "ax", kn.as_str()],
-            &[yn.as_str()],
-            vec![],
-        );
-    }
-    for i in 0..SLICE_EXTREMES.len() {
-        b = b.output(&format!("y{i}"));
-    }
-    b.bytes()
-}
-
-fn slice_extremes_io(params: Params, d: usize) -> (Named, Named) {
-    let mut inputs = vec![("x".to_string(), arange_f32(&[d]))];
-    let mut want = vec![];
-    for (i, &(s, e, k)) in SLICE_EXTREMES.iter().enumerate() {
-        if params == Params::Runtime {
-            inputs.push((format!("st{i}"), i64s(&[s])));
-            inputs.push((format!("en{i}"), i64s(&[e])));
-            inputs.push((format!("sp{i}"), i64s(&[k])));
-        }
-        want.push((format!("y{i}"), expected_1d(&reference::onnx_indices(d as i64, s, e, k))));
-    }
-    (inputs, want)
-}
-
 /// ONNX Slice with INT64_MIN / INT64_MAX starts, ends and steps, against the opset-13 text.
 #[test]
 fn slice_extreme_steps_and_bounds_are_exact() {
-    isolated("slice_extreme_steps_and_bounds_are_exact", || {
-        let scratch = Scratch::new("slice_extreme_steps_and_bounds_are_exact");
+    check_extremes(
+        "slice_extreme_steps_and_bounds_are_exact",
+        ExtremeOp {
+            label: "slice",
+            cases: SLICE_EXTREMES.iter().map(|&(s, e, k)| [s, e, k]).collect(),
+            node: |builder, i, [s, e, k], y| {
+                builder.init_i64(&format!("ax{i}"), &[0]).node(
+                    "Slice",
+                    "",
+                    &format!("slice{i}"),
+                    &["x", s, e, &format!("ax{i}"), k],
+                    &[y],
+                    vec![],
+                )
+            },
+            indices: |d, i| {
+                let (s, e, k) = SLICE_EXTREMES[i];
+                reference::onnx_indices(d, s, e, k)
+            },
+        },
+    );
+}
+
+/// A 1-D slicing op with three i64 parameters per case, for the extreme-value tests: one node per
+/// case over one input `x`, each case's parameters initializers or graph inputs.
+struct ExtremeOp {
+    /// Names the test's scratch files.
+    label: &'static str,
+    /// The three parameters of each case.
+    cases: Vec<[i64; 3]>,
+    /// Adds case `i`'s node, reading `x` and the three parameter values named, writing the output named.
+    node: fn(Builder, usize, [&str; 3], &str) -> Builder,
+    /// The indices case `i` takes from an axis of length `d`, by the reference rule.
+    indices: fn(i64, usize) -> Vec<i64>,
+}
+
+impl ExtremeOp {
+    fn param_names(i: usize) -> [String; 3] {
+        [format!("p{i}_0"), format!("p{i}_1"), format!("p{i}_2")]
+    }
+
+    /// The model: `x` of `[5]` (`[N]` when symbolic), a node and an output `y{i}` per case.
+    fn model(&self, params: Params) -> Vec<u8> {
+        let shape = if params == Params::Symbolic { vec![D::S("N")] } else { vec![D::N(5)] };
+        let mut b = Builder::new(13).input("x", DataType::Float, &shape);
+        for (i, values) in self.cases.iter().enumerate() {
+            let names = Self::param_names(i);
+            for (n, &v) in names.iter().zip(values) {
+                b = match params {
+                    Params::Runtime => b.input(n, DataType::Int64, &[D::N(1)]),
+                    _ => b.init_i64(n, &[v]),
+                };
+            }
+            let [p0, p1, p2] = &names;
+            b = (self.node)(b, i, [p0, p1, p2], &format!("y{i}"));
+        }
+        for i in 0..self.cases.len() {
+            b = b.output(&format!("y{i}"));
+        }
+        b.bytes()
+    }
+
+    /// The inputs for `x = arange_f32(d)` and the outputs the reference gives.
+    fn io(&self, params: Params, d: usize) -> (Named, Named) {
+        let mut inputs = vec![("x".to_string(), arange_f32(&[d]))];
+        let mut want = vec![];
+        for (i, values) in self.cases.iter().enumerate() {
+            if params == Params::Runtime {
+                for (n, &v) in Self::param_names(i).into_iter().zip(values) {
+                    inputs.push((n, i64s(&[v])));
+                }
+            }
+            want.push((format!("y{i}"), expected_1d(&(self.indices)(d as i64, i))));
+        }
+        (inputs, want)
+    }
+}
+
+/// Every case of `op` with constant, runtime and symbolic-shape parameters, through the library and
+/// the CLI; symbolic models also at lengths 1 and 0, their inferred lengths checked. `test` is the
+/// calling test's name (the child process runs it alone).
+fn check_extremes(test: &str, op: ExtremeOp) {
+    isolated(test, move || {
+        let scratch = Scratch::new(test);
         for params in [Params::Const, Params::Runtime, Params::Symbolic] {
-            let model = slice_extremes_model(params);
+            let model = op.model(params);
             let ds: &[usize] = if params == Params::Symbolic { &[5, 1, 0] } else { &[5] };
             for &d in ds {
-                let (inputs, want) = slice_extremes_io(params, d);
-                check_exact(&scratch, &format!("slice_{params:?}_{d}"), &model, &inputs, &want);
+                let (inputs, want) = op.io(params, d);
+                let case = format!("{}_{params:?}_{d}", op.label);
+                check_exact(&scratch, &case, &model, &inputs, &want);
                 if params == Params::Symbolic {
-                    check_symbolic_lengths(&format!("slice_{params:?}_{d}"), &model, d as i64, &want);
+                    check_symbolic_lengths(&case, &model, d as i64, &want);
                 }
             }
         }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::cli::{files_in, scratch, sliceops, sliceops_limited, Limits};
-use common::onnx_build::{Builder, D};
+use common::onnx_build::{chain_model, Builder, D};
 use std::path::{Path, PathBuf};
 use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::prelude::*;
@@ -53,6 +53,17 @@ fn path_arg(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// `sliceops run MODEL --input x=X --output-dir OUT`, as the CLI ran it.
+fn run_x(model: &Path, x: &Path, out: &Path) -> common::cli::Run {
+    sliceops(&["run", &path_arg(model), "--input", &format!("x={}", x.display()), "--output-dir", &path_arg(out)])
+}
+
+/// The f32 values of `dir/y.npy`, the output a run wrote.
+fn y_values(dir: &Path) -> Vec<f32> {
+    let y = sliceops::npy::read_npy(&dir.join("y.npy")).unwrap();
+    y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec()
+}
+
 // ------------------------------------------------------------------------------------------------
 // .npy: one parser, one answer.
 
@@ -66,14 +77,7 @@ fn npy_with_a_duplicated_shape_is_refused_by_the_cli() {
     let text = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'shape': (1099511627776,), }";
     std::fs::write(&x, npy_with_header(text, &[0; 16])).unwrap();
     let out = d.join("out");
-    let run = sliceops(&[
-        "run",
-        &path_arg(&model),
-        "--input",
-        &format!("x={}", x.display()),
-        "--output-dir",
-        &path_arg(&out),
-    ]);
+    let run = run_x(&model, &x, &out);
     assert_eq!(run.error(), format!("error: input 'x': {}: the .npy header has the key 'shape' twice", x.display()));
     assert!(!out.exists());
 }
@@ -198,9 +202,9 @@ fn run_holds_input_and_output_once() {
     let out = d.join("out");
     let spec = [&model, &small, &big, &out].map(|p| path_arg(p)).join("\n");
     let (baseline, peak) = reported(&in_child("run_holds_input_and_output_once", &spec), "RSS ");
-    let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
+    let y = y_values(&out);
     assert_eq!(y.len(), BIG / 2);
-    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..3], [1.0, 3.0, 5.0]);
+    assert_eq!(y[..3], [1.0, 3.0, 5.0]);
     let (input, output) = ((BIG * 4 / 1024) as i64, (BIG * 2 / 1024) as i64);
     let grown = peak - baseline;
     assert!(
@@ -249,17 +253,8 @@ fn fold_and_lower_onto_their_input_under_a_file_size_limit_leave_it_whole() {
         let x = d.join("x.npy");
         std::fs::write(&x, npy_of(&f32s(4096))).unwrap();
         let out = d.join(format!("out_{cmd}"));
-        sliceops(&[
-            "run",
-            &path_arg(&model),
-            "--input",
-            &format!("x={}", x.display()),
-            "--output-dir",
-            &path_arg(&out),
-        ])
-        .ok();
-        let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
-        assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..3], [0.0, 2.0, 4.0], "{cmd}");
+        run_x(&model, &x, &out).ok();
+        assert_eq!(y_values(&out)[..3], [0.0, 2.0, 4.0], "{cmd}");
         assert_eq!(temporaries(&d), Vec::<String>::new(), "{cmd}");
     }
 }
@@ -315,14 +310,7 @@ fn a_string_output_writes_no_file_at_all() {
     let x = d.join("x.npy");
     std::fs::write(&x, npy_of(&f32s(2))).unwrap();
     let out = d.join("out");
-    let run = sliceops(&[
-        "run",
-        &path_arg(&model),
-        "--input",
-        &format!("x={}", x.display()),
-        "--output-dir",
-        &path_arg(&out),
-    ]);
+    let run = run_x(&model, &x, &out);
     assert_eq!(run.error(), "error: output 'z': a tensor of str cannot be written as .npy (only numbers and bool can)");
     assert!(!out.exists(), "the output folder was created: {:?}", files_in(&out));
 }
@@ -406,11 +394,9 @@ fn external_data_is_read_by_us_after_checks() {
     let bytes = external_model(&[("location", "w.bin"), ("offset", "8"), ("length", "16")]);
     std::fs::write(&model, &bytes).unwrap();
     let out = d.join("out");
-    sliceops(&["run", &path_arg(&model), "--input", &format!("x={}", x.display()), "--output-dir", &path_arg(&out)])
-        .ok();
+    run_x(&model, &x, &out).ok();
     let want: Vec<f32> = W.iter().enumerate().map(|(i, w)| i as f32 + w).collect();
-    let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
-    assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want);
+    assert_eq!(y_values(&out), want);
     let m = sliceops::Model::load_bytes_in(&bytes, Some(&d)).unwrap();
     let y = m.run(vec![f32s(4)]).unwrap().remove(0).1;
     assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want);
@@ -571,17 +557,8 @@ fn fold_and_lower_elsewhere_inline_external_data() {
         let w = written.graph.as_ref().unwrap().initializer.iter().find(|t| t.name.as_deref() == Some("w")).unwrap();
         assert_eq!(w.raw_data.as_deref(), Some(&W.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()[..]));
         let y_dir = d.join(format!("y_{cmd}"));
-        sliceops(&[
-            "run",
-            &path_arg(&out),
-            "--input",
-            &format!("x={}", x.display()),
-            "--output-dir",
-            &path_arg(&y_dir),
-        ])
-        .ok();
-        let y = sliceops::npy::read_npy(&y_dir.join("y.npy")).unwrap();
-        assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want, "{cmd}");
+        run_x(&out, &x, &y_dir).ok();
+        assert_eq!(y_values(&y_dir), want, "{cmd}");
     }
     // A model without external data gets no note.
     let plain = d.join("plain.onnx");
@@ -714,29 +691,6 @@ fn forty_thousand_nodes_sharing_one_name_load_quickly() {
     assert_eq!(reported(&stdout, "NAMES "), (N as i64 + 1, N as i64 + 1));
 }
 
-/// A chain of `n` nodes over float [4, 8], from `x` to `y`: Relu after Relu, or ONNX Slice `v[::-1]`
-/// on axis 0 then axis 1 in turn.
-fn chain_model(n: usize, relu: bool) -> Vec<u8> {
-    let mut b = Builder::new(13)
-        .input("x", DataType::Float, &[D::N(4), D::N(8)])
-        .init_i64("st", &[-1])
-        .init_i64("en", &[i64::MIN])
-        .init_i64("ax0", &[0])
-        .init_i64("ax1", &[1])
-        .init_i64("step", &[-1]);
-    for i in 0..n {
-        let input = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
-        let output = if i + 1 == n { "y".to_string() } else { format!("v{i}") };
-        b = if relu {
-            b.node("Relu", "", &format!("n{i}"), &[&input], &[&output], vec![])
-        } else {
-            let axes = if i % 2 == 0 { "ax0" } else { "ax1" };
-            b.node("Slice", "", &format!("n{i}"), &[&input, "st", "en", axes, "step"], &[&output], vec![])
-        };
-    }
-    b.output("y").bytes()
-}
-
 #[test]
 fn fifty_thousand_node_chains_are_analysed_in_linear_time() {
     // Translating node by node into one tract model was quadratic (tract compares each new node's
@@ -745,7 +699,7 @@ fn fifty_thousand_node_chains_are_analysed_in_linear_time() {
     let d = dir("fifty_thousand_node_chains_are_analysed_in_linear_time");
     for (kind, relu) in [("relu", true), ("slice", false)] {
         let model = d.join(format!("{kind}.onnx"));
-        std::fs::write(&model, chain_model(50_000, relu)).unwrap();
+        std::fs::write(&model, chain_model(50_000, |_| !relu)).unwrap();
         let run = sliceops(&["infer", &path_arg(&model)]);
         let rows: Vec<&str> = run.ok().stdout.lines().collect();
         assert_eq!(rows.len(), 50_002, "{kind}: header, x and every node output");

@@ -6,9 +6,8 @@
 mod common;
 
 use common::cli::{scratch, sliceops};
-use common::onnx_build::{Builder, D};
+use common::onnx_build::chain_model;
 use sliceops::Model;
-use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::prelude::*;
 
 /// Nodes in each long chain.
@@ -18,32 +17,6 @@ const NODES: usize = 20_000;
 fn input() -> Tensor {
     let values: Vec<f32> = (0..32).map(|i| i as f32 - 16.0).collect();
     Tensor::from_shape(&[4, 8], &values).unwrap()
-}
-
-/// A chain of `nodes` nodes from `x` to `y`; node `i` is `Slice` (`x[::-1]` on axis `i % 2` of the
-/// slices made so far) when `slice(i)`, else `Relu`.
-fn chain(nodes: usize, slice: impl Fn(usize) -> bool) -> Vec<u8> {
-    let mut b = Builder::new(13)
-        .input("x", DataType::Float, &[D::N(4), D::N(8)])
-        .init_i64("st", &[-1])
-        .init_i64("en", &[i64::MIN])
-        .init_i64("ax0", &[0])
-        .init_i64("ax1", &[1])
-        .init_i64("step", &[-1]);
-    let mut slices = 0;
-    for i in 0..nodes {
-        let src = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
-        let dst = if i == nodes - 1 { "y".to_string() } else { format!("v{i}") };
-        let name = format!("n{i}");
-        b = if slice(i) {
-            let axes = if slices % 2 == 0 { "ax0" } else { "ax1" };
-            slices += 1;
-            b.node("Slice", "", &name, &[&src, "st", "en", axes, "step"], &[&dst], vec![])
-        } else {
-            b.node("Relu", "", &name, &[&src], &[&dst], vec![])
-        };
-    }
-    b.output("y").bytes()
 }
 
 /// `y` of the chain over [`input`], computed here: every Relu clamps at 0; every two slices reverse
@@ -86,17 +59,17 @@ fn run_chain(test: &str, model: Vec<u8>, want: Tensor) {
 
 #[test]
 fn a_relu_chain_of_20k_nodes_runs() {
-    run_chain("relu", chain(NODES, |_| false), expected(true, 0));
+    run_chain("relu", chain_model(NODES, |_| false), expected(true, 0));
 }
 
 #[test]
 fn a_slice_chain_of_20k_nodes_runs() {
-    run_chain("slice", chain(NODES, |_| true), expected(false, NODES));
+    run_chain("slice", chain_model(NODES, |_| true), expected(false, NODES));
 }
 
 #[test]
 fn a_chain_of_20k_alternating_slices_and_relus_runs() {
-    run_chain("mixed", chain(NODES, |i| i % 2 == 0), expected(true, NODES / 2));
+    run_chain("mixed", chain_model(NODES, |i| i % 2 == 0), expected(true, NODES / 2));
 }
 
 /// The model without node names (tract names new nodes in an order that varies from run to run):
@@ -134,7 +107,7 @@ fn the_optimizer_leaves_the_model_tract_leaves_on_real_exports() {
 #[test]
 fn elementwise_runs_fuse_into_chains_of_at_most_16_steps() {
     use tract_onnx::tract_core::ops::binary::OptBinChain;
-    let model = Model::load_bytes(&chain(100, |_| false)).unwrap();
+    let model = Model::load_bytes(&chain_model(100, |_| false)).unwrap();
     let optimized = model.optimized().unwrap();
     let chains: Vec<usize> =
         optimized.nodes.iter().filter_map(|n| n.op_as::<OptBinChain>()).map(|c| c.steps.len()).collect();

@@ -204,3 +204,29 @@ impl Builder {
         .encode_to_vec()
     }
 }
+
+/// A chain of `nodes` nodes over float `x: [4, 8]` to `y`; node `i` is `Slice` (`x[::-1]` on axis `i % 2` of the
+/// slices made so far) when `slice(i)`, else `Relu`.
+pub fn chain_model(nodes: usize, slice: impl Fn(usize) -> bool) -> Vec<u8> {
+    let mut b = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(4), D::N(8)])
+        .init_i64("st", &[-1])
+        .init_i64("en", &[i64::MIN])
+        .init_i64("ax0", &[0])
+        .init_i64("ax1", &[1])
+        .init_i64("step", &[-1]);
+    let mut slices = 0;
+    for i in 0..nodes {
+        let src = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
+        let dst = if i == nodes - 1 { "y".to_string() } else { format!("v{i}") };
+        let name = format!("n{i}");
+        b = if slice(i) {
+            let axes = if slices % 2 == 0 { "ax0" } else { "ax1" };
+            slices += 1;
+            b.node("Slice", "", &name, &[&src, "st", "en", axes, "step"], &[&dst], vec![])
+        } else {
+            b.node("Relu", "", &name, &[&src], &[&dst], vec![])
+        };
+    }
+    b.output("y").bytes()
+}
