@@ -207,20 +207,28 @@ fn flatten_over_two_symbols_is_their_product() {
 }
 
 #[test]
-fn a_reshape_to_a_shape_built_from_shape_gather_concat_types() {
-    // x.view(x.size(0), x.size(1), 2, -1)
-    let bytes = Builder::new(13)
-        .input("x", DataType::Float, &[D::S("batch"), D::S("seq"), D::N(8)])
-        .init_i64("first_two", &[0, 1])
-        .init_i64("tail", &[2, -1])
-        .node("Shape", "", "shape", &["x"], &["s"], vec![])
-        .node("Gather", "", "gather", &["s", "first_two"], &["bs"], vec![("axis", A::I(0))])
-        .node("Concat", "", "concat", &["bs", "tail"], &["target"], vec![("axis", A::I(0))])
-        .node("Reshape", "", "reshape", &["x", "target"], &["y"], vec![])
-        .output("y")
-        .bytes();
-    let m = Model::load_bytes(&bytes).unwrap();
-    assert_eq!(shape_of(&m, "y"), "y: float32 [batch, seq, 2, 4]");
+fn targets_built_from_shape_gather_concat_type() {
+    // torch's `x.view(x.size(0), x.size(1), 2, -1)`, and tf2onnx's BroadcastTo (ones expanded to
+    // `[x.size(0), 3]`): the target is Concat(Gather(Shape(x)), constant tail).
+    let rows: [(&str, &str, &[i64], &[i64], &str); 2] = [
+        ("Reshape", "x", &[0, 1], &[2, -1], "y: float32 [batch, seq, 2, 4]"),
+        ("Expand", "one", &[0], &[3], "y: float32 [batch, 3]"),
+    ];
+    for (op, data, gathered, tail, want) in rows {
+        let bytes = Builder::new(13)
+            .input("x", DataType::Float, &[D::S("batch"), D::S("seq"), D::N(8)])
+            .init_f32("one", &[1], &[1.0])
+            .init_i64("gathered", gathered)
+            .init_i64("tail", tail)
+            .node("Shape", "", "shape", &["x"], &["s"], vec![])
+            .node("Gather", "", "gather", &["s", "gathered"], &["head"], vec![("axis", A::I(0))])
+            .node("Concat", "", "concat", &["head", "tail"], &["target"], vec![("axis", A::I(0))])
+            .node(op, "", "op", &[data, "target"], &["y"], vec![])
+            .output("y")
+            .bytes();
+        let m = Model::load_bytes(&bytes).unwrap();
+        assert_eq!(shape_of(&m, "y"), want, "{op}");
+    }
 }
 
 #[test]
@@ -250,24 +258,6 @@ fn dims_a_concat_needs_equal_are_a_requirement() {
     assert_eq!(m.run(vec![arange_f32(&[1, 2, 64])]).unwrap()[0].1.shape(), &[1, 4, 4]);
     let err = format!("{:#}", m.run(vec![arange_f32(&[1, 2, 48])]).unwrap_err());
     assert!(err.contains("fpn") || err.contains("Concat") || err.contains("concat"), "{err}");
-}
-
-#[test]
-fn an_expand_to_a_computed_shape_types() {
-    // tf2onnx's BroadcastTo: ones expanded to [N, 3], the shape computed from Shape(x).
-    let bytes = Builder::new(13)
-        .input("x", DataType::Float, &[D::S("N"), D::N(5)])
-        .init_f32("one", &[1], &[1.0])
-        .init_i64("zero", &[0])
-        .init_i64("three", &[3])
-        .node("Shape", "", "shape", &["x"], &["s"], vec![])
-        .node("Gather", "", "gather", &["s", "zero"], &["n"], vec![("axis", A::I(0))])
-        .node("Concat", "", "concat", &["n", "three"], &["target"], vec![("axis", A::I(0))])
-        .node("Expand", "", "expand", &["one", "target"], &["y"], vec![])
-        .output("y")
-        .bytes();
-    let m = Model::load_bytes(&bytes).unwrap();
-    assert_eq!(shape_of(&m, "y"), "y: float32 [N, 3]");
 }
 
 #[test]
@@ -313,6 +303,23 @@ fn an_int64_max_cast_to_int64_keeps_its_value() {
     assert_eq!(out[1].1, tensor1(&[4i64]));
 }
 
+/// `y = If(cond)` with the given branches, both reading the outer float `x` of `x_dims`.
+fn if_over(x_dims: &[D], then_branch: tract_onnx::pb::GraphProto, else_branch: tract_onnx::pb::GraphProto) -> Vec<u8> {
+    Builder::new(13)
+        .input("x", DataType::Float, x_dims)
+        .input("cond", DataType::Bool, &[])
+        .node(
+            "If",
+            "",
+            "branch",
+            &["cond"],
+            &["y"],
+            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
+        )
+        .output("y")
+        .bytes()
+}
+
 /// `If(cond)`: the then branch squeezes axis 0 of `x`, the else branch axis 1 (not 1 for these
 /// shapes: analysing it with them fails, as silero-vad's 8 kHz branch does at 16 kHz).
 fn if_model(else_output_axis: i64) -> Vec<u8> {
@@ -326,19 +333,7 @@ fn if_model(else_output_axis: i64) -> Vec<u8> {
         .node("Squeeze", "", "else_squeeze", &["x", "else_axes"], &["else_y"], vec![])
         .output("else_y")
         .graph("else");
-    Builder::new(13)
-        .input("x", DataType::Float, &[D::N(1), D::S("K")])
-        .input("cond", DataType::Bool, &[])
-        .node(
-            "If",
-            "",
-            "branch",
-            &["cond"],
-            &["y"],
-            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
-        )
-        .output("y")
-        .bytes()
+    if_over(&[D::N(1), D::S("K")], then_branch, else_branch)
 }
 
 #[test]
@@ -354,9 +349,8 @@ fn an_if_runs_the_branch_taken_when_the_other_cannot_be_analysed() {
 
 #[test]
 fn branches_returning_different_shapes_give_a_fresh_dim() {
-    // Squeezing axis 0 of [1, K] or of [1, 1]-shaped... here both branches are valid for K = 1 only
-    // if else squeezes axis 1; use axis 0 in both but different inputs via Identity: the else branch
-    // returns x itself, rank 2, so ranks differ -> unknown; same rank, different dims -> fresh.
+    // Over x: [2, K], the then branch keeps column 0 ([2, 1]), the else branch returns x ([2, K]):
+    // the same rank with different dims, so the second dim is a fresh symbol of the If.
     let then_branch = Builder::new(13)
         .init_i64("t_starts", &[0])
         .init_i64("t_ends", &[1])
@@ -366,19 +360,7 @@ fn branches_returning_different_shapes_give_a_fresh_dim() {
         .graph("then");
     let else_branch =
         Builder::new(13).node("Identity", "", "else_same", &["x"], &["else_y"], vec![]).output("else_y").graph("else");
-    let bytes = Builder::new(13)
-        .input("x", DataType::Float, &[D::N(2), D::S("K")])
-        .input("cond", DataType::Bool, &[])
-        .node(
-            "If",
-            "",
-            "branch",
-            &["cond"],
-            &["y"],
-            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
-        )
-        .output("y")
-        .bytes();
+    let bytes = if_over(&[D::N(2), D::S("K")], then_branch, else_branch);
     let m = Model::load_bytes(&bytes).unwrap();
     assert_eq!(shape_of(&m, "y"), "y: float32 [2, branch_0_1]");
     let a = m.analyse().unwrap();
@@ -405,19 +387,7 @@ fn declared_if_model(then_dims: &[D], else_dims: &[D]) -> Vec<u8> {
             .output_typed(&format!("{name}_y"), DataType::Float, dims)
             .graph(name)
     };
-    Builder::new(13)
-        .input("x", DataType::Float, &[D::N(1), D::S("K")])
-        .input("cond", DataType::Bool, &[])
-        .node(
-            "If",
-            "",
-            "branch",
-            &["cond"],
-            &["y"],
-            vec![("then_branch", A::G(branch("then", then_dims))), ("else_branch", A::G(branch("else", else_dims)))],
-        )
-        .output("y")
-        .bytes()
+    if_over(&[D::N(1), D::S("K")], branch("then", then_dims), branch("else", else_dims))
 }
 
 #[test]
