@@ -25,6 +25,28 @@ fn f32_tensor(name: &str, dims: &[i64], values: Vec<f32>) -> anyhow::Result<prot
     crate::onnx::tensor_to_proto(name, &t)
 }
 
+/// Each standard two-input `Add` with an input made by a standard `kind` node that nothing else
+/// reads, as `(add, producer, which input of the Add it feeds)`: input 0 first, then input 1.
+fn adds_after(graph: &GraphProto, kind: &str) -> Vec<(usize, usize, usize)> {
+    let producers = producers(graph);
+    let readers = readers(graph);
+    let mut found = vec![];
+    for (ix, add) in graph.node.iter().enumerate() {
+        if op_type(add) != "Add" || !is_onnx(add) || add.input.len() != 2 {
+            continue;
+        }
+        for side in [0, 1] {
+            let value = &add.input[side];
+            let Some(&p) = producers.get(value) else { continue };
+            let node = &graph.node[p];
+            if op_type(node) == kind && is_onnx(node) && readers.get(value).copied() == Some(1) {
+                found.push((ix, p, side));
+            }
+        }
+    }
+    found
+}
+
 /// Folds `BatchNormalization(Conv(x, W, B))` into `Conv(x, W', B')`; returns whether anything changed.
 pub fn batchnorm_into_conv(graph: &mut GraphProto, report: &mut Report) -> anyhow::Result<bool> {
     let producers = producers(graph);
@@ -91,32 +113,24 @@ pub fn batchnorm_into_conv(graph: &mut GraphProto, report: &mut Report) -> anyho
 /// Turns `Add(MatMul(a, B), C)` into `Gemm(a, B, C)` for a 2-D `a`, constant `B` [K, N] and a constant
 /// bias `C` of shape [N] or [1, N]; returns whether anything changed.
 pub fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
-    let producers = producers(graph);
-    let readers = readers(graph);
-    let mut plans = vec![];
-    for (ix, add) in graph.node.iter().enumerate() {
-        if op_type(add) != "Add" || !is_onnx(add) || add.input.len() != 2 {
+    let mut plans: Vec<(usize, usize, String, String, String)> = vec![];
+    for (ix, m, mm_in) in adds_after(graph, "MatMul") {
+        if plans.last().is_some_and(|p| p.0 == ix) {
             continue;
         }
-        for (mm_in, bias_in) in [(0, 1), (1, 0)] {
-            let Some(&m) = producers.get(&add.input[mm_in]) else { continue };
-            let mm = &graph.node[m];
-            if op_type(mm) != "MatMul" || !is_onnx(mm) || readers.get(&add.input[mm_in]).copied() != Some(1) {
-                continue;
-            }
-            let a_rank = facts.get(&mm.input[0]).map(|f| f.shape.len());
-            let b = initializer(graph, &mm.input[1]);
-            let c = initializer(graph, &add.input[bias_in]);
-            let (Some(2), Some(b), Some(c)) = (a_rank, b, c) else { continue };
-            let float = |t: &proto::TensorProto| t.data_type == Some(proto::tensor_proto::DataType::Float as i32);
-            let n = b.dims.get(1).copied();
-            let bias_ok = matches!(c.dims.as_slice(), [x] | [1, x] if Some(*x) == n);
-            if b.dims.len() != 2 || !float(b) || !float(c) || !bias_ok {
-                continue;
-            }
-            plans.push((ix, m, mm.input[0].clone(), mm.input[1].clone(), add.input[bias_in].clone()));
-            break;
+        let (add, mm) = (&graph.node[ix], &graph.node[m]);
+        let bias_in = 1 - mm_in;
+        let a_rank = facts.get(&mm.input[0]).map(|f| f.shape.len());
+        let b = initializer(graph, &mm.input[1]);
+        let c = initializer(graph, &add.input[bias_in]);
+        let (Some(2), Some(b), Some(c)) = (a_rank, b, c) else { continue };
+        let float = |t: &proto::TensorProto| t.data_type == Some(proto::tensor_proto::DataType::Float as i32);
+        let n = b.dims.get(1).copied();
+        let bias_ok = matches!(c.dims.as_slice(), [x] | [1, x] if Some(*x) == n);
+        if b.dims.len() != 2 || !float(b) || !float(c) || !bias_ok {
+            continue;
         }
+        plans.push((ix, m, mm.input[0].clone(), mm.input[1].clone(), add.input[bias_in].clone()));
     }
     if plans.is_empty() {
         return Ok(false);
@@ -138,46 +152,38 @@ pub fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut 
 /// Folds `Add(Conv(x, W, B?), C)` with a constant per-channel `C` (shape `[M]`, `[M, 1, 1]` or
 /// `[1, M, 1, 1]` for a 2-D convolution) into the convolution's bias; returns whether anything changed.
 pub fn add_into_conv_bias(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
-    let producers = producers(graph);
-    let readers = readers(graph);
-    let mut plans = vec![];
-    for (ix, add) in graph.node.iter().enumerate() {
-        if op_type(add) != "Add" || !is_onnx(add) || add.input.len() != 2 {
+    let mut plans: Vec<(usize, usize, Vec<f32>)> = vec![];
+    for (ix, c, conv_in) in adds_after(graph, "Conv") {
+        if plans.last().is_some_and(|p| p.0 == ix) {
             continue;
         }
-        for (conv_in, c_in) in [(0, 1), (1, 0)] {
-            let Some(&c) = producers.get(&add.input[conv_in]) else { continue };
-            let conv = &graph.node[c];
-            if op_type(conv) != "Conv" || !is_onnx(conv) || readers.get(&add.input[conv_in]).copied() != Some(1) {
-                continue;
-            }
-            let Some((wdims, _)) = f32_init(graph, conv.input.get(1)) else { continue };
-            let m = *wdims.first().unwrap_or(&0);
-            let rank = wdims.len();
-            let Some((cdims, cvals)) = f32_init(graph, add.input.get(c_in)) else { continue };
-            // Per output channel, broadcasting onto [N, M, spatial...] and nothing more.
-            let per_channel = cvals.len() as i64 == m
-                && (cdims == [m] && rank == 2
-                    || cdims.len() + 1 == rank && cdims.first() == Some(&m) && cdims[1..].iter().all(|&d| d == 1)
-                    || cdims.len() == rank
-                        && cdims.first() == Some(&1)
-                        && cdims.get(1) == Some(&m)
-                        && cdims[2..].iter().all(|&d| d == 1));
-            let out_rank = facts.get(&add.input[conv_in]).map(|f| f.shape.len());
-            if !per_channel || out_rank != Some(rank) {
-                continue;
-            }
-            let bias = match conv.input.get(2).filter(|b| !b.is_empty()) {
-                Some(_) => match f32_init(graph, conv.input.get(2)) {
-                    Some((_, b)) if b.len() as i64 == m => b,
-                    _ => continue,
-                },
-                None => vec![0.0; m as usize],
-            };
-            let sum: Vec<f32> = bias.iter().zip(&cvals).map(|(b, c)| b + c).collect();
-            plans.push((ix, c, sum));
-            break;
+        let (add, conv) = (&graph.node[ix], &graph.node[c]);
+        let c_in = 1 - conv_in;
+        let Some((wdims, _)) = f32_init(graph, conv.input.get(1)) else { continue };
+        let m = *wdims.first().unwrap_or(&0);
+        let rank = wdims.len();
+        let Some((cdims, cvals)) = f32_init(graph, add.input.get(c_in)) else { continue };
+        // Per output channel, broadcasting onto [N, M, spatial...] and nothing more.
+        let per_channel = cvals.len() as i64 == m
+            && (cdims == [m] && rank == 2
+                || cdims.len() + 1 == rank && cdims.first() == Some(&m) && cdims[1..].iter().all(|&d| d == 1)
+                || cdims.len() == rank
+                    && cdims.first() == Some(&1)
+                    && cdims.get(1) == Some(&m)
+                    && cdims[2..].iter().all(|&d| d == 1));
+        let out_rank = facts.get(&add.input[conv_in]).map(|f| f.shape.len());
+        if !per_channel || out_rank != Some(rank) {
+            continue;
         }
+        let bias = match conv.input.get(2).filter(|b| !b.is_empty()) {
+            Some(_) => match f32_init(graph, conv.input.get(2)) {
+                Some((_, b)) if b.len() as i64 == m => b,
+                _ => continue,
+            },
+            None => vec![0.0; m as usize],
+        };
+        let sum: Vec<f32> = bias.iter().zip(&cvals).map(|(b, c)| b + c).collect();
+        plans.push((ix, c, sum));
     }
     if plans.is_empty() {
         return Ok(false);
