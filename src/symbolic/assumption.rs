@@ -2,7 +2,7 @@
 //! reads back to the same dims.
 
 use std::fmt;
-use tract_onnx::prelude::TDim;
+use tract_onnx::prelude::{Assertion, TDim};
 
 /// How an assumption compares its two sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,6 +28,21 @@ impl Comparison {
             Comparison::Ge => ">=",
             Comparison::Lt => "<",
             Comparison::Gt => ">",
+        }
+    }
+}
+
+impl Comparison {
+    /// The two sides of a tract assertion when it makes this comparison, `None` when it makes
+    /// another: how a check reads back what tract parsed of [`Assumption::tract_text`].
+    pub fn sides_of(self, assertion: &Assertion) -> Option<(&TDim, &TDim)> {
+        match (self, assertion) {
+            (Comparison::Eq, Assertion::Eq(l, r))
+            | (Comparison::Le, Assertion::LTE(l, r))
+            | (Comparison::Ge, Assertion::GTE(l, r))
+            | (Comparison::Lt, Assertion::LT(l, r))
+            | (Comparison::Gt, Assertion::GT(l, r)) => Some((l, r)),
+            _ => None,
         }
     }
 }

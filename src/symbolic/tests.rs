@@ -2,7 +2,7 @@
 //! that text back to the same dims) and of errors (exact messages), and hostile sizes.
 
 use super::*;
-use tract_onnx::prelude::{Assertion, SymbolScope, SymbolValues, TDim};
+use tract_onnx::prelude::{SymbolScope, SymbolValues, TDim};
 
 fn dim(text: &str) -> Result<String, String> {
     let scope = SymbolScope::default();
@@ -36,13 +36,8 @@ fn tract_reads_back(scope: &SymbolScope, a: &Assumption) {
     let fresh = SymbolScope::default();
     fresh.add_assertion(a.tract_text()).unwrap();
     let added = fresh.all_assertions().remove(0);
-    let (lhs, rhs) = match (a.comparison, &added) {
-        (Comparison::Eq, Assertion::Eq(l, r))
-        | (Comparison::Le, Assertion::LTE(l, r))
-        | (Comparison::Ge, Assertion::GTE(l, r))
-        | (Comparison::Lt, Assertion::LT(l, r))
-        | (Comparison::Gt, Assertion::GT(l, r)) => (l, r),
-        _ => panic!("tract reads {:?} as {added:?}", a.tract_text()),
+    let Some((lhs, rhs)) = a.comparison.sides_of(&added) else {
+        panic!("tract reads {:?} as {added:?}", a.tract_text())
     };
     if a.tract_text().contains('/') {
         return;
