@@ -155,20 +155,13 @@ fn fold_and_lower_write_models_that_still_run() {
 #[test]
 fn lower_refuses_what_standard_onnx_cannot_express() {
     // torch's as_strided with a runtime size: its output shape is data, which no standard op gives.
-    use common::onnx_build::{Builder, A, D};
+    use common::onnx_build::{Builder, D};
     use tract_onnx::pb::tensor_proto::DataType;
     let bytes = Builder::new(13)
         .input("x", DataType::Float, &[D::N(3), D::N(3)])
         .input("size", DataType::Int64, &[D::N(2)])
         .init_i64("stride", &[2, 3])
-        .node(
-            "ATen",
-            "org.pytorch.aten",
-            "aten",
-            &["x", "size", "stride"],
-            &["y"],
-            vec![("operator", A::S("as_strided")), ("overload_name", A::S(""))],
-        )
+        .aten_as_strided("aten", &["x", "size", "stride"], "y")
         .output("y")
         .bytes();
     let dir = temp_dir("refuse");

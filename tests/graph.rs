@@ -170,14 +170,7 @@ fn as_strided_and_aten_as_strided() {
         .init_i64("size", &[2, 2])
         .init_i64("stride", &[2, 3])
         .init("off", DataType::Int64, &[], 1i64.to_le_bytes().to_vec())
-        .node(
-            "ATen",
-            "org.pytorch.aten",
-            "aten",
-            &["x", "size", "stride", "off"],
-            &["z"],
-            vec![("operator", A::S("as_strided")), ("overload_name", A::S(""))],
-        )
+        .aten_as_strided("aten", &["x", "size", "stride", "off"], "z")
         .output("y")
         .output("z")
         .bytes();

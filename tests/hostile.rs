@@ -2319,16 +2319,7 @@ fn aten_model(size: Option<&[i64]>, stride: Option<&[i64]>, offset: Option<i64>)
         Some(v) => b.init("storage_offset", DataType::Int64, &[], v.to_le_bytes().to_vec()),
         None => b.input("storage_offset", DataType::Int64, &[]),
     };
-    b.node(
-        "ATen",
-        "org.pytorch.aten",
-        "aten",
-        &["x", "size", "stride", "storage_offset"],
-        &["y"],
-        vec![("operator", A::S("as_strided")), ("overload_name", A::S(""))],
-    )
-    .output("y")
-    .bytes()
+    b.aten_as_strided("aten", &["x", "size", "stride", "storage_offset"], "y").output("y").bytes()
 }
 
 /// PyTorch's ATen fallback form: constant, runtime and mixed parameters with hostile values.

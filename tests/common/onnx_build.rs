@@ -165,6 +165,12 @@ impl Builder {
         self
     }
 
+    /// Adds PyTorch's ATen fallback node for `aten::as_strided(x, size, stride, storage_offset)`.
+    pub fn aten_as_strided(self, name: &str, inputs: &[&str], output: &str) -> Self {
+        let attrs = vec![("operator", A::S("as_strided")), ("overload_name", A::S(""))];
+        self.node("ATen", "org.pytorch.aten", name, inputs, &[output], attrs)
+    }
+
     /// Adds a graph output (no declared type).
     pub fn output(mut self, name: &str) -> Self {
         self.graph.output.push(pb::ValueInfoProto { name: name.into(), ..Default::default() });
