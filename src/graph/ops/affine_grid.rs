@@ -4,7 +4,7 @@
 //! `-1 + (2i + 1) / s` without `align_corners`, corners `-1 + 2i / (s - 1)` with it (`-1` when
 //! `s = 1`). Computed in f64, rounded once to theta's type.
 //!
-//! `size` is a shape parameter ([`crate::graph::fixes::params`]): known (constant or from shapes),
+//! `size` is a shape parameter (`src/graph/fixes/params.rs`): known (constant or from shapes),
 //! the output dims are exact; known only at run time, `N` and the last dim still are, the others
 //! are fresh, and the values are checked before the grid is built.
 
