@@ -210,7 +210,9 @@ fn flatten_over_two_symbols_is_their_product() {
 fn targets_built_from_shape_gather_concat_type() {
     // torch's `x.view(x.size(0), x.size(1), 2, -1)`, and tf2onnx's BroadcastTo (ones expanded to
     // `[x.size(0), 3]`): the target is Concat(Gather(Shape(x)), constant tail).
-    let rows: [(&str, &str, &[i64], &[i64], &str); 2] = [
+    // (op, its data input, dims gathered from x's shape, the constant tail, y's shape)
+    type Row = (&'static str, &'static str, &'static [i64], &'static [i64], &'static str);
+    let rows: [Row; 2] = [
         ("Reshape", "x", &[0, 1], &[2, -1], "y: float32 [batch, seq, 2, 4]"),
         ("Expand", "one", &[0], &[3], "y: float32 [batch, 3]"),
     ];

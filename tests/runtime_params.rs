@@ -57,8 +57,11 @@ struct AxesRow {
     n_axes: i64,
     keepdims: Option<i64>,
     inferred: &'static str,
-    runs: &'static [(&'static [usize], &'static [i64], &'static [usize], &'static [f32])],
+    runs: &'static [AxesRun],
 }
+
+/// `(input shape, axes, output shape, output values)`.
+type AxesRun = (&'static [usize], &'static [i64], &'static [usize], &'static [f32]);
 
 const AXES_ROWS: &[AxesRow] = &[
     // Either axis may be reduced: both dims are fresh, named after the node.
@@ -137,7 +140,9 @@ fn ops_with_runtime_axes() {
 
 #[test]
 fn ops_reject_bad_runtime_axes() {
-    let rows: &[(&str, i64, &[usize], &[i64], &str)] = &[
+    // (op, opset, input shape, axes, error)
+    type Row = (&'static str, i64, &'static [usize], &'static [i64], &'static str);
+    let rows: &[Row] = &[
         ("ReduceSum", 13, &[2, 3], &[2], "axis 2 is out of range for rank 2"),
         ("ReduceSum", 13, &[2, 3], &[i64::MIN], "axis -9223372036854775808 is out of range for rank 2"),
         ("ReduceMin", 18, &[2, 3], &[1, -1], "axis -1 appears twice in [1, -1]"),
