@@ -4,7 +4,8 @@
 //! extrapolated (zero). The buffer is read as `[outer, len_in, inner]` and written as
 //! `[outer, len_out, inner]`. An output row is a weighted sum of input rows of `inner` values; when
 //! `inner` is 1 (the last axis) the rows are single values and the sum is a gather, done in one loop
-//! per block instead of one slice operation per value.
+//! per block instead of one slice operation per value, over a table of each output's taps made once
+//! per call (when no output has more than two).
 //!
 //! The arithmetic is fixed: an output starts at `0.0` and adds `weight * input` for each tap in order
 //! (taps of weight zero are not kept), the same operations in the same order as tract's `Resize`, so
@@ -65,6 +66,47 @@ impl AxisTaps {
     }
 }
 
+/// One output of the last axis when it has at most two taps: the same arithmetic as the general
+/// loop (a lone tap of weight one copied, otherwise `0.0` plus each `weight * input` in order).
+#[derive(Debug, Clone, Copy)]
+enum Gather {
+    Zero,
+    Copy(usize),
+    One(usize, f32),
+    Two(usize, f32, usize, f32),
+}
+
+impl Gather {
+    /// Output `x`'s taps, `None` when it has more than two.
+    fn of(taps: &AxisTaps, x: usize) -> Option<Gather> {
+        if taps.extrapolated[x] {
+            return Some(Gather::Zero);
+        }
+        match *taps.of(x) {
+            [] => Some(Gather::Zero),
+            [(i, w)] if w == 1.0 => Some(Gather::Copy(i)),
+            [(i, w)] => Some(Gather::One(i, w)),
+            [(i, w), (j, v)] => Some(Gather::Two(i, w, j, v)),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn apply(self, src: &[f32]) -> f32 {
+        match self {
+            Gather::Zero => 0.0,
+            Gather::Copy(i) => src[i],
+            Gather::One(i, w) => 0.0 + w * src[i],
+            Gather::Two(i, w, j, v) => {
+                let mut acc = 0.0;
+                acc += w * src[i];
+                acc += v * src[j];
+                acc
+            }
+        }
+    }
+}
+
 /// Resamples the middle axis of `src` (`[outer, len_in, inner]`) into `dst` (`[outer, len_out,
 /// inner]`, `len_out` from `taps`). The lengths must agree (an error says how otherwise); every tap
 /// index is below `len_in` by construction of [`AxisTaps`], for the `len_in` it was made with.
@@ -85,14 +127,26 @@ pub fn resample_axis(src: &[f32], len_in: usize, inner: usize, taps: &AxisTaps, 
             dst.len()
         ));
     }
+    // The last axis: each output's taps in one small value, read in order by one loop per block.
+    let gathers: Option<Vec<Gather>> =
+        if inner == 1 { (0..len_out).map(|x| Gather::of(taps, x)).collect() } else { None };
     for (src, dst) in src.chunks_exact(block_in).zip(dst.chunks_exact_mut(block_out)) {
         if inner == 1 {
-            for (x, out) in dst.iter_mut().enumerate() {
-                *out = match taps.of(x) {
-                    _ if taps.extrapolated[x] => 0.0,
-                    [(i, w)] if *w == 1.0 => src[*i],
-                    list => list.iter().fold(0.0, |acc, &(i, w)| acc + w * src[i]),
-                };
+            match &gathers {
+                Some(gathers) => {
+                    for (out, g) in dst.iter_mut().zip(gathers) {
+                        *out = g.apply(src);
+                    }
+                }
+                None => {
+                    for (x, out) in dst.iter_mut().enumerate() {
+                        *out = match taps.of(x) {
+                            _ if taps.extrapolated[x] => 0.0,
+                            [(i, w)] if *w == 1.0 => src[*i],
+                            list => list.iter().fold(0.0, |acc, &(i, w)| acc + w * src[i]),
+                        };
+                    }
+                }
             }
             continue;
         }
@@ -159,6 +213,31 @@ mod tests {
                 .collect();
             assert_eq!(dst, want, "inner {inner}");
         }
+    }
+
+    #[test]
+    fn last_axis_taps_of_every_count_keep_the_general_arithmetic() {
+        // out[0]: one tap of weight 2 (0.0 + 2 * -0.0 is +0.0); out[1]: one of weight 1 (a copy of
+        // -0.0); out[2]: three taps, which the general loop takes for the whole axis; then with the
+        // third output dropped, the two-tap form.
+        let three = AxisTaps::new(
+            3,
+            3,
+            &[0, 0, 0, 0, 0, 0, 0, 1, 2],
+            &[2.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.25, 0.125],
+            &[false, false, false],
+        )
+        .unwrap();
+        let src = [-0.0f32, 8.0, 16.0];
+        let mut dst = [7.0f32; 3];
+        resample_axis(&src, 3, 1, &three, &mut dst).unwrap();
+        assert_eq!(dst, [0.0, -0.0, 0.0f32 + 0.5 * -0.0 + 0.25 * 8.0 + 0.125 * 16.0]);
+        assert!(dst[0].is_sign_positive() && dst[1].is_sign_negative(), "{dst:?}");
+        let two = AxisTaps::new(3, 2, &[0, 0, 0, 0, 1, 2], &[2.0, 0.0, 1.0, 0.0, 0.25, 0.125], &[false, false, false])
+            .unwrap();
+        resample_axis(&src, 3, 1, &two, &mut dst).unwrap();
+        assert_eq!(dst, [0.0, -0.0, 0.0f32 + 0.25 * 8.0 + 0.125 * 16.0]);
+        assert!(dst[0].is_sign_positive() && dst[1].is_sign_negative(), "{dst:?}");
     }
 
     #[test]
