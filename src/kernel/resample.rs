@@ -84,7 +84,7 @@ impl Gather {
         }
         match *taps.of(x) {
             [] => Some(Gather::Zero),
-            [(i, w)] if w == 1.0 => Some(Gather::Copy(i)),
+            [(i, 1.0)] => Some(Gather::Copy(i)),
             [(i, w)] => Some(Gather::One(i, w)),
             [(i, w), (j, v)] => Some(Gather::Two(i, w, j, v)),
             _ => None,
