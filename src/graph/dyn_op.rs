@@ -8,7 +8,7 @@
 use super::spec::{NodeKind, NodeSpec};
 use super::step::run_chain;
 use super::view_op::ViewOp;
-use crate::semantics::Slice;
+use crate::semantics::{place_spec, Placed, Slice, StridedSlice};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
@@ -141,32 +141,17 @@ pub(crate) fn runtime_dims(
         NodeKind::Strided { masks } => {
             let n = len_of("begin")
                 .ok_or_else(|| label.not_static("the length of begin must be known to infer the output rank"))?;
-            let bit = |m: i64, i: usize| i < 64 && (m >> i) & 1 == 1;
-            let (ellipsis, new, shrink) = (masks[2], masks[3], masks[4]);
-            let real = (0..n).filter(|&i| !bit(ellipsis, i) && !bit(new, i)).count();
-            if real > input_rank {
-                return Err(label.err(format!("the spec indexes {real} dims but the input has rank {input_rank}")));
-            }
-            let mut axis = 0;
-            let mut saw_ellipsis = false;
-            for i in 0..n {
-                if bit(ellipsis, i) {
-                    saw_ellipsis = true;
-                    for _ in 0..input_rank - real {
-                        dims.push(OutDim::Input(axis));
-                        axis += 1;
-                    }
-                } else if bit(new, i) {
-                    dims.push(OutDim::Fixed(1.into()));
-                } else if bit(shrink, i) {
-                    axis += 1;
-                } else {
-                    dims.push(OutDim::Fresh(mint(dims.len())));
-                    axis += 1;
+            // The masks alone place every entry: walk them with placeholder numbers. The ranges'
+            // lengths depend on the numbers, so they are fresh dims.
+            let placeholder = StridedSlice::with_masks(vec![0; n], vec![0; n], Some(vec![1; n]), *masks);
+            let spec = placeholder.spec().map_err(|e| label.err(e))?;
+            for placed in place_spec(&spec, input_rank).map_err(|e| label.err(e))? {
+                match placed {
+                    Placed::Whole { axis, .. } => dims.push(OutDim::Input(axis)),
+                    Placed::NewAxis { .. } => dims.push(OutDim::Fixed(1.into())),
+                    Placed::Index { .. } => {}
+                    Placed::Range { out, .. } => dims.push(OutDim::Fresh(mint(out))),
                 }
-            }
-            if !saw_ellipsis {
-                dims.extend((axis..input_rank).map(OutDim::Input));
             }
         }
         NodeKind::OnnxSlice | NodeKind::Paddle { .. } => {
