@@ -1,7 +1,8 @@
 //! Standard ops tract builds wrongly, replaced in src/graph/fixes: `Mean` (tract panicked while
 //! typing it), `OneHot` (tract panicked on an index out of range, and read int64 indices as i32),
-//! `BitShift` (tract shifted by the amount modulo the width) and `ReduceMax`/`ReduceMin` (tract gave
-//! the largest finite float for sets of infinities). More cases against onnx's reference are in
+//! `BitShift` (tract shifted by the amount modulo the width), `ReduceMax`/`ReduceMin` (tract gave
+//! the largest finite float for sets of infinities), and the window functions and `MelWeightMatrix`
+//! (tract read a negative size as a huge one). More cases against onnx's reference are in
 //! tests/standard_ops.rs (`mod fixes`).
 
 mod common;
@@ -179,4 +180,56 @@ fn reduce_max_of_infinities_with_constant_axes() {
     let x = [ninf, f32::MIN, ninf, ninf, ninf, ninf];
     let got = run(max_model(Some(&x)), vec![]).unwrap();
     assert_eq!(vals::<f32>(&got), [f32::MIN, ninf]);
+}
+
+/// `y = op(size)`, the size a graph input, at opset 17.
+fn window_model(op: &str) -> Vec<u8> {
+    Builder::new(17)
+        .input("size", DataType::Int64, &[])
+        .node(op, "", "w", &["size"], &["y"], vec![])
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn windows_check_their_size_before_tract_computes_them() {
+    // A periodic Hann window of 4: sin²(πn/4).
+    let y = run(window_model("HannWindow"), vec![tensor0(4i64)]).unwrap();
+    assert_eq!(vals::<f32>(&y), [0.0, 0.5, 1.0, 0.5]);
+    for op in ["HannWindow", "HammingWindow", "BlackmanWindow"] {
+        let e = format!("{:#}", run(window_model(op), vec![tensor0(-1i64)]).unwrap_err());
+        assert!(e.contains(&format!("node 'w' ({op}): size is -1: it must be a non-negative integer")), "{e}");
+        // A constant size is checked when tract computes the window, at analysis.
+        let bytes = Builder::new(17)
+            .init("size", DataType::Int64, &[], (-5i64).to_le_bytes().to_vec())
+            .node(op, "", "w", &["size"], &["y"], vec![])
+            .output("y")
+            .bytes();
+        let e = format!("{:#}", Model::load_bytes(&bytes).unwrap().infer().unwrap_err());
+        assert!(e.contains(&format!("node 'w' ({op}): size is -5: it must be a non-negative integer")), "{e}");
+    }
+}
+
+#[test]
+fn mel_weight_matrix_checks_its_sizes_and_rate() {
+    let bytes = Builder::new(17)
+        .input("bins", DataType::Int64, &[])
+        .input("dft", DataType::Int64, &[])
+        .input("rate", DataType::Int64, &[])
+        .init_f32("low", &[], &[0.0])
+        .init_f32("high", &[], &[4096.0])
+        .node("MelWeightMatrix", "", "mel", &["bins", "dft", "rate", "low", "high"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let ok = run(bytes.clone(), vec![tensor0(8i64), tensor0(16i64), tensor0(8192i64)]).unwrap();
+    assert_eq!(ok.shape(), [9, 8]);
+    let cases = [
+        ([8i64, 16, 0], "sample_rate is 0: it must be a positive integer"),
+        ([-3, 16, 8192], "num_mel_bins is -3: it must be a non-negative integer"),
+        ([1 << 40, 1 << 20, 8192], "output of 576461851815051264 elements of 8 bytes cannot be allocated"),
+    ];
+    for ([bins, dft, rate], why) in cases {
+        let e = format!("{:#}", run(bytes.clone(), vec![tensor0(bins), tensor0(dft), tensor0(rate)]).unwrap_err());
+        assert!(e.contains(&format!("node 'mel' (MelWeightMatrix): {why}")), "{e}");
+    }
 }

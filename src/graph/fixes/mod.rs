@@ -35,6 +35,7 @@ mod extremum;
 mod fill;
 mod flatten;
 mod gather;
+mod generated;
 mod mean;
 mod one_hot;
 mod pad;
@@ -86,6 +87,9 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
+    for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
+        onnx.op_register.insert(op, generated::generated);
+    }
     onnx.op_register.insert("Mean", mean::mean);
     onnx.op_register.insert("OneHot", one_hot::one_hot);
     onnx.op_register.insert("Pad", pad::pad);
