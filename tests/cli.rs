@@ -244,3 +244,41 @@ fn lower_prints_what_it_rewrote() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+#[test]
+fn unsupported_operators_are_named_with_their_opset_in_one_line() {
+    use common::onnx_build::{Builder, D};
+    use tract_onnx::pb::tensor_proto::DataType;
+    // A standard operator nothing here implements, and one of a domain nobody registered.
+    let cases = [
+        ("ImageDecoder", "", "operator ImageDecoder of opset 20 is not supported"),
+        ("Frobnicate", "com.example", "operator Frobnicate of domain com.example (version 3) is not supported"),
+    ];
+    for (op, domain, why) in cases {
+        let bytes = Builder::new(20)
+            .import("com.example", 3)
+            .input("x", DataType::Uint8, &[D::N(4)])
+            .node("Neg", "", "first", &["x"], &["a"], vec![])
+            .node(op, domain, "op", &["a"], &["b"], vec![])
+            .node("Identity", "", "last", &["b"], &["y"], vec![])
+            .output("y")
+            .bytes();
+        let dir = temp_dir(&format!("unsupported-{op}"));
+        let (model, x) = (dir.join("model.onnx"), dir.join("x.npy"));
+        std::fs::write(&model, bytes).unwrap();
+        let four = tract_onnx::prelude::Tensor::from_shape(&[4], &[1u8, 2, 3, 4]).unwrap();
+        sliceops::npy::write_npy(&x, &four).unwrap();
+        let (model, x) = (model.display().to_string(), format!("x={}", x.display()));
+        let o = sliceops(&["run", &model, "--input", &x, "--output-dir", &dir.join("out").display().to_string()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(stderr(&o), format!("error: value 'b' cannot be computed: node 'op' ({op}): {why}\n"));
+        // infer still types what it can, and says why the rest is unknown.
+        let o = sliceops(&["infer", &model]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let lines: Vec<Vec<String>> =
+            stdout(&o).lines().map(|l| l.split_whitespace().map(String::from).collect()).collect();
+        assert!(lines.contains(&vec!["a".into(), "uint8".into(), "[4]".into()]), "{}", stdout(&o));
+        assert!(lines.contains(&vec!["y".into(), "?".into(), "?".into()]), "{}", stdout(&o));
+        assert_eq!(stderr(&o), format!("note: node 'op' ({op}): its outputs are unknown: {why}\n"));
+    }
+}

@@ -345,9 +345,9 @@ def cause(why):
     runtime = re.match(r"dims known only at run time \(([^)]*)\)", why)
     if runtime:
         return f"dims known only at run time (made by {runtime.group(1)})"
-    missing = re.search(r"\((\w+)\): Operator can not be made a TypedOp", why)
+    missing = re.search(r"operator (\w+) of (?:opset|domain)", why)
     if missing:
-        return f"op without a typed form: {missing.group(1)}"
+        return f"op not supported: {missing.group(1)}"
     rules = [
         (r"expected axes as a constant|axes.*(constant|runtime)", "runtime axes"),
         (r"Expect padding to be constant|Impossible to unify 1 with 0", "runtime pads"),

@@ -233,3 +233,18 @@ fn mel_weight_matrix_checks_its_sizes_and_rate() {
         assert!(e.contains(&format!("node 'mel' (MelWeightMatrix): {why}")), "{e}");
     }
 }
+
+#[test]
+fn a_fact_tract_asserts_on_is_an_error_of_the_node() {
+    // Three equal parts of a length-1 axis: tract sizes the last part 1 - 2 * 1 = -1 and asserts
+    // while building its fact; the run was a silent crash (exit 101), it is an error naming the node.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("n")])
+        .node("Split", "", "s", &["x"], &["a", "b", "c"], vec![("axis", A::I(0))])
+        .output("a")
+        .output("b")
+        .output("c")
+        .bytes();
+    let e = format!("{:#}", run(bytes, vec![f32s(&[1], vec![1.0])]).unwrap_err());
+    assert!(e.starts_with("node 's' (Split): "), "{e}");
+}

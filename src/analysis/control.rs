@@ -69,7 +69,7 @@ impl Branch {
                     None => {
                         let facts: Vec<TypedFact> = signature.iter().map(|(dt, shape)| dt.fact(shape)).collect();
                         let index = super::node_index(graph);
-                        let t = translate(model, &index, facts, SymbolScope::default(), SymbolTable::default(), 0)
+                        let t = translate(model, &index, &[], facts, SymbolScope::default(), SymbolTable::default(), 0)
                             .map_err(|e| {
                                 // Of the kind the branch's own error is, if it names a node.
                                 let kind = NodeError::find(&e).map_or(NodeErrorKind::Failed, |n| n.kind);

@@ -64,6 +64,8 @@ pub struct Source<'a> {
     pub graph: &'a pb::GraphProto,
     /// The declared graph inputs (initializers excluded), in order.
     pub inputs: &'a [DeclaredInput],
+    /// The model's operator sets (`opset_import`): which version of each domain its nodes follow.
+    pub opsets: &'a [pb::OperatorSetIdProto],
 }
 
 /// How much an analysis computes ahead of running.
@@ -102,7 +104,8 @@ pub fn analyse(
     let mut table = symbols::SymbolTable::new(bounded);
     let facts = bind::input_facts(source.inputs, binding, &scope, &mut table)?;
     let nodes: translate::NodeIndex = node_index(source.graph);
-    let t = translate::translate(source.inference, &nodes, facts, scope.clone(), table, options.fold_bytes)?;
+    let t =
+        translate::translate(source.inference, &nodes, source.opsets, facts, scope.clone(), table, options.fold_bytes)?;
     let mut outlets = HashMap::new();
     let mut unknown = HashMap::new();
     let mut dtypes = HashMap::new();

@@ -23,6 +23,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
 use tract_onnx::tract_hir::internal::*;
+use tract_onnx::tract_hir::ops::unimpl::UnimplementedOp;
 
 /// A node whose translation fell back to an [`Opaque`] one, or failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +67,11 @@ pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
 
 /// Translates `source`, its inputs having `input_facts`, into a typed model in `scope`, evaluating
 /// nodes over constants whose outputs take at most `fold_bytes`.
+#[allow(clippy::too_many_arguments)]
 pub fn translate(
     source: &InferenceModel,
     nodes: &NodeIndex,
+    opsets: &[pb::OperatorSetIdProto],
     input_facts: Vec<TypedFact>,
     scope: SymbolScope,
     table: SymbolTable,
@@ -78,6 +81,7 @@ pub fn translate(
     let mut t = Translator {
         source,
         nodes,
+        opsets,
         target: TypedModel { symbols: scope, ..TypedModel::default() },
         mapping: HashMap::new(),
         unknown: HashMap::new(),
@@ -101,7 +105,11 @@ pub fn translate(
         if inputs.iter().any(|o| o.node == id) {
             continue;
         }
-        t.node(id)?;
+        // Every call into tract below is guarded where it is made; this catches what escapes (a
+        // fact tract builds and asserts on, say), as an error of the node rather than a crash.
+        let node = source.node(id);
+        let (name, op_type) = (node.name.clone(), t.op_type(node));
+        guard("analysing a node", || t.node(id)).map_err(|e| attributed(e, &name, &op_type))?;
     }
     let outputs: Vec<OutletId> = source.output_outlets()?.iter().filter_map(|o| t.mapping.get(o).copied()).collect();
     t.target.select_output_outlets(&outputs)?;
@@ -119,6 +127,7 @@ pub fn translate(
 struct Translator<'a> {
     source: &'a InferenceModel,
     nodes: &'a NodeIndex<'a>,
+    opsets: &'a [pb::OperatorSetIdProto],
     target: TypedModel,
     mapping: HashMap<OutletId, OutletId>,
     unknown: HashMap<OutletId, String>,
@@ -136,6 +145,24 @@ struct Translator<'a> {
 }
 
 impl Translator<'_> {
+    /// Why a node of an operator neither sliceops nor tract implements stays unknown: the operator
+    /// with the version of its domain the model imports, so the user knows what to look for.
+    fn unsupported(&self, node: &InferenceNode) -> String {
+        let op_type = self.op_type(node);
+        let domain = self.nodes.get(node.name.as_str()).map_or("", |n| n.domain.as_str());
+        let onnx = domain.is_empty() || domain == "ai.onnx";
+        let version =
+            self.opsets.iter().find(|o| o.domain == domain || (onnx && (o.domain.is_empty() || o.domain == "ai.onnx")));
+        match (onnx, version) {
+            (true, Some(o)) => format!("operator {op_type} of opset {} is not supported", o.version),
+            (false, Some(o)) => {
+                format!("operator {op_type} of domain {domain} (version {}) is not supported", o.version)
+            }
+            // A branch analysed on its own: the version is the enclosing model's.
+            (_, None) => format!("operator {op_type} is not supported"),
+        }
+    }
+
     fn op_type(&self, node: &InferenceNode) -> String {
         self.nodes.get(node.name.as_str()).map_or_else(|| node.op.name().to_string(), |n| n.op_type.clone())
     }
@@ -190,6 +217,7 @@ impl Translator<'_> {
                 rollback(&mut self.target, mark);
                 // The reason without the node's own name, which the fallback carries already.
                 let reason = match crate::error::NodeError::find(&e) {
+                    _ if node.op_is::<UnimplementedOp>() => self.unsupported(node),
                     Some(n) if n.node == node.name => n.cause.to_string(),
                     _ => crate::report::describe_error(&e),
                 };
@@ -463,7 +491,7 @@ impl Translator<'_> {
             .map_err(|e| e.to_string())?;
         let index = super::node_index(graph);
         let symbols = self.target.symbols.clone();
-        let result = translate(body, &index, facts, symbols, self.table.clone(), self.fold_bytes);
+        let result = translate(body, &index, self.opsets, facts, symbols, self.table.clone(), self.fold_bytes);
         if let Ok(t) = &result {
             for f in &t.fallbacks {
                 if !self.fallbacks.contains(f) {

@@ -298,7 +298,12 @@ impl Model {
     }
 
     fn source(&self) -> analysis::Source<'_> {
-        analysis::Source { inference: &self.inference, graph: &self.graph, inputs: &self.declared }
+        analysis::Source {
+            inference: &self.inference,
+            graph: &self.graph,
+            inputs: &self.declared,
+            opsets: &self.proto.opset_import,
+        }
     }
 
     /// Analyses the model with its declared input shapes (as set by [`Model::set_input_shape`]) and
@@ -347,7 +352,7 @@ impl Model {
     /// The typed model: every value's fact is exact (not yet decluttered).
     pub fn typed(&self) -> anyhow::Result<TypedModel> {
         let analysis = self.analyse()?;
-        if let Some((value, why)) = analysis.unknown.iter().next() {
+        if let Some((value, why)) = first_unknown(&self.graph, &analysis.unknown) {
             bail!("value '{value}' cannot be typed: {why}");
         }
         Ok(analysis.typed.clone())
@@ -409,7 +414,7 @@ impl Model {
                 Some(kept) => kept.typed.clone(),
                 None => {
                     let analysis = self.analyse_for(&signature)?;
-                    if let Some((value, why)) = analysis.unknown.iter().next() {
+                    if let Some((value, why)) = first_unknown(&self.graph, &analysis.unknown) {
                         bail!("value '{value}' cannot be computed: {why}");
                     }
                     analysis.typed
@@ -519,4 +524,11 @@ fn onnx_tensor(name: &str, t: Tensor) -> anyhow::Result<Tensor> {
         .map(|d| d.to_i64().with_context(|| format!("output '{name}' holds the symbolic value {d}")))
         .collect::<anyhow::Result<_>>()?;
     Ok(tract_ndarray::ArrayD::from_shape_vec(t.shape(), values)?.into_tensor())
+}
+
+/// The unknown value to report: the first in graph order (the one nearest the cause), whichever the
+/// hash map holds first.
+fn first_unknown<'a>(graph: &pb::GraphProto, unknown: &'a HashMap<String, String>) -> Option<(&'a String, &'a String)> {
+    let in_order = graph.node.iter().flat_map(|n| &n.output).find_map(|o| unknown.get_key_value(o));
+    in_order.or_else(|| unknown.iter().min_by_key(|(name, _)| *name))
 }

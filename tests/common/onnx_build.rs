@@ -75,6 +75,12 @@ impl Builder {
         }
     }
 
+    /// Imports `domain` at `version` too.
+    pub fn import(mut self, domain: &str, version: i64) -> Self {
+        self.opsets.push((domain.into(), version));
+        self
+    }
+
     /// Adds a graph input.
     pub fn input(mut self, name: &str, dt: DataType, dims: &[D]) -> Self {
         self.graph.input.push(value_info(name, dt, dims));
