@@ -138,7 +138,10 @@ pub fn main() -> i32 {
     // The library turns a panic inside tract into an error, reported as one `error:` line below; the
     // default hook would also print it as a crash.
     std::panic::set_hook(Box::new(|_| {}));
-    let result = match cli.command {
+    // A panic the library's guards did not catch is still one `error:` line and exit 1, not a
+    // silent exit (the hook above prints nothing).
+    let command = cli.command;
+    let result = caught(move || match command {
         Command::Run { model, inputs, output_dir, input_shapes, expect, threads } => {
             run::run(&model, &inputs, &output_dir, &input_shapes, expect.as_deref(), threads)
         }
@@ -153,7 +156,7 @@ pub fn main() -> i32 {
             let profile = profile.then_some(top);
             run::bench(&model, &inputs, &run::BenchOptions { runs, format, threads, profile })
         }
-    };
+    });
     match result {
         Ok(()) => 0,
         Err(e) => {
@@ -164,6 +167,18 @@ pub fn main() -> i32 {
             1
         }
     }
+}
+
+/// `f`'s result, or a panic that escaped it as an error carrying the panic's message.
+fn caught(f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "no message".into());
+        Err(anyhow::anyhow!("internal error (a panic no guard caught): {message}"))
+    })
 }
 
 /// A model rewrite: the model's bytes and the folder of its external data in, the new model's bytes out.
