@@ -2,8 +2,8 @@
 //! tensor (`ConstantOfShape([2048, 1048576])`, 8 GiB of float) is analysed, folded and lowered
 //! without computing it, under a 1 GiB address-space limit and the CLI deadline; `run`, which would
 //! need the memory, refuses it with one clear error before allocating. One case per op whose output
-//! size comes from values: ConstantOfShape, Expand, Tile, Range, Pad, OneHot, Resize, Concat (tract has no typed form of
-//! Upsample: its outputs are unknown to analysis, and `run` refuses it, so nothing is computed either).
+//! size comes from values: ConstantOfShape, Expand, Tile, Range, Pad, OneHot, Resize (and Upsample,
+//! built as a Resize), Concat.
 
 mod common;
 

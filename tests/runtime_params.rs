@@ -598,3 +598,48 @@ fn resize_to_sizes_computed_from_shapes() {
     assert_eq!(y.shape(), [1, 1, 4, 4]);
     assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..4], [0., 0., 1., 1.]);
 }
+
+/// `y = Upsample(x, scales)` at opset 9 over float `x: [1, 1, 2, 2]`, the scales an initializer or
+/// (with `values` None) a graph input.
+fn upsample_model(mode: &'static str, values: Option<&[f32]>) -> Model {
+    let b = Builder::new(9).input("x", DataType::Float, &[D::N(1), D::N(1), D::N(2), D::N(2)]);
+    let b = match values {
+        Some(v) => b.init_f32("scales", &[4], v),
+        None => b.input("scales", DataType::Float, &[D::N(4)]),
+    };
+    let b = b.node("Upsample", "", "up", &["x", "scales"], &["y"], vec![("mode", A::S(mode))]);
+    Model::load_bytes(&b.output("y").bytes()).unwrap()
+}
+
+#[test]
+fn upsample_is_the_resize_of_opset_10_in_each_regime() {
+    let x = f32s(&[1, 1, 2, 2], vec![0.0, 1.0, 2.0, 3.0]);
+    // Nearest repeats each value (floor of x_out / scale); linear interpolates at x_out / scale, the
+    // last column clamped: [0, 1] -> [0, 0.5, 1, 1].
+    let nearest = vec![0., 0., 0., 1., 1., 1., 0., 0., 0., 1., 1., 1., 2., 2., 2., 3., 3., 3., 2., 2., 2., 3., 3., 3.];
+    let linear = vec![0., 0.5, 1., 1., 1., 1.5, 2., 2., 2., 2.5, 3., 3., 2., 2.5, 3., 3.];
+    let cases = [
+        ("nearest", [1.0, 1.0, 2.0, 3.0], [1, 1, 4, 6], nearest),
+        ("linear", [1.0, 1.0, 2.0, 2.0], [1, 1, 4, 4], linear),
+    ];
+    for (mode, scales, shape, values) in cases {
+        let want = f32s(&shape, values);
+        let constant = upsample_model(mode, Some(&scales));
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        assert_eq!(shape_of(&constant, "y"), format!("float32 [{}]", dims.join(", ")), "{mode}");
+        assert_eq!(run(&constant, vec![x.clone()]), want, "{mode}");
+        let runtime = upsample_model(mode, None);
+        assert_eq!(shape_of(&runtime, "y"), "float32 [up_0, up_1, up_2, up_3]", "{mode}");
+        assert_eq!(run(&runtime, vec![x.clone(), f32s(&[4], scales.to_vec())]), want, "{mode}");
+    }
+    let e = run_err(&upsample_model("nearest", None), vec![x.clone(), f32s(&[4], vec![1.0, 1.0, f32::NAN, 1.0])]);
+    assert!(e.contains("node 'up' (Upsample): "), "{e}");
+    // Opset 7 gives the scales as an attribute.
+    let bytes = Builder::new(7)
+        .input("x", DataType::Float, &[D::N(1), D::N(1), D::N(2), D::N(2)])
+        .node("Upsample", "", "up", &["x"], &["y"], vec![("scales", A::Fs(vec![1.0, 1.0, 2.0, 2.0]))])
+        .output("y")
+        .bytes();
+    let e = format!("{:#}", Model::load_bytes(&bytes).unwrap_err());
+    assert!(e.contains("node 'up' (Upsample): the scales as an attribute (opset 7) are not supported"), "{e}");
+}

@@ -31,6 +31,8 @@ pub enum A {
     S(&'static str),
     /// float
     F(f32),
+    /// floats
+    Fs(Vec<f32>),
     /// a subgraph
     G(pb::GraphProto),
 }
@@ -150,6 +152,10 @@ impl Builder {
                     A::F(f) => {
                         p.r#type = AttributeType::Float as i32;
                         p.f = f;
+                    }
+                    A::Fs(v) => {
+                        p.r#type = AttributeType::Floats as i32;
+                        p.floats = v;
                     }
                     A::G(g) => {
                         p.r#type = AttributeType::Graph as i32;

@@ -58,6 +58,7 @@ mod tile;
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
 pub use reshape::ReshapeAs;
+pub(crate) use resize::resize_named;
 pub(crate) use swish::wire_swish;
 pub use sympad::SymbolicPad;
 

@@ -16,6 +16,15 @@ use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Resize builder: tract's, wrapped with [`ResizeRule`].
 pub fn resize(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+    resize_named(ctx, node, node)
+}
+
+/// [`resize`] of `node`, its errors naming `named` (an `Upsample` built as the Resize it became).
+pub(crate) fn resize_named(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+    named: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let stock = super::stock("Resize")(ctx, node)?;
     let stretch = node.attribute.iter().all(|a| a.name != "keep_aspect_ratio_policy" || a.s == b"stretch");
     if !stretch {
@@ -26,7 +35,7 @@ pub fn resize(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
     let inlet = |i: usize| present[i].then(|| present[..i].iter().filter(|p| **p).count());
     let (scales, sizes) = if ctx.onnx_operator_set_version < 11 { (inlet(1), None) } else { (inlet(2), inlet(3)) };
     let axes = node.attribute.iter().find(|a| a.name == "axes").map(|a| a.ints.clone());
-    Ok(ParamNode::boxed(stock, ResizeRule { scales, sizes, axes }, node))
+    Ok(ParamNode::boxed(stock, ResizeRule { scales, sizes, axes }, named))
 }
 
 /// The output shape of Resize from its scales or sizes.

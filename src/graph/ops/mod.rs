@@ -18,7 +18,8 @@
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
-//! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular.
+//! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
+//! - `Upsample` (9): built as the `Resize` of opset 10 it became ([`upsample`]).
 
 pub mod affine_grid;
 pub mod attention;
@@ -35,6 +36,7 @@ pub mod lp_pool;
 pub mod reverse_sequence;
 pub mod swiglu;
 pub mod tensor_scatter;
+pub mod upsample;
 
 use tract_onnx::Onnx;
 
@@ -54,4 +56,5 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
+    onnx.op_register.insert("Upsample", upsample::upsample);
 }
