@@ -841,3 +841,55 @@ mod affine_grid {
         assert!(e.contains("node 'n' (AffineGrid): size says N = 2, theta has 1"), "{e}");
     }
 }
+
+/// `Unique` with NaNs and signed zeros, as numpy's `unique` (which the reference calls) treats them:
+/// `-0.0` equals `0.0` (the first kept), NaNs equal each other and sort last.
+#[test]
+fn unique_compares_as_numpy_and_its_length_is_bound_when_it_runs() {
+    let nan = f32::NAN;
+    let x = tensor1(&[2.0f32, nan, -0.0, 1.0, nan, 0.0, 2.0]);
+    let model = |sorted: i64| {
+        let bytes = Builder::new(11)
+            .input("x", DataType::Float, &[D::S("n")])
+            .node("Unique", "", "u", &["x"], &["y", "indices", "inverse", "counts"], vec![("sorted", A::I(sorted))])
+            .output("y")
+            .output("indices")
+            .output("inverse")
+            .output("counts")
+            .bytes();
+        Model::load_bytes(&bytes).unwrap()
+    };
+    let bits = |t: &Tensor| -> Vec<u32> {
+        t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().iter().map(|f| f.to_bits()).collect()
+    };
+    type Case = (i64, [f32; 4], [i64; 4], [i64; 7], [i64; 4]);
+    let cases: [Case; 2] = [
+        (1, [-0.0, 1.0, 2.0, nan], [2, 3, 0, 1], [2, 3, 0, 1, 3, 0, 2], [2, 1, 2, 2]),
+        (0, [2.0, nan, -0.0, 1.0], [0, 1, 2, 3], [0, 1, 2, 3, 1, 2, 0], [2, 2, 2, 1]),
+    ];
+    for (sorted, y, indices, inverse, counts) in cases {
+        let m = model(sorted);
+        let facts = m.infer().unwrap();
+        let shape = |name: &str| {
+            let f = facts.iter().find(|f| f.name == name).unwrap();
+            f.shape.iter().map(sliceops::dims::format_dim).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            (shape("y"), shape("inverse"), shape("counts")),
+            (vec!["u_0".into()], vec!["n".into()], vec!["u_0".into()])
+        );
+        let out = m.run(vec![x.clone()]).unwrap();
+        let ints = |i: usize| out[i].1.try_as_plain_ram().unwrap().as_slice::<i64>().unwrap().to_vec();
+        assert_eq!(bits(&out[0].1), y.map(f32::to_bits), "sorted={sorted}");
+        assert_eq!(ints(1), indices, "sorted={sorted}");
+        assert_eq!(ints(2), inverse, "sorted={sorted}");
+        assert_eq!(ints(3), counts, "sorted={sorted}");
+    }
+    let bad_axis = Builder::new(11)
+        .input("x", DataType::Float, &[D::N(2), D::N(3)])
+        .node("Unique", "", "u", &["x"], &["y"], vec![("axis", A::I(2))])
+        .output("y")
+        .bytes();
+    let e = format!("{:#}", Model::load_bytes(&bad_axis).unwrap().infer().unwrap_err());
+    assert!(e.contains("node 'u' (Unique): axis 2 is out of range for rank 2"), "{e}");
+}

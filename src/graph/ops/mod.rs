@@ -19,6 +19,8 @@
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
+//! - `Unique` (11): distinct elements or slices, sorted or in order of first occurrence, with
+//!   indices, inverse indices and counts; their number a symbol bound when the node runs;
 //! - `Upsample` (9): built as the `Resize` of opset 10 it became ([`upsample`]).
 
 pub mod affine_grid;
@@ -36,6 +38,7 @@ pub mod lp_pool;
 pub mod reverse_sequence;
 pub mod swiglu;
 pub mod tensor_scatter;
+pub mod unique;
 pub mod upsample;
 
 use tract_onnx::Onnx;
@@ -56,5 +59,6 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
+    onnx.op_register.insert("Unique", unique::unique);
     onnx.op_register.insert("Upsample", upsample::upsample);
 }
