@@ -22,11 +22,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = []
 
 
-def case(name, op, opset, inputs, outputs, domain="", oracle="reference", **attrs):
+def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, **attrs):
     """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
-    is onnx's reference implementation, or onnxruntime where the reference is known to be wrong."""
-    CASES.append(dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
-                      oracle=oracle))
+    is onnx's reference implementation, or onnxruntime where the reference is known to be wrong.
+    `rtol`: the relative tolerance of float outputs where the oracle rounds at every step (the test's
+    default is two float32 ulps)."""
+    entry = dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
+                 oracle=oracle)
+    if rtol is not None:
+        entry["rtol"] = rtol
+    CASES.append(entry)
 
 
 def rng(seed):
@@ -174,6 +179,31 @@ def other_cases():
 
 # --- fixes of tract's own ops (src/graph/fixes/) -----------------------------------------------------
 
+def region_cases():
+    """RoiAlign in both modes and coordinate conventions, regions partly outside the map; Unique of
+    slices along an axis, unsorted."""
+    r = rng(16)
+    x = f32(r, 2, 3, 6, 5)
+    rois = np.array([[0.0, 0.0, 4.0, 5.0], [1.5, 0.5, 3.25, 2.0], [-1.0, 3.0, 6.0, 7.5]], dtype=np.float32)
+    batch = np.array([1, 0, 1], dtype=np.int64)
+    ins = [("X", x), ("rois", rois), ("batch_indices", batch)]
+    # The reference sums in float32 step by step; sliceops in f64, rounded once.
+    case("roi_align_avg_half_pixel", "RoiAlign", 16, ins, ["Y"], rtol=1e-5, output_height=2, output_width=3,
+         sampling_ratio=2)
+    case("roi_align_avg_adaptive_scaled", "RoiAlign", 16, ins, ["Y"], rtol=1e-5, output_height=3, output_width=2,
+         spatial_scale=0.5, coordinate_transformation_mode="output_half_pixel")
+    case("roi_align_max", "RoiAlign", 16, ins, ["Y"], rtol=1e-5, output_height=2, output_width=2, sampling_ratio=3,
+         mode="max")
+    # Opset 10 has no coordinate_transformation_mode: it is output_half_pixel (opset 16 calls that mode
+    # the backward-compatible one). The reference reads the attribute's opset-16 default, half_pixel.
+    case("roi_align_opset10", "RoiAlign", 10, ins, ["Y"], oracle="onnxruntime", rtol=1e-5, output_height=2,
+         output_width=2)
+    rows = np.array([[2, 1, 2], [0, 5, 0], [2, 1, 2], [0, 5, 1], [0, 5, 0]], dtype=np.int64)
+    case("unique_rows_unsorted", "Unique", 11, [("X", rows)], ["Y", "indices", "inverse_indices", "counts"],
+         axis=0, sorted=0)
+    case("unique_columns_sorted", "Unique", 11, [("X", rows.T.copy())], ["Y", "", "inverse_indices", ""], axis=-1)
+
+
 def fix_cases():
     r = rng(17)
     # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states.
@@ -257,6 +287,7 @@ def build(c):
 def main():
     attention_cases()
     other_cases()
+    region_cases()
     fix_cases()
     out = []
     for c in CASES:
@@ -279,6 +310,7 @@ def main():
                     for n, a in c["inputs"]],
             outputs=[dict(name=n, **encode(v)) for n, v in zip(names, results)],
             node_outputs=c["outputs"],
+            **({"rtol": c["rtol"]} if "rtol" in c else {}),
         ))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))

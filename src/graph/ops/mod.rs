@@ -17,6 +17,8 @@
 //!   class indices, weights, `ignore_index`, reductions ([`loss`]);
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
+//! - `RoiAlign` (10, 16): regions of interest pooled to a fixed grid by bilinear samples, `avg` or
+//!   `max`, `half_pixel` or `output_half_pixel` coordinates;
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
 //! - `Unique` (11): distinct elements or slices, sorted or in order of first occurrence, with
@@ -36,6 +38,7 @@ pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
 pub mod reverse_sequence;
+pub mod roi_align;
 pub mod swiglu;
 pub mod tensor_scatter;
 pub mod unique;
@@ -57,6 +60,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
+    onnx.op_register.insert("RoiAlign", roi_align::roi_align);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
     onnx.op_register.insert("Unique", unique::unique);
