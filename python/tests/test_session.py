@@ -71,15 +71,16 @@ def test_real_model_outputs(model, size, cli, tmp_path):
 def test_model_that_cannot_run_raises_with_the_op():
     from onnx import TensorProto, helper
 
+    # An operator nothing implements: the error names it with its opset.
     graph = helper.make_graph(
-        [helper.make_node("Unique", ["x"], ["y"], name="uniq")],
+        [helper.make_node("ImageDecoder", ["x"], ["y"], name="decode")],
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [None, None, 3])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=8)
-    with pytest.raises(ValueError, match="Unique"):
-        sliceops.Session(model).run(None, {"x": np.array([1.0, 2.0, 1.0, 3.0], np.float32)})
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    with pytest.raises(ValueError, match=r"node 'decode' \(ImageDecoder\): operator ImageDecoder of opset 20 is not supported"):
+        sliceops.Session(model).run(None, {"x": np.array([1, 2, 3, 4], np.uint8)})
 
 
 def test_eight_threads_give_the_same_outputs():
