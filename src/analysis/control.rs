@@ -104,6 +104,23 @@ pub struct IfOp {
     pub else_inputs: Vec<usize>,
     /// The output facts.
     pub facts: TVec<TypedFact>,
+    /// Whether the output facts are one branch's alone: the other could not be translated and
+    /// declares nothing, so they hold only while it is not taken (checked when it runs).
+    pub assumed: bool,
+}
+
+impl IfOp {
+    /// Whether its output facts rest on an assumption: its own (see `assumed`), or one of an `If`
+    /// inside a branch.
+    pub fn rests_on_assumption(&self) -> bool {
+        let inside = |b: &Branch| match b {
+            Branch::Typed { model, .. } => {
+                model.nodes().iter().any(|n| n.op_as::<IfOp>().is_some_and(IfOp::rests_on_assumption))
+            }
+            Branch::Deferred { .. } => false,
+        };
+        self.assumed || inside(&self.then_branch) || inside(&self.else_branch)
+    }
 }
 
 impl PartialEq for IfOp {

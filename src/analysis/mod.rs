@@ -9,6 +9,7 @@
 mod bind;
 mod budget;
 mod control;
+mod equality;
 mod opaque;
 mod rational;
 mod require;

@@ -40,19 +40,23 @@ impl Names {
 }
 
 /// Runs `wire` on a scratch model holding one source per outlet of `inputs` (with its fact, value
-/// included), then moves the nodes it wired into `target`, reading `inputs`; returns the outlets in
-/// `target` of what `wire` returned.
+/// included unless `hide_values`: tract evaluates a node over small constant inputs as it wires it,
+/// which a comparison it cannot decide must not be), then moves the nodes it wired into `target`,
+/// reading `inputs`; returns the outlets in `target` of what `wire` returned.
 pub(crate) fn wire_alone(
     target: &mut TypedModel,
     names: &mut Names,
     inputs: &[OutletId],
+    hide_values: bool,
     wire: impl FnOnce(&mut TypedModel, &[OutletId]) -> TractResult<TVec<OutletId>>,
 ) -> TractResult<TVec<OutletId>> {
     let mut scratch = TypedModel { symbols: target.symbols.clone(), ..TypedModel::default() };
     let mut moved: HashMap<OutletId, OutletId> = HashMap::new();
     let mut sources = vec![];
     for (ix, input) in inputs.iter().enumerate() {
-        let source = scratch.add_source(format!("input.{ix}"), target.outlet_fact(*input)?.clone())?;
+        let fact = target.outlet_fact(*input)?;
+        let fact = if hide_values { fact.without_value() } else { fact.clone() };
+        let source = scratch.add_source(format!("input.{ix}"), fact)?;
         moved.insert(source, *input);
         sources.push(source);
     }

@@ -310,10 +310,17 @@ impl Translator<'_> {
                 continue;
             }
             let op = node.op.clone();
-            let Ok(Ok(Some(values))) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op.eval_out_of_plan(inputs)))
-            else {
-                continue;
+            let values = match super::equality::symbolic_equality(op.as_ref(), &inputs) {
+                Some(Some(value)) => tvec!(value.into_tvalue()),
+                Some(None) => continue,
+                None => {
+                    let Ok(Ok(Some(values))) =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op.eval_out_of_plan(inputs)))
+                    else {
+                        continue;
+                    };
+                    values
+                }
             };
             let node = &mut self.target.nodes[outlet.node];
             if values.len() != node.outputs.len() {
@@ -567,6 +574,7 @@ impl Translator<'_> {
         let mut fresh =
             |slot: usize, axis: usize| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{slot}_{axis}")));
         let facts = control::merge_facts(then_outline.as_ref(), else_outline.as_ref(), &mut fresh)?;
+        let assumed = then_outline.is_none() || else_outline.is_none();
         let branch = |t: Result<Translated, String>, body: &InferenceModel, graph: &pb::GraphProto| match t {
             Ok(t) => super::Branch::Typed { model: Arc::new(t.typed), plan: Default::default() },
             Err(reason) => super::Branch::Deferred {
@@ -583,6 +591,7 @@ impl Translator<'_> {
             else_branch: branch(else_t, &op.else_body, else_graph),
             else_inputs,
             facts,
+            assumed,
         };
         let name = self.target.unique_name(&node.name);
         let id = self.target.add_node(name, op.clone(), op.facts.clone())?;
@@ -625,11 +634,15 @@ impl Translator<'_> {
         }
         let mark = self.target.nodes.len();
         let rational_int = self.rational_to_int(node, op_type, proto)?;
+        let mut undecided = false;
         let folded = match rational_int {
             Some(o) => Some(o),
             None => match self.symbolic_mod(node, op_type, attr("fmod") == Some(1))? {
                 Some(o) => Some(o),
-                None => self.symbolic_reduce(node, op_type, proto)?,
+                None => match self.symbolic_reduce(node, op_type, proto)? {
+                    Some(o) => Some(o),
+                    None => self.symbolic_equal(node, op_type, &mut undecided)?,
+                },
             },
         };
         if let Some(outlet) = folded {
@@ -641,11 +654,12 @@ impl Translator<'_> {
         let inputs_now: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
         let result = guard("translating the model", || {
             let (source, names) = (self.source, &mut self.names);
-            let outlets = super::splice::wire_alone(&mut self.target, names, &inputs_now, |scratch, wires| {
-                let mapping: HashMap<OutletId, OutletId> =
-                    node.inputs.iter().copied().zip(wires.iter().copied()).collect();
-                node.op.to_typed(source, node, scratch, &mapping)
-            })?;
+            let outlets =
+                super::splice::wire_alone(&mut self.target, names, &inputs_now, undecided, |scratch, wires| {
+                    let mapping: HashMap<OutletId, OutletId> =
+                        node.inputs.iter().copied().zip(wires.iter().copied()).collect();
+                    node.op.to_typed(source, node, scratch, &mapping)
+                })?;
             ensure!(
                 outlets.len() == node.outputs.len(),
                 "translated into {} outputs, expected {}",
@@ -840,6 +854,31 @@ impl Translator<'_> {
         Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
     }
 
+    /// `Equal` over constant dims ([`super::equality`]): a constant where a proof decides it; else
+    /// `undecided` is set, and the comparison is left to run time.
+    fn symbolic_equal(
+        &mut self,
+        node: &InferenceNode,
+        op_type: &str,
+        undecided: &mut bool,
+    ) -> TractResult<Option<OutletId>> {
+        if op_type != "Equal" || node.inputs.len() != 2 {
+            return Ok(None);
+        }
+        let konst = |o: &OutletId| self.target.outlet_fact(self.mapping[o]).ok().and_then(|f| f.konst.clone());
+        let (Some(a), Some(b)) = (konst(&node.inputs[0]), konst(&node.inputs[1])) else { return Ok(None) };
+        let op =
+            tract_onnx::tract_core::ops::binary::TypedBinOp(Box::new(tract_onnx::tract_core::ops::logic::CompEq), None);
+        match super::equality::symbolic_equality(&op, &[a.into_tvalue(), b.into_tvalue()]) {
+            Some(Some(value)) => Ok(Some(self.target.add_const(self.target.unique_name(&node.name), value)?)),
+            Some(None) => {
+                *undecided = true;
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// `Mod` of symbolic dims by an integer, written exactly ([`crate::dims::modulo`]): tract's own
     /// (`a - k*(a/k)`, simplified) is wrong for the pads exporters compute, `(w - x % w) % w`.
     fn symbolic_mod(&mut self, node: &InferenceNode, op_type: &str, fmod: bool) -> TractResult<Option<OutletId>> {
@@ -927,6 +966,11 @@ impl Translator<'_> {
 
     /// The node as an [`Opaque`], if its rules still give each output's type and rank.
     fn opaque(&mut self, node: &InferenceNode, op_type: &str, reason: &str) -> TractResult<Option<TVec<OutletId>>> {
+        // An `If` that `if_node` could not type has branches returning other types or ranks, or none
+        // it can tell: tract's rules would pick one branch's, wrong whenever the other is taken.
+        if node.op_is::<tract_onnx::ops::logic::If>() {
+            return Ok(None);
+        }
         let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
         let facts: Vec<TypedFact> =
             inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;

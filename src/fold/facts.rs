@@ -1,8 +1,8 @@
 //! What analysis knows of each value of the graph being folded, by name.
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, IfOp};
 use crate::Model;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tract_onnx::prelude::*;
 
@@ -59,10 +59,19 @@ pub struct Facts {
 impl Facts {
     /// The facts of `model` under its input shapes and assumptions, with values of at most
     /// `fold_bytes` computed.
+    ///
+    /// Values whose facts rest on an assumption (an `If` whose other branch could not be analysed
+    /// and declares nothing, see [`crate::analysis::IfOp`]) and every value computed from them are
+    /// left out: to `fold` they are unknown, as rewriting with them could change what the model
+    /// computes when that branch is taken.
     pub fn of(model: &Model, fold_bytes: u64) -> anyhow::Result<Facts> {
         let analysis = Arc::new(model.analyse_with(crate::analysis::Options { fold_bytes })?);
+        let assumed = assumed_outlets(&analysis.typed);
         let mut by_name = HashMap::new();
         for (name, outlet) in &analysis.outlets {
+            if assumed.contains(outlet) {
+                continue;
+            }
             let f = analysis.typed.outlet_fact(*outlet)?;
             let dtype = analysis.dtype(name)?;
             by_name.insert(
@@ -78,8 +87,21 @@ impl Facts {
         Ok(Facts { by_name, analysis })
     }
 
-    /// The fact of a value.
+    /// The fact of a value (none for a value whose facts rest on an assumption).
     pub fn get(&self, name: &str) -> Option<&Fact> {
         self.by_name.get(name)
     }
+}
+
+/// The outlets of `If`s whose facts rest on an assumption, and every outlet computed from them (node
+/// ids are in topological order: a node is added after its inputs).
+fn assumed_outlets(model: &TypedModel) -> HashSet<OutletId> {
+    let mut assumed: HashSet<OutletId> = HashSet::new();
+    for node in model.nodes() {
+        let own = node.op_as::<IfOp>().is_some_and(IfOp::rests_on_assumption);
+        if own || node.inputs.iter().any(|i| assumed.contains(i)) {
+            assumed.extend((0..node.outputs.len()).map(|slot| OutletId::new(node.id, slot)));
+        }
+    }
+    assumed
 }
