@@ -599,3 +599,231 @@ fn nonzero_or_negative_zero_initial_states_stay() {
         assert_same_outputs(&bytes, &model, &[ramp(&[3, 2, 2])]);
     }
 }
+
+/// `y = If(cond)` over float `x: [2, N]` with the given branches.
+fn if_model(then_branch: tract_onnx::pb::GraphProto, else_branch: tract_onnx::pb::GraphProto) -> Vec<u8> {
+    Builder::new(13)
+        .input("x", F, &[D::N(2), D::S("N")])
+        .input("cond", DataType::Bool, &[])
+        .init_i64("two", &[2])
+        .node(
+            "If",
+            "",
+            "choose",
+            &["cond"],
+            &["y"],
+            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
+        )
+        .output("y")
+        .bytes()
+}
+
+/// A branch returning `op(x)` as `out`.
+fn unary_branch(op: &str, out: &str) -> tract_onnx::pb::GraphProto {
+    Builder::new(13).node(op, "", &format!("{out}_node"), &["x"], &[out], vec![]).output(out).graph(out)
+}
+
+/// The branch `name` of the main graph's node `ix`.
+fn branch(model: &proto::ModelProto, ix: usize, name: &str) -> proto::GraphProto {
+    let node = &model.graph.as_ref().unwrap().node[ix];
+    node.attribute.iter().find(|a| a.name.as_deref() == Some(name)).unwrap().g.clone().unwrap()
+}
+
+fn branch_ops(g: &proto::GraphProto) -> Vec<String> {
+    g.node.iter().map(|n| n.op_type.clone().unwrap_or_default()).collect()
+}
+
+#[test]
+fn an_if_whose_condition_is_known_becomes_the_branch_it_takes() {
+    // Two Ifs on `x.shape[0] == 2` (true), whose then branches both name their value `t` (siblings
+    // may): inlined side by side, the second `t` is renamed.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::S("N")])
+        .init_i64("zero", &[0])
+        .init_i64("two", &[2])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "rows", &["s", "zero"], &["rows"], vec![])
+        .node("Equal", "", "is_two", &["rows", "two"], &["c"], vec![])
+        .node(
+            "If",
+            "",
+            "first",
+            &["c"],
+            &["y"],
+            vec![("then_branch", A::G(unary_branch("Relu", "t"))), ("else_branch", A::G(unary_branch("Neg", "e")))],
+        )
+        .node(
+            "If",
+            "",
+            "second",
+            &["c"],
+            &["z"],
+            vec![("then_branch", A::G(unary_branch("Sigmoid", "t"))), ("else_branch", A::G(unary_branch("Neg", "e")))],
+        )
+        .output("y")
+        .output("z")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Relu", "Sigmoid"]);
+    assert_eq!(changes(&report, "If with a known condition inlined"), 2);
+    let g = model.graph.as_ref().unwrap();
+    assert_eq!(g.node[0].output, ["y"]);
+    assert_eq!(g.node[1].output, ["z"]);
+    assert_eq!((report.all_nodes_before, report.all_nodes_after), (9, 2));
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 5])]);
+}
+
+#[test]
+fn an_inlined_branch_returning_an_outer_value_gets_an_identity_and_keeps_its_names_apart() {
+    // The then branch returns `x` itself and makes `rows` (a name the main graph has) on the way.
+    let then_branch = Builder::new(13)
+        .node("Relu", "", "inner", &["x"], &["rows"], vec![])
+        .node("Relu", "", "inner2", &["rows"], &["t"], vec![])
+        .output("x")
+        .output("t")
+        .graph("then");
+    let else_branch = Builder::new(13)
+        .node("Neg", "", "neg", &["x"], &["e1"], vec![])
+        .node("Neg", "", "neg2", &["x"], &["e2"], vec![])
+        .output("e1")
+        .output("e2")
+        .graph("else");
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::S("N")])
+        .init_i64("zero", &[0])
+        .init_i64("two", &[2])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "rows", &["s", "zero"], &["rows"], vec![])
+        .node("Equal", "", "is_two", &["rows", "two"], &["c"], vec![])
+        .node(
+            "If",
+            "",
+            "choose",
+            &["c"],
+            &["a", "b"],
+            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
+        )
+        .node("Cast", "", "rows_f", &["rows"], &["rows_f"], vec![("to", A::I(1))])
+        .node("Mul", "", "scale", &["a", "rows_f"], &["y"], vec![])
+        .output("y")
+        .output("b")
+        .bytes();
+    // `rows` (2) is read after the If: the inlined branch's own `rows` must not replace it.
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(changes(&report, "If with a known condition inlined"), 1);
+    assert_eq!(ops(&model), ["Relu", "Relu", "Mul"]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+}
+
+#[test]
+fn if_branches_fold_with_what_is_known_of_the_outer_values() {
+    // The then branch tests `x.shape[0] == two` (the outer constant) in a nested If: known only with
+    // the outer facts, it folds to the Relu; the branch's Constant becomes one of its initializers.
+    let nested = Builder::new(13)
+        .node("Shape", "", "in_shape", &["x"], &["in_s"], vec![])
+        .node("Constant", "", "in_zero", &[], &["in_zero"], vec![("value_int", A::I(0))])
+        .node("Gather", "", "in_rows", &["in_s", "in_zero"], &["in_rows"], vec![])
+        .node("Equal", "", "in_is_two", &["in_rows", "two"], &["in_c"], vec![])
+        .node(
+            "If",
+            "",
+            "nested",
+            &["in_c"],
+            &["t"],
+            vec![("then_branch", A::G(unary_branch("Relu", "r"))), ("else_branch", A::G(unary_branch("Neg", "n")))],
+        )
+        .output("t")
+        .graph("then");
+    let bytes = if_model(nested, unary_branch("Identity", "e"));
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["If"]);
+    let then_branch = branch(&model, 0, "then_branch");
+    assert_eq!(branch_ops(&then_branch), ["Relu"]);
+    assert_eq!(then_branch.output[0].name.as_deref(), Some("t"));
+    // The branch's output has its type and shape, the outer symbol kept.
+    let shape = |v: &proto::ValueInfoProto| format!("{:?}", v.r#type);
+    assert!(shape(&then_branch.output[0]).contains("DimParam(\"N\")"), "{}", shape(&then_branch.output[0]));
+    // Neither the outer constant nor an input was added to the branch.
+    assert!(then_branch.input.is_empty() && then_branch.initializer.is_empty(), "{then_branch:?}");
+    assert_eq!(changes(&report, "If with a known condition inlined"), 1);
+    assert_eq!((report.all_nodes_before, report.all_nodes_after), (9, 3));
+    assert!(report.kept_subgraphs.is_empty(), "{:?}", report.kept_subgraphs);
+    for cond in [true, false] {
+        assert_same_outputs(&bytes, &model, &[ramp(&[2, 3]), tensor0(cond)]);
+    }
+}
+
+#[test]
+fn a_branch_that_cannot_be_analysed_is_kept_and_said() {
+    // Squeezing axis 0 of `x: [2, N]` cannot type: that branch stays as it was (it is never taken
+    // for these shapes), the other folds.
+    let squeeze = Builder::new(13)
+        .node("Constant", "", "axes", &[], &["axes"], vec![("value_ints", A::Is(vec![0]))])
+        .node("Squeeze", "", "squeeze", &["x", "axes"], &["t"], vec![])
+        .output("t")
+        .graph("then");
+    let else_branch = Builder::new(13)
+        .node("Constant", "", "one", &[], &["one"], vec![("value_float", A::F(1.0))])
+        .node("Add", "", "plus", &["x", "one"], &["e"], vec![])
+        .output("e")
+        .graph("else");
+    let bytes = if_model(squeeze.clone(), else_branch);
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(report.kept_subgraphs.len(), 1, "{:?}", report.kept_subgraphs);
+    assert!(report.kept_subgraphs[0].starts_with("choose/then_branch: "), "{:?}", report.kept_subgraphs);
+    assert_eq!(branch_ops(&branch(&model, 0, "then_branch")), ["Constant", "Squeeze"]);
+    assert_eq!(branch_ops(&branch(&model, 0, "else_branch")), ["Add"]);
+    assert_eq!(changes(&report, "Constant nodes made initializers"), 1);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3]), tensor0(false)]);
+}
+
+#[test]
+fn a_dim_compared_with_a_value_it_may_take_is_not_folded() {
+    // silero-vad's pattern: `If(shape[-1] == 1)` squeezes the last axis, else keeps it. The last dim
+    // `(T+3)/4` is 1 for some T and not for others, so the comparison (tract decides it false, as the
+    // two are written differently) and the If stay, and the branches return different ranks.
+    let then_branch = Builder::new(13)
+        .init_i64("last", &[-1])
+        .node("Squeeze", "", "squeeze", &["p", "last"], &["t"], vec![])
+        .output("t")
+        .graph("then");
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(2), D::S("T")])
+        .init_i64("axes", &[1])
+        .init_i64("one", &[1])
+        .init_i64("minus_one", &[-1])
+        .init_i64("pads", &[0, 0, 0, 3])
+        .node("Pad", "", "pad", &["x", "pads"], &["padded"], vec![])
+        .node("Unsqueeze", "", "unsqueeze", &["padded", "axes"], &["u"], vec![])
+        .node(
+            "AveragePool",
+            "",
+            "pool",
+            &["u"],
+            &["p"],
+            vec![("kernel_shape", A::Is(vec![4])), ("strides", A::Is(vec![4]))],
+        )
+        .node("Shape", "", "shape", &["p"], &["s"], vec![])
+        .node("Gather", "", "last_dim", &["s", "minus_one"], &["d"], vec![])
+        .node("Equal", "", "is_one", &["d", "one"], &["c"], vec![])
+        .node(
+            "If",
+            "",
+            "choose",
+            &["c"],
+            &["y"],
+            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(unary_branch("Identity", "e")))],
+        )
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let a = m.analyse().unwrap();
+    let c = a.typed.outlet_fact(a.outlets["c"]).unwrap();
+    assert!(c.konst.is_none(), "{c:?}");
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Pad", "Unsqueeze", "AveragePool", "Shape", "Gather", "Equal", "If"]);
+    assert_eq!(changes(&report, "If with a known condition inlined"), 0);
+    // T = 1 takes the squeeze (rank 2), T = 5 does not (rank 3); the folded model does the same.
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 1])]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 5])]);
+}

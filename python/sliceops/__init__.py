@@ -218,7 +218,13 @@ class FoldReport(NamedTuple):
     changes: Dict[str, int]
     """How many of each kind of change (``"constants folded"``...)."""
     unshaped: List[str]
-    """Values left without a type and shape."""
+    """Values left without a type and shape (``"node/branch: value"`` inside an ``If`` branch)."""
+    all_nodes_before: int
+    """Nodes before, those of subgraphs (``If`` branches, ``Loop`` and ``Scan`` bodies) included."""
+    all_nodes_after: int
+    """Nodes after, those of subgraphs included."""
+    kept_subgraphs: List[str]
+    """``If`` branches left as they were, and why (``"node/branch: reason"``)."""
 
     @property
     def every_value_shaped(self) -> bool:
@@ -249,7 +255,13 @@ def fold(
     source, kind = _source(model)
     encoded, report = _sliceops.fold(source, bool(exact), _shapes(input_shapes), _assumptions(assume))
     return _returned(encoded, model, kind), FoldReport(
-        report["nodes_before"], report["nodes_after"], dict(report["changes"]), list(report["unshaped"])
+        report["nodes_before"],
+        report["nodes_after"],
+        dict(report["changes"]),
+        list(report["unshaped"]),
+        report["all_nodes_before"],
+        report["all_nodes_after"],
+        list(report["kept_subgraphs"]),
     )
 
 

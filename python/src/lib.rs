@@ -136,6 +136,9 @@ fn fold<'py>(
     }
     dict.set_item("changes", changes)?;
     dict.set_item("unshaped", report.unshaped)?;
+    dict.set_item("all_nodes_before", report.all_nodes_before)?;
+    dict.set_item("all_nodes_after", report.all_nodes_after)?;
+    dict.set_item("kept_subgraphs", report.kept_subgraphs)?;
     Ok((PyBytes::new(py, &bytes), dict))
 }
 

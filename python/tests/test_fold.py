@@ -32,15 +32,19 @@ def assert_same_model(got, want):
 def cli_report(stdout):
     lines = stdout.splitlines()
     before, after = lines[0][len("nodes: "):].split(" -> ")
-    changes = {}
+    all_before, all_after = before, after
+    changes, unshaped, kept = {}, [], []
     for line in lines[1:]:
         if line.startswith("  "):
             kind, n = line.strip().rsplit(": ", 1)
             changes[kind] = int(n)
-    unshaped = []
-    if lines[-1].startswith("values without a type and shape: "):
-        unshaped = lines[-1][len("values without a type and shape: "):].split(", ")
-    return int(before), int(after), changes, unshaped
+        elif line.startswith("values without a type and shape: "):
+            unshaped = line[len("values without a type and shape: "):].split(", ")
+        elif line.startswith("nodes with those of subgraphs: "):
+            all_before, all_after = line[len("nodes with those of subgraphs: "):].split(" -> ")
+        elif line.startswith("subgraph left as it was: "):
+            kept.append(line[len("subgraph left as it was: "):])
+    return int(before), int(after), changes, unshaped, int(all_before), int(all_after), kept
 
 
 @pytest.mark.parametrize("name,path", ALL, ids=[n for n, _ in ALL])

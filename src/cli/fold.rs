@@ -28,6 +28,12 @@ pub fn fold(
     })?;
     if let Some(r) = report.into_inner() {
         print_report(r.nodes_before, r.nodes_after, &r.changes, &r.unshaped, "every value has a type and shape");
+        if r.all_nodes_before != r.nodes_before || r.all_nodes_after != r.nodes_after {
+            println!("nodes with those of subgraphs: {} -> {}", r.all_nodes_before, r.all_nodes_after);
+        }
+        for kept in &r.kept_subgraphs {
+            println!("subgraph left as it was: {kept}");
+        }
     }
     Ok(())
 }

@@ -78,16 +78,45 @@ pub fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
 }
 
 /// A name no value, initializer or input of `graph` has: `base`, else `base_1`, `base_2`...
+/// (nor any of its subgraphs, which a new name would otherwise shadow).
 pub fn fresh_name(graph: &GraphProto, base: &str) -> String {
-    let taken = |n: &str| {
-        graph.initializer.iter().any(|t| t.name.as_deref() == Some(n))
-            || graph.input.iter().any(|i| i.name.as_deref() == Some(n))
-            || graph.node.iter().any(|x| x.output.iter().any(|o| o == n))
-    };
+    fresh_name_in(&crate::onnx::names_defined_deep(graph), base)
+}
+
+/// A name not in `taken`: `base`, else `base_1`, `base_2`...
+pub fn fresh_name_in(taken: &HashSet<String>, base: &str) -> String {
+    first_free(base, |n| taken.contains(n))
+}
+
+fn first_free(base: &str, taken: impl Fn(&str) -> bool) -> String {
     if !taken(base) {
         return base.to_string();
     }
     (1u64..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).expect("an unused name")
+}
+
+/// Renames a value `graph` defines (a node output, an initializer) and every read of it, its own
+/// outputs included.
+pub fn rename_defined(graph: &mut GraphProto, from: &str, to: &str) {
+    rename_reads(graph, from, to);
+    for n in &mut graph.node {
+        for out in n.output.iter_mut().filter(|o| *o == from) {
+            *out = to.to_string();
+        }
+    }
+    for t in graph.initializer.iter_mut().filter(|t| t.name.as_deref() == Some(from)) {
+        t.name = Some(to.to_string());
+    }
+    for v in graph.sparse_initializer.iter_mut().filter_map(|s| s.values.as_mut()) {
+        if v.name.as_deref() == Some(from) {
+            v.name = Some(to.to_string());
+        }
+    }
+    for o in graph.output.iter_mut().chain(graph.value_info.iter_mut()) {
+        if o.name.as_deref() == Some(from) {
+            o.name = Some(to.to_string());
+        }
+    }
 }
 
 /// Removes the nodes at the indices in `remove`, keeping the others in order.

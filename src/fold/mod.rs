@@ -16,9 +16,12 @@
 //!   a per-channel `Add` into the `Conv` bias; `fuse_matmul` (not with `--exact`): three or more
 //!   `MatMul`s sharing their left input into one and a `Split`;
 //! - `dead`: what nothing reads goes;
+//! - `branches`: an `If` whose condition is known becomes the branch it takes; then every `If`
+//!   branch is folded as a model of its own, with what is known of the outer values it reads;
 //! - `annotate`: a type and shape on every value.
 
 mod annotate;
+mod branches;
 mod constants;
 mod cse;
 mod dead;
@@ -65,10 +68,16 @@ pub struct Report {
     pub nodes_before: usize,
     /// Nodes of the main graph after.
     pub nodes_after: usize,
-    /// How many of each kind of change.
+    /// Nodes before, those of subgraphs (`If` branches, `Loop` and `Scan` bodies) included.
+    pub all_nodes_before: usize,
+    /// Nodes after, those of subgraphs included.
+    pub all_nodes_after: usize,
+    /// How many of each kind of change (in subgraphs too).
     pub changes: BTreeMap<&'static str, usize>,
-    /// Values left without a type and shape.
+    /// Values left without a type and shape (`node/branch: value` inside a branch).
     pub unshaped: Vec<String>,
+    /// Branches left as they were, and why (`node/branch: reason`).
+    pub kept_subgraphs: Vec<String>,
 }
 
 impl Report {
@@ -77,11 +86,49 @@ impl Report {
             *self.changes.entry(kind).or_default() += n;
         }
     }
+
+    /// Takes in what folding the branch `label` did.
+    fn absorb(&mut self, label: &str, sub: Report) {
+        for (kind, n) in sub.changes {
+            self.count(kind, n);
+        }
+        self.unshaped.extend(sub.unshaped.into_iter().map(|v| format!("{label}: {v}")));
+        self.kept_subgraphs.extend(sub.kept_subgraphs.into_iter().map(|k| format!("{label}/{k}")));
+    }
+}
+
+/// How many nodes a graph has, those of its subgraphs included.
+pub fn count_nodes(graph: &proto::GraphProto) -> usize {
+    graph.node.len()
+        + graph
+            .node
+            .iter()
+            .flat_map(|n| &n.attribute)
+            .map(|a| a.g.iter().chain(&a.graphs).map(count_nodes).sum::<usize>())
+            .sum::<usize>()
 }
 
 /// Folds a model (its bytes); `dir` is where its external data lives.
 pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::Result<(proto::ModelProto, Report)> {
-    let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
+    let model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
+    fold_model(model, &Scope { dir, options, depth: 0, reserved: &HashSet::new() })
+}
+
+/// Where a model being folded sits: the main graph, or an `If` branch made a model of its own.
+struct Scope<'a> {
+    /// Where the external data lives.
+    dir: Option<&'a Path>,
+    /// How to fold.
+    options: &'a FoldOptions,
+    /// How many subgraphs deep.
+    depth: usize,
+    /// The names of the scopes around it, which its own must not repeat.
+    reserved: &'a HashSet<String>,
+}
+
+/// Folds a decoded model.
+fn fold_model(mut model: proto::ModelProto, scope: &Scope) -> anyhow::Result<(proto::ModelProto, Report)> {
+    let Scope { dir, options, reserved, .. } = *scope;
     let opset = model
         .opset_import
         .iter()
@@ -89,33 +136,51 @@ pub fn fold(bytes: &[u8], dir: Option<&Path>, options: &FoldOptions) -> anyhow::
         .and_then(|o| o.version)
         .unwrap_or(1);
     let outside = names_used_outside(&model);
-    let mut report = Report { nodes_before: model.graph.as_ref().map_or(0, |g| g.node.len()), ..Report::default() };
-    for _ in 0..MAX_ROUNDS {
-        let facts = facts_of(&model, dir, options)?;
-        let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
-        let mut changed = constants::fold_constants(graph, &facts, &mut report)?;
-        changed |= reshape::constant_targets(graph, &facts, &mut report)?;
-        changed |= noops::remove_noops(graph, &facts, options.exact, &mut report)?;
-        changed |= reshape::merge_chains(graph, opset, &mut report)?;
-        changed |= reshape::merge_concats(graph, &mut report);
-        changed |= rnn::default_rnn_inputs(graph, &facts, &mut report);
-        changed |= cse::merge_initializers(graph, &outside, &mut report);
-        changed |= cse::merge_repeats(graph, &mut report);
-        if !options.exact {
-            changed |= fuse::batchnorm_into_conv(graph, &mut report)?;
-            changed |= fuse::matmul_add_into_gemm(graph, &facts, &mut report)?;
-            changed |= fuse::add_into_conv_bias(graph, &facts, &mut report)?;
-            changed |= fuse_matmul::parallel_matmuls(graph, &facts, opset, &mut report)?;
+    // (A model without a graph is refused by the first analysis, which says why: empty file...)
+    let mut report = Report {
+        nodes_before: model.graph.as_ref().map_or(0, |g| g.node.len()),
+        all_nodes_before: model.graph.as_ref().map_or(0, count_nodes),
+        ..Report::default()
+    };
+    let rounds = |model: &mut proto::ModelProto, report: &mut Report| -> anyhow::Result<Facts> {
+        for _ in 0..MAX_ROUNDS {
+            let facts = facts_of(model, dir, options)?;
+            let graph =
+                model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
+            let mut changed = branches::inline_known_ifs(graph, &facts, reserved, report);
+            changed |= constants::fold_constants(graph, &facts, report)?;
+            changed |= reshape::constant_targets(graph, &facts, report)?;
+            changed |= noops::remove_noops(graph, &facts, options.exact, report)?;
+            changed |= reshape::merge_chains(graph, opset, report)?;
+            changed |= reshape::merge_concats(graph, report);
+            changed |= rnn::default_rnn_inputs(graph, &facts, report);
+            changed |= cse::merge_initializers(graph, &outside, report);
+            changed |= cse::merge_repeats(graph, report);
+            if !options.exact {
+                changed |= fuse::batchnorm_into_conv(graph, report)?;
+                changed |= fuse::matmul_add_into_gemm(graph, &facts, report)?;
+                changed |= fuse::add_into_conv_bias(graph, &facts, report)?;
+                changed |= fuse_matmul::parallel_matmuls(graph, &facts, opset, report)?;
+            }
+            changed |= dead::remove_dead(graph, &outside, report);
+            if !changed {
+                return Ok(facts);
+            }
         }
-        changed |= dead::remove_dead(graph, &outside, &mut report);
-        if !changed {
-            break;
-        }
+        facts_of(model, dir, options)
+    };
+    let mut facts = rounds(&mut model, &mut report)?;
+    // The branches see the model around them without its graph (opsets, functions).
+    let mut graph = model.graph.take().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
+    let branches_changed = branches::fold_branches(&model, &mut graph, &facts, scope, &mut report);
+    model.graph = Some(graph);
+    if branches_changed? {
+        facts = rounds(&mut model, &mut report)?;
     }
-    let facts = facts_of(&model, dir, options)?;
     let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
-    report.unshaped = annotate::annotate(graph, &facts);
+    report.unshaped.splice(0..0, annotate::annotate(graph, &facts));
     report.nodes_after = graph.node.len();
+    report.all_nodes_after = count_nodes(graph);
     Ok((model, report))
 }
 

@@ -39,3 +39,43 @@ pub(crate) fn names_read(graph: &proto::GraphProto) -> HashSet<String> {
     used.extend(graph.output.iter().filter_map(|o| o.name.clone()));
     used
 }
+
+/// The names a graph defines itself: its inputs, initializers (dense and sparse) and node outputs.
+pub(crate) fn names_defined(graph: &proto::GraphProto) -> HashSet<String> {
+    let mut defined: HashSet<String> = graph.input.iter().filter_map(|i| i.name.clone()).collect();
+    defined.extend(graph.initializer.iter().filter_map(|t| t.name.clone()));
+    defined.extend(graph.sparse_initializer.iter().filter_map(|s| s.values.as_ref()?.name.clone()));
+    defined.extend(graph.node.iter().flat_map(|n| n.output.iter().filter(|o| !o.is_empty()).cloned()));
+    defined
+}
+
+/// The names a subgraph reads from the scopes around it: what it or its own subgraphs read (graph
+/// outputs included) and no graph on the way defines.
+pub(crate) fn outer_reads(graph: &proto::GraphProto) -> HashSet<String> {
+    let defined = names_defined(graph);
+    let mut read: HashSet<String> = HashSet::new();
+    for node in &graph.node {
+        read.extend(node.input.iter().filter(|s| !s.is_empty()).cloned());
+        for attr in &node.attribute {
+            for g in attr.g.iter().chain(attr.graphs.iter()) {
+                read.extend(outer_reads(g));
+            }
+        }
+    }
+    read.extend(graph.output.iter().filter_map(|o| o.name.clone()));
+    read.retain(|n| !defined.contains(n));
+    read
+}
+
+/// Every name defined anywhere in a graph: by it and, recursively, by its subgraphs.
+pub(crate) fn names_defined_deep(graph: &proto::GraphProto) -> HashSet<String> {
+    let mut defined = names_defined(graph);
+    for node in &graph.node {
+        for attr in &node.attribute {
+            for g in attr.g.iter().chain(attr.graphs.iter()) {
+                defined.extend(names_defined_deep(g));
+            }
+        }
+    }
+    defined
+}
