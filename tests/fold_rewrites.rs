@@ -827,3 +827,33 @@ fn a_dim_compared_with_a_value_it_may_take_is_not_folded() {
     assert_same_outputs(&bytes, &model, &[ramp(&[2, 1])]);
     assert_same_outputs(&bytes, &model, &[ramp(&[2, 5])]);
 }
+
+#[test]
+fn branches_nested_deeper_than_the_limit_are_left_as_they_are() {
+    // 18 Ifs nested in their then branches, each on the input `cond`: folding goes 16 deep.
+    let mut inner = unary_branch("Relu", "r");
+    for d in 0..18 {
+        let out = format!("i{d}");
+        inner = Builder::new(13)
+            .node(
+                "If",
+                "",
+                &out,
+                &["cond"],
+                &[&out],
+                vec![("then_branch", A::G(inner)), ("else_branch", A::G(unary_branch("Neg", &format!("n{d}"))))],
+            )
+            .output(&out)
+            .graph(&out);
+    }
+    let bytes = if_model(inner, unary_branch("Identity", "e"));
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(report.all_nodes_after, report.all_nodes_before);
+    assert_eq!(report.kept_subgraphs.len(), 2, "{:?}", report.kept_subgraphs);
+    assert!(
+        report.kept_subgraphs.iter().all(|k| k.ends_with("nested more than 16 deep")),
+        "{:?}",
+        report.kept_subgraphs
+    );
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3]), tensor0(true)]);
+}
