@@ -26,7 +26,7 @@ fn elem_type(f: &Fact) -> Option<i32> {
 }
 
 /// The tensor type of a fact.
-pub fn type_of(f: &Fact) -> Option<proto::TypeProto> {
+pub(crate) fn type_of(f: &Fact) -> Option<proto::TypeProto> {
     let mut t = crate::onnx::type_proto(tract_onnx::prelude::DatumType::F32, &f.shape).ok()?;
     if let Some(type_proto::Value::TensorType(tensor)) = t.value.as_mut() {
         tensor.elem_type = Some(elem_type(f)?);
@@ -35,7 +35,7 @@ pub fn type_of(f: &Fact) -> Option<proto::TypeProto> {
 }
 
 /// Annotates every node output and graph output of `graph`; returns the values left without a type.
-pub fn annotate(graph: &mut proto::GraphProto, facts: &Facts) -> Vec<String> {
+pub(crate) fn annotate(graph: &mut proto::GraphProto, facts: &Facts) -> Vec<String> {
     let outputs: std::collections::HashSet<String> = graph.output.iter().filter_map(|o| o.name.clone()).collect();
     let mut existing: HashMap<String, proto::ValueInfoProto> =
         std::mem::take(&mut graph.value_info).into_iter().filter_map(|v| Some((v.name.clone()?, v))).collect();
@@ -69,7 +69,7 @@ pub fn annotate(graph: &mut proto::GraphProto, facts: &Facts) -> Vec<String> {
 /// Gives each value of `names` that a node of `graph` makes (and that is not a graph output) a
 /// `value_info` if it has none; returns those left without a type. Used by `lower` for the values it
 /// creates, leaving every other annotation as the model had it.
-pub fn annotate_values(
+pub(crate) fn annotate_values(
     graph: &mut proto::GraphProto,
     facts: &Facts,
     names: &std::collections::HashSet<String>,
@@ -99,7 +99,7 @@ pub fn annotate_values(
 
 /// The inferred tensor type, keeping the declared type's other fields: its denotation, and each dim's
 /// denotation where the ranks agree.
-pub fn merge_type(declared: Option<proto::TypeProto>, inferred: proto::TypeProto) -> proto::TypeProto {
+pub(crate) fn merge_type(declared: Option<proto::TypeProto>, inferred: proto::TypeProto) -> proto::TypeProto {
     let Some(mut declared) = declared else { return inferred };
     let Some(type_proto::Value::TensorType(mut new)) = inferred.value else { return declared };
     match &declared.value {

@@ -17,12 +17,17 @@ use std::collections::{HashMap, HashSet};
 
 /// Subgraphs nest at most this deep before folding stops going in (a hostile model could nest
 /// thousands).
-pub const MAX_DEPTH: usize = 16;
+pub(crate) const MAX_DEPTH: usize = 16;
 
 /// Replaces every `If` whose condition analysis computed by the nodes of the branch it selects;
 /// `whole` are the names defined anywhere in the model, which inlined names must not repeat. Returns
 /// whether anything changed.
-pub fn inline_known_ifs(graph: &mut GraphProto, facts: &Facts, whole: &HashSet<String>, report: &mut Report) -> bool {
+pub(crate) fn inline_known_ifs(
+    graph: &mut GraphProto,
+    facts: &Facts,
+    whole: &HashSet<String>,
+    report: &mut Report,
+) -> bool {
     let mut changed = false;
     let mut ix = 0;
     while ix < graph.node.len() {
@@ -127,7 +132,7 @@ fn inline(
 /// Folds the branches of every `If` of `graph` (see the module docs); `shell` is the model around
 /// it (opsets, functions), `facts` what analysis knows of the graph's values. Returns whether
 /// anything changed.
-pub fn fold_branches(
+pub(crate) fn fold_branches(
     shell: &ModelProto,
     graph: &mut GraphProto,
     facts: &Facts,

@@ -15,7 +15,7 @@ use tract_onnx::prelude::*;
 pub const SMALL: u64 = 1024;
 
 /// Folds what can be folded; returns whether anything changed.
-pub fn fold_constants(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn fold_constants(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
     let initializer_bytes: std::collections::HashMap<String, u64> =
         graph.initializer.iter().filter_map(|t| Some((t.name.clone()?, tensor_bytes(t)))).collect();
     let mut kept = Vec::with_capacity(graph.node.len());

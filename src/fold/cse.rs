@@ -13,7 +13,7 @@ const RANDOM: &[&str] =
     &["RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"];
 
 /// Merges repeated nodes; returns whether anything changed.
-pub fn merge_repeats(graph: &mut GraphProto, report: &mut Report) -> bool {
+pub(crate) fn merge_repeats(graph: &mut GraphProto, report: &mut Report) -> bool {
     let outputs = output_names(graph);
     let mut alias: HashMap<String, String> = HashMap::new();
     let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
@@ -75,7 +75,7 @@ pub fn merge_repeats(graph: &mut GraphProto, report: &mut Report) -> bool {
 
 /// Initializers holding the same values under different names become one (exporters repeat shape
 /// constants per use), so the nodes reading them can merge too; returns whether anything changed.
-pub fn merge_initializers(graph: &mut GraphProto, outside: &HashSet<String>, report: &mut Report) -> bool {
+pub(crate) fn merge_initializers(graph: &mut GraphProto, outside: &HashSet<String>, report: &mut Report) -> bool {
     let inputs: HashSet<String> = graph.input.iter().filter_map(|i| i.name.clone()).collect();
     let mut first: HashMap<Vec<u8>, String> = HashMap::new();
     let mut alias: HashMap<String, String> = HashMap::new();

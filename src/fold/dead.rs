@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 /// Removes dead nodes and initializers; `outside` are names read from outside the graph (training
 /// info, quantization annotations). Returns whether anything changed.
-pub fn remove_dead(graph: &mut GraphProto, outside: &HashSet<String>, report: &mut Report) -> bool {
+pub(crate) fn remove_dead(graph: &mut GraphProto, outside: &HashSet<String>, report: &mut Report) -> bool {
     let read = |g: &GraphProto| -> HashSet<String> {
         let mut r = crate::onnx::names_read(g);
         r.extend(outside.iter().cloned());

@@ -48,7 +48,7 @@ fn adds_after(graph: &GraphProto, kind: &str) -> Vec<(usize, usize, usize)> {
 }
 
 /// Folds `BatchNormalization(Conv(x, W, B))` into `Conv(x, W', B')`; returns whether anything changed.
-pub fn batchnorm_into_conv(graph: &mut GraphProto, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn batchnorm_into_conv(graph: &mut GraphProto, report: &mut Report) -> anyhow::Result<bool> {
     let producers = producers(graph);
     let readers = readers(graph);
     let mut plans = vec![];
@@ -112,7 +112,7 @@ pub fn batchnorm_into_conv(graph: &mut GraphProto, report: &mut Report) -> anyho
 
 /// Turns `Add(MatMul(a, B), C)` into `Gemm(a, B, C)` for a 2-D `a`, constant `B` [K, N] and a constant
 /// bias `C` of shape [N] or [1, N]; returns whether anything changed.
-pub fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
     let mut plans: Vec<(usize, usize, String, String, String)> = vec![];
     for (ix, m, mm_in) in adds_after(graph, "MatMul") {
         if plans.last().is_some_and(|p| p.0 == ix) {
@@ -151,7 +151,7 @@ pub fn matmul_add_into_gemm(graph: &mut GraphProto, facts: &Facts, report: &mut 
 
 /// Folds `Add(Conv(x, W, B?), C)` with a constant per-channel `C` (shape `[M]`, `[M, 1, 1]` or
 /// `[1, M, 1, 1]` for a 2-D convolution) into the convolution's bias; returns whether anything changed.
-pub fn add_into_conv_bias(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn add_into_conv_bias(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
     let mut plans: Vec<(usize, usize, Vec<f32>)> = vec![];
     for (ix, c, conv_in) in adds_after(graph, "Conv") {
         if plans.last().is_some_and(|p| p.0 == ix) {

@@ -25,7 +25,7 @@ struct Member {
 }
 
 /// Fuses groups of parallel `MatMul`s; returns whether anything changed.
-pub fn parallel_matmuls(
+pub(crate) fn parallel_matmuls(
     graph: &mut GraphProto,
     facts: &Facts,
     opset: i64,

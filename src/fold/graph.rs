@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 /// How many times each value is read: by nodes (subgraphs' reads of outer values included) and as a
 /// graph output.
-pub fn readers(graph: &GraphProto) -> HashMap<String, usize> {
+pub(crate) fn readers(graph: &GraphProto) -> HashMap<String, usize> {
     let mut count: HashMap<String, usize> = HashMap::new();
     for n in &graph.node {
         for i in n.input.iter().filter(|i| !i.is_empty()) {
@@ -29,7 +29,7 @@ pub fn readers(graph: &GraphProto) -> HashMap<String, usize> {
 }
 
 /// The node index producing each value.
-pub fn producers(graph: &GraphProto) -> HashMap<String, usize> {
+pub(crate) fn producers(graph: &GraphProto) -> HashMap<String, usize> {
     let mut map = HashMap::new();
     for (ix, n) in graph.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
@@ -40,7 +40,7 @@ pub fn producers(graph: &GraphProto) -> HashMap<String, usize> {
 }
 
 /// The names of the graph outputs.
-pub fn output_names(graph: &GraphProto) -> HashSet<String> {
+pub(crate) fn output_names(graph: &GraphProto) -> HashSet<String> {
     graph.output.iter().filter_map(|o| o.name.clone()).collect()
 }
 
@@ -54,7 +54,7 @@ fn defines(graph: &GraphProto, name: &str) -> bool {
 
 /// Makes every reader of `from` read `to` instead (node inputs, subgraphs reading it from the outer
 /// scope), except a graph output, which keeps its name.
-pub fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
+pub(crate) fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
     for n in &mut graph.node {
         for i in &mut n.input {
             if i == from {
@@ -79,12 +79,12 @@ pub fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
 
 /// A name no value, initializer or input of `graph` has: `base`, else `base_1`, `base_2`...
 /// (nor any of its subgraphs, which a new name would otherwise shadow).
-pub fn fresh_name(graph: &GraphProto, base: &str) -> String {
+pub(crate) fn fresh_name(graph: &GraphProto, base: &str) -> String {
     fresh_name_in(&crate::onnx::names_defined_deep(graph), base)
 }
 
 /// A name not in `taken`: `base`, else `base_1`, `base_2`...
-pub fn fresh_name_in(taken: &HashSet<String>, base: &str) -> String {
+pub(crate) fn fresh_name_in(taken: &HashSet<String>, base: &str) -> String {
     first_free(base, |n| taken.contains(n))
 }
 
@@ -97,7 +97,7 @@ fn first_free(base: &str, taken: impl Fn(&str) -> bool) -> String {
 
 /// Renames a value `graph` defines (a node output, an initializer) and every read of it, its own
 /// outputs included.
-pub fn rename_defined(graph: &mut GraphProto, from: &str, to: &str) {
+pub(crate) fn rename_defined(graph: &mut GraphProto, from: &str, to: &str) {
     rename_reads(graph, from, to);
     for n in &mut graph.node {
         for out in n.output.iter_mut().filter(|o| *o == from) {
@@ -120,7 +120,7 @@ pub fn rename_defined(graph: &mut GraphProto, from: &str, to: &str) {
 }
 
 /// Removes the nodes at the indices in `remove`, keeping the others in order.
-pub fn remove_nodes(graph: &mut GraphProto, remove: &HashSet<usize>) {
+pub(crate) fn remove_nodes(graph: &mut GraphProto, remove: &HashSet<usize>) {
     let mut ix = 0;
     graph.node.retain(|_| {
         ix += 1;

@@ -15,7 +15,12 @@ use crate::onnx::proto::{GraphProto, NodeProto};
 use std::collections::{HashMap, HashSet};
 
 /// Removes no-ops; returns whether anything changed.
-pub fn remove_noops(graph: &mut GraphProto, facts: &Facts, exact: bool, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn remove_noops(
+    graph: &mut GraphProto,
+    facts: &Facts,
+    exact: bool,
+    report: &mut Report,
+) -> anyhow::Result<bool> {
     let outputs = output_names(graph);
     let producers = producers(graph);
     let readers = readers(graph);

@@ -14,7 +14,7 @@ use crate::onnx::proto::{self, GraphProto};
 use tract_onnx::prelude::*;
 
 /// Rewrites computed Reshape targets as constants; returns whether anything changed.
-pub fn constant_targets(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn constant_targets(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
     let mut new_inits = vec![];
     let mut changed = false;
     let taken: std::collections::HashSet<String> = graph.initializer.iter().filter_map(|t| t.name.clone()).collect();
@@ -72,7 +72,7 @@ type Rewrite = (usize, Vec<String>, Option<Vec<i64>>, &'static str);
 /// Transpose into the Transpose after it (one permutation, the two composed), when
 /// every reader of the first one's output is a node of the second's kind: each reader then reads the
 /// first one's input, and the first one goes as dead code; returns whether anything changed.
-pub fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> anyhow::Result<bool> {
+pub(crate) fn merge_chains(graph: &mut GraphProto, opset: i64, report: &mut Report) -> anyhow::Result<bool> {
     let producers = producers(graph);
     let readers = readers(graph);
     // How many nodes of each kind read a value as their data input.
@@ -199,7 +199,7 @@ fn constant_ints(graph: &GraphProto, name: Option<&String>) -> Option<Vec<i64>> 
 
 /// `Concat(a, Concat(b, c))` along one axis is `Concat(a, b, c)` when the inner one has no other
 /// reader; returns whether anything changed.
-pub fn merge_concats(graph: &mut GraphProto, report: &mut Report) -> bool {
+pub(crate) fn merge_concats(graph: &mut GraphProto, report: &mut Report) -> bool {
     let producers = producers(graph);
     let readers = readers(graph);
     let mut changed = false;

@@ -17,7 +17,7 @@ const MAX_DEPTH: usize = 16;
 
 /// Empties the optional inputs of recurrent ops that hold their default zeros; returns whether
 /// anything changed.
-pub fn default_rnn_inputs(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> bool {
+pub(crate) fn default_rnn_inputs(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> bool {
     let producers = producers(graph);
     let mut plans: Vec<(usize, Vec<usize>)> = vec![];
     for (ix, node) in graph.node.iter().enumerate() {

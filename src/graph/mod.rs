@@ -2,6 +2,7 @@
 //! (a constant-parameter [`ViewOp`] and a runtime-parameter [`DynSliceOp`]) with their declutter rules,
 //! and the registration into tract-onnx ([`onnx_parser`]).
 
+pub(crate) mod attrs;
 mod builders;
 mod dyn_op;
 pub(crate) mod expanded;

@@ -15,7 +15,7 @@ use tract_onnx::tract_hir::internal::*;
 /// The Swish builder.
 pub fn swish(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::graph::node_label(node);
-    let alpha = node.attribute.iter().find(|a| a.name == "alpha").map_or(1.0, |a| a.f);
+    let alpha = crate::graph::attrs::float(&label, node, "alpha")?.unwrap_or(1.0);
     if !alpha.is_finite() {
         return Err(label.err(format!("alpha is {alpha}: it must be finite")));
     }

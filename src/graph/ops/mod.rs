@@ -27,7 +27,7 @@
 
 pub mod affine_grid;
 pub mod attention;
-mod attrs;
+use super::attrs;
 pub mod bitcast;
 pub mod causal_conv;
 pub mod center_crop_pad;
