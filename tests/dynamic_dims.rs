@@ -310,14 +310,7 @@ fn if_over(x_dims: &[D], then_branch: tract_onnx::pb::GraphProto, else_branch: t
     Builder::new(13)
         .input("x", DataType::Float, x_dims)
         .input("cond", DataType::Bool, &[])
-        .node(
-            "If",
-            "",
-            "branch",
-            &["cond"],
-            &["y"],
-            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
-        )
+        .if_node("branch", "cond", &["y"], then_branch, else_branch)
         .output("y")
         .bytes()
 }

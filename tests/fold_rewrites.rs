@@ -606,14 +606,7 @@ fn if_model(then_branch: tract_onnx::pb::GraphProto, else_branch: tract_onnx::pb
         .input("x", F, &[D::N(2), D::S("N")])
         .input("cond", DataType::Bool, &[])
         .init_i64("two", &[2])
-        .node(
-            "If",
-            "",
-            "choose",
-            &["cond"],
-            &["y"],
-            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
-        )
+        .if_node("choose", "cond", &["y"], then_branch, else_branch)
         .output("y")
         .bytes()
 }
@@ -629,6 +622,17 @@ fn branch(model: &proto::ModelProto, ix: usize, name: &str) -> proto::GraphProto
     node.attribute.iter().find(|a| a.name.as_deref() == Some(name)).unwrap().g.clone().unwrap()
 }
 
+/// Float `x: [2, N]` and `c = (x.shape[0] == 2)`, known true (`rows` is that dim).
+fn rows_are_two() -> Builder {
+    Builder::new(13)
+        .input("x", F, &[D::N(2), D::S("N")])
+        .init_i64("zero", &[0])
+        .init_i64("two", &[2])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "rows", &["s", "zero"], &["rows"], vec![])
+        .node("Equal", "", "is_two", &["rows", "two"], &["c"], vec![])
+}
+
 fn branch_ops(g: &proto::GraphProto) -> Vec<String> {
     g.node.iter().map(|n| n.op_type.clone().unwrap_or_default()).collect()
 }
@@ -637,29 +641,9 @@ fn branch_ops(g: &proto::GraphProto) -> Vec<String> {
 fn an_if_whose_condition_is_known_becomes_the_branch_it_takes() {
     // Two Ifs on `x.shape[0] == 2` (true), whose then branches both name their value `t` (siblings
     // may): inlined side by side, the second `t` is renamed.
-    let bytes = Builder::new(13)
-        .input("x", F, &[D::N(2), D::S("N")])
-        .init_i64("zero", &[0])
-        .init_i64("two", &[2])
-        .node("Shape", "", "shape", &["x"], &["s"], vec![])
-        .node("Gather", "", "rows", &["s", "zero"], &["rows"], vec![])
-        .node("Equal", "", "is_two", &["rows", "two"], &["c"], vec![])
-        .node(
-            "If",
-            "",
-            "first",
-            &["c"],
-            &["y"],
-            vec![("then_branch", A::G(unary_branch("Relu", "t"))), ("else_branch", A::G(unary_branch("Neg", "e")))],
-        )
-        .node(
-            "If",
-            "",
-            "second",
-            &["c"],
-            &["z"],
-            vec![("then_branch", A::G(unary_branch("Sigmoid", "t"))), ("else_branch", A::G(unary_branch("Neg", "e")))],
-        )
+    let bytes = rows_are_two()
+        .if_node("first", "c", &["y"], unary_branch("Relu", "t"), unary_branch("Neg", "e"))
+        .if_node("second", "c", &["z"], unary_branch("Sigmoid", "t"), unary_branch("Neg", "e"))
         .output("y")
         .output("z")
         .bytes();
@@ -688,21 +672,8 @@ fn an_inlined_branch_returning_an_outer_value_gets_an_identity_and_keeps_its_nam
         .output("e1")
         .output("e2")
         .graph("else");
-    let bytes = Builder::new(13)
-        .input("x", F, &[D::N(2), D::S("N")])
-        .init_i64("zero", &[0])
-        .init_i64("two", &[2])
-        .node("Shape", "", "shape", &["x"], &["s"], vec![])
-        .node("Gather", "", "rows", &["s", "zero"], &["rows"], vec![])
-        .node("Equal", "", "is_two", &["rows", "two"], &["c"], vec![])
-        .node(
-            "If",
-            "",
-            "choose",
-            &["c"],
-            &["a", "b"],
-            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))],
-        )
+    let bytes = rows_are_two()
+        .if_node("choose", "c", &["a", "b"], then_branch, else_branch)
         .node("Cast", "", "rows_f", &["rows"], &["rows_f"], vec![("to", A::I(1))])
         .node("Mul", "", "scale", &["a", "rows_f"], &["y"], vec![])
         .output("y")
@@ -724,14 +695,7 @@ fn if_branches_fold_with_what_is_known_of_the_outer_values() {
         .node("Constant", "", "in_zero", &[], &["in_zero"], vec![("value_int", A::I(0))])
         .node("Gather", "", "in_rows", &["in_s", "in_zero"], &["in_rows"], vec![])
         .node("Equal", "", "in_is_two", &["in_rows", "two"], &["in_c"], vec![])
-        .node(
-            "If",
-            "",
-            "nested",
-            &["in_c"],
-            &["t"],
-            vec![("then_branch", A::G(unary_branch("Relu", "r"))), ("else_branch", A::G(unary_branch("Neg", "n")))],
-        )
+        .if_node("nested", "in_c", &["t"], unary_branch("Relu", "r"), unary_branch("Neg", "n"))
         .output("t")
         .graph("then");
     let bytes = if_model(nested, unary_branch("Identity", "e"));
@@ -806,14 +770,7 @@ fn a_dim_compared_with_a_value_it_may_take_is_not_folded() {
         .node("Shape", "", "shape", &["p"], &["s"], vec![])
         .node("Gather", "", "last_dim", &["s", "minus_one"], &["d"], vec![])
         .node("Equal", "", "is_one", &["d", "one"], &["c"], vec![])
-        .node(
-            "If",
-            "",
-            "choose",
-            &["c"],
-            &["y"],
-            vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(unary_branch("Identity", "e")))],
-        )
+        .if_node("choose", "c", &["y"], then_branch, unary_branch("Identity", "e"))
         .output("y")
         .bytes();
     let m = Model::load_bytes(&bytes).unwrap();
@@ -835,14 +792,7 @@ fn branches_nested_deeper_than_the_limit_are_left_as_they_are() {
     for d in 0..18 {
         let out = format!("i{d}");
         inner = Builder::new(13)
-            .node(
-                "If",
-                "",
-                &out,
-                &["cond"],
-                &[&out],
-                vec![("then_branch", A::G(inner)), ("else_branch", A::G(unary_branch("Neg", &format!("n{d}"))))],
-            )
+            .if_node(&out, "cond", &[&out], inner, unary_branch("Neg", &format!("n{d}")))
             .output(&out)
             .graph(&out);
     }

@@ -177,6 +177,19 @@ impl Builder {
         self
     }
 
+    /// Adds an `If` node on `cond` with the two branches.
+    pub fn if_node(
+        self,
+        name: &str,
+        cond: &str,
+        outputs: &[&str],
+        then_branch: pb::GraphProto,
+        else_branch: pb::GraphProto,
+    ) -> Self {
+        let branches = vec![("then_branch", A::G(then_branch)), ("else_branch", A::G(else_branch))];
+        self.node("If", "", name, &[cond], outputs, branches)
+    }
+
     /// Adds PyTorch's ATen fallback node for `aten::as_strided(x, size, stride, storage_offset)`.
     pub fn aten_as_strided(self, name: &str, inputs: &[&str], output: &str) -> Self {
         let attrs = vec![("operator", A::S("as_strided")), ("overload_name", A::S(""))];
