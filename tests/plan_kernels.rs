@@ -1,7 +1,9 @@
 //! The ops the optimized plan runs with our kernels instead of tract's (src/graph/plan_ops):
 //! - Softmax and LogSoftmax over any axes (`AxisSoftmax`) give the formula's values, on our kernel
 //!   or, for f32 rows a multiple of 4 long, on tract's row kernel;
-//! - `Resize` on f32 (`RowResize`) gives tract's own op's values bit for bit, in every mode.
+//! - `Resize` on f32 (`RowResize`) gives tract's own op's values bit for bit, in every mode;
+//! - a small `LSTM` of the plain form runs as one op (`LstmOp`, put in place when the model is typed)
+//!   with the values of tract's `Scan`, in every direction and layout.
 
 mod common;
 
@@ -199,4 +201,146 @@ fn integer_nearest_upsampling_by_sizes_repeats_pixels() {
     let got = got.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
     let want: Vec<f32> = (0..2 * 6 * 8).map(|i| ((i / 48) * 12 + (i % 48 / 8 / 2) * 4 + (i % 8) / 2) as f32).collect();
     assert_eq!(got, want);
+}
+
+/// One `LSTM` case: the node's direction, layout, optional inputs and outputs.
+#[derive(Clone, Copy)]
+struct LstmCase {
+    direction: &'static str,
+    batch_first: bool,
+    bias: bool,
+    states: bool,
+    outputs: [&'static str; 3],
+}
+
+fn dirs(c: &LstmCase) -> usize {
+    if c.direction == "bidirectional" {
+        2
+    } else {
+        1
+    }
+}
+
+/// Deterministic values in [-0.5, 0.5].
+fn small_values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| (((i + seed) * 37 % 41) as f32 - 20.0) / 40.0).collect()
+}
+
+/// The case as a model over `x` (`[seq 5, batch 2, input 3]`, or batch first), `hidden` units, with
+/// its weights as initializers; `clip` (1e30: no effect on these values) makes it a form our kernel
+/// does not take, so tract's `Scan` runs it.
+fn lstm_model(c: &LstmCase, clip: bool, hidden: i64) -> Vec<u8> {
+    let (seq, batch, input) = (5i64, 2i64, 3i64);
+    let dirs = if c.direction == "bidirectional" { 2 } else { 1 };
+    let x_dims = if c.batch_first { [batch, seq, input] } else { [seq, batch, input] };
+    let state = if c.batch_first { [batch, dirs, hidden] } else { [dirs, batch, hidden] };
+    let n = |d: &[i64]| d.iter().product::<i64>() as usize;
+    let mut b = Builder::new(22)
+        .input("x", DataType::Float, &x_dims.map(D::N))
+        .init_f32("w", &[dirs, 4 * hidden, input], &small_values(n(&[dirs, 4 * hidden, input]), 1))
+        .init_f32("r", &[dirs, 4 * hidden, hidden], &small_values(n(&[dirs, 4 * hidden, hidden]), 2));
+    b = b.init_f32("b", &[dirs, 8 * hidden], &small_values(n(&[dirs, 8 * hidden]), 3));
+    b = b.init_f32("h0", &state, &small_values(n(&state), 4)).init_f32("c0", &state, &small_values(n(&state), 5));
+    // X, W, R, B, sequence_lens, initial_h, initial_c; the ones not asked for empty, none trailing.
+    // (tract's Scan fails on a clipped LSTM without initial states, or with constant zeros, over a
+    // batch of 2: the clipped model, the reference, reads zeros, the specification's default, from
+    // two more inputs.)
+    if clip && !c.states {
+        b = b.input("h0_zero", DataType::Float, &state.map(D::N)).input("c0_zero", DataType::Float, &state.map(D::N));
+    }
+    let mut inputs = vec!["x", "w", "r", if c.bias { "b" } else { "" }];
+    if c.states {
+        inputs.extend(["", "h0", "c0"]);
+    } else if clip {
+        inputs.extend(["", "h0_zero", "c0_zero"]);
+    }
+    while inputs.last() == Some(&"") {
+        inputs.pop();
+    }
+    let mut attrs = vec![
+        ("hidden_size", A::I(hidden)),
+        ("direction", A::S(c.direction)),
+        ("layout", A::I(i64::from(c.batch_first))),
+    ];
+    if clip {
+        attrs.push(("clip", A::F(1e30)));
+    }
+    let outputs: Vec<&str> = c.outputs.to_vec();
+    let mut b = b.node("LSTM", "", "lstm", &inputs, &outputs, attrs);
+    for o in outputs.iter().filter(|o| !o.is_empty()) {
+        b = b.output(o);
+    }
+    b.bytes()
+}
+
+#[test]
+fn small_lstms_run_on_our_kernel_with_tracts_values() {
+    let all = ["y", "y_h", "y_c"];
+    let cases = [
+        LstmCase { direction: "forward", batch_first: false, bias: true, states: true, outputs: all },
+        LstmCase { direction: "forward", batch_first: false, bias: true, states: false, outputs: all },
+        LstmCase { direction: "reverse", batch_first: false, bias: true, states: false, outputs: all },
+        LstmCase { direction: "bidirectional", batch_first: false, bias: false, states: true, outputs: all },
+        LstmCase { direction: "bidirectional", batch_first: true, bias: true, states: false, outputs: all },
+        LstmCase { direction: "forward", batch_first: true, bias: false, states: false, outputs: ["", "y_h", ""] },
+        LstmCase {
+            direction: "bidirectional",
+            batch_first: false,
+            bias: true,
+            states: false,
+            outputs: ["y", "", "y_c"],
+        },
+    ];
+    for c in &cases {
+        let what = format!(
+            "{} batch_first={} bias={} states={} {:?}",
+            c.direction, c.batch_first, c.bias, c.states, c.outputs
+        );
+        let x_shape = if c.batch_first { [2, 5, 3] } else { [5, 2, 3] };
+        let x = tensor1(&small_values(30, 6)).into_shape(&x_shape).unwrap();
+        let ours = Model::load_bytes(&lstm_model(c, false, 4)).unwrap();
+        assert!(plan_ops(&ours, &x).iter().any(|n| n == "LSTM"), "{what}: {:?}", plan_ops(&ours, &x));
+        let got = ours.run(vec![x.clone()]).unwrap();
+        // The reference: tract's Scan, sequence first (tract's Y for layout=1 and two directions is
+        // [batch, 2*seq, 1, hidden], not the specification's [batch, seq, 2, hidden]), inputs and
+        // outputs transposed to and from it.
+        let reference = LstmCase { batch_first: false, ..*c };
+        let stock = Model::load_bytes(&lstm_model(&reference, true, 4)).unwrap();
+        let mut stock_inputs = vec![if c.batch_first { x.permute_axes(&[1, 0, 2]).unwrap() } else { x }];
+        if !c.states {
+            let state = [dirs(c), 2, 4];
+            stock_inputs.extend([Tensor::zero::<f32>(&state).unwrap(), Tensor::zero::<f32>(&state).unwrap()]);
+        }
+        let plan = stock.plan_for(&stock_inputs).unwrap();
+        assert!(plan.model().nodes().iter().any(|n| n.op().name() == "Scan"), "{what}");
+        let mut want = stock.run(stock_inputs).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+        if c.batch_first {
+            for (_, t) in &mut want {
+                let perm: &[usize] = if t.rank() == 4 { &[2, 0, 1, 3] } else { &[1, 0, 2] };
+                *t = std::mem::replace(t, tensor0(0f32)).permute_axes(perm).unwrap();
+            }
+        }
+        assert_eq!(got.len(), want.len(), "{what}");
+        for ((name, g), (_, w)) in got.iter().zip(&want) {
+            assert_eq!(g.shape(), w.shape(), "{what}: {name}");
+            let (g, w) = (g.try_as_plain_ram().unwrap(), w.try_as_plain_ram().unwrap());
+            for (a, b) in g.as_slice::<f32>().unwrap().iter().zip(w.as_slice::<f32>().unwrap()) {
+                assert!((a - b).abs() <= 1e-6, "{what}: {name}: {a} vs {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lstms_of_another_form_or_size_stay_tracts() {
+    let all = ["y", "y_h", "y_c"];
+    let case = LstmCase { direction: "forward", batch_first: false, bias: true, states: true, outputs: all };
+    let x = tensor1(&small_values(30, 6)).into_shape(&[5, 2, 3]).unwrap();
+    let clipped = Model::load_bytes(&lstm_model(&case, true, 4)).unwrap();
+    assert!(!plan_ops(&clipped, &x).iter().any(|n| n == "LSTM"), "{:?}", plan_ops(&clipped, &x));
+    // 64 units: 256 gates over 67 inputs and states, 17,152 multiply-adds a step, above SMALL_STEP.
+    let large = Model::load_bytes(&lstm_model(&case, false, 64)).unwrap();
+    assert!(!plan_ops(&large, &x).iter().any(|n| n == "LSTM"), "{:?}", plan_ops(&large, &x));
+    let medium = Model::load_bytes(&lstm_model(&case, false, 60)).unwrap();
+    assert!(plan_ops(&medium, &x).iter().any(|n| n == "LSTM"), "{:?}", plan_ops(&medium, &x));
 }

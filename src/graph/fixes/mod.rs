@@ -17,7 +17,9 @@
 //! - `ReduceMax`, `ReduceMin`: minus and plus infinity over sets of floats that are empty or all
 //!   infinite (tract gave the largest finite float);
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
-//!   (tract ran it forward);
+//!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
+//!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
+//!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
@@ -36,6 +38,7 @@ mod fill;
 mod flatten;
 mod gather;
 mod generated;
+mod lstm;
 mod mean;
 mod one_hot;
 mod pad;

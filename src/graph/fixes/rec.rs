@@ -9,6 +9,7 @@
 //! back (its `Y_h` and `Y_c` are the states after the last step it takes, the first time step, as the
 //! specification says). Anything else is tract's.
 
+use super::lstm::LstmOp;
 use super::stock_node::{Fix, StockNode};
 use std::collections::HashMap;
 use tract_onnx::model::ParsingContext;
@@ -33,6 +34,8 @@ pub struct RecFix {
     reverse: bool,
     /// Whether the node has its `Y` output (the first).
     y_output: bool,
+    /// Our kernel, for an `LSTM` of the plain form.
+    ours: Option<LstmOp>,
 }
 
 /// tract's op for a node with its missing initial states given as inputs.
@@ -87,12 +90,13 @@ pub fn rec(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
     } else {
         None
     };
-    if with_states.is_none() && !reverse {
+    let ours = LstmOp::plain(node, label);
+    if with_states.is_none() && !reverse && ours.is_none() {
         return Ok(stock);
     }
     let batch_first = node.attribute.iter().any(|a| a.name == "layout" && a.i == 1);
     let y_output = node.output.first().is_some_and(|n| !n.is_empty());
-    Ok(StockNode::wrap(stock, RecFix { with_states, batch_first, reverse, y_output }, node))
+    Ok(StockNode::wrap(stock, RecFix { with_states, batch_first, reverse, y_output, ours }, node))
 }
 
 /// A view reversing `axis`, as a Slice with step -1 over the whole axis.
@@ -127,6 +131,14 @@ impl Fix for RecFix {
             Ok(target.outlet_fact(*outlet)?.clone())
         };
         let (x, w, r) = (fact(target, 0)?, fact(target, 1)?, fact(target, 2)?);
+        if let Some(op) = &this.fix.ours {
+            let inputs: TVec<OutletId> = node.inputs.iter().map(|o| mapping[o]).collect();
+            let all_f32 =
+                inputs.iter().map(|i| target.outlet_fact(*i)).all(|f| f.is_ok_and(|f| f.datum_type == DatumType::F32));
+            if all_f32 && x.rank() == 3 && w.rank() == 3 && r.rank() == 3 && LstmOp::small(&w, &r) {
+                return target.wire_node(&node.name, op.clone(), &inputs);
+            }
+        }
         if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {
             if this.fix.reverse {
                 let msg = format!("X, W and R must have rank 3, got {}, {} and {}", x.rank(), w.rank(), r.rank());
