@@ -937,3 +937,99 @@ mod unique {
         check_op("Unique");
     }
 }
+
+mod max_unpool {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("MaxUnpool");
+    }
+
+    fn unpool(x: fn() -> Vec<D>, shape: Option<D>, attrs: Vec<(&str, A)>) -> Builder {
+        let mut inputs = vec![("x", DataType::Float, x()), ("i", DataType::Int64, x())];
+        if let Some(len) = shape {
+            inputs.push(("shape", DataType::Int64, vec![len]));
+        }
+        one_node(11, "MaxUnpool", &inputs, attrs)
+    }
+
+    fn k2s2() -> Vec<(&'static str, A)> {
+        vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![2, 2]))]
+    }
+
+    #[test]
+    fn shapes_are_exact_or_minted() {
+        let b = unpool(|| vec![S("batch"), N(3), S("h"), N(4)], None, k2s2());
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 3, 2*h, 8]"]);
+        let pads = vec![("kernel_shape", A::Is(vec![3])), ("strides", A::Is(vec![2])), ("pads", A::Is(vec![1, 0]))];
+        let b = unpool(|| vec![S("batch"), N(3), N(4)], None, pads);
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 3, 8]"]);
+        // output_shape a constant: its values; a graph input: fresh dims bound by the run.
+        let b = Builder::new(11)
+            .input("x", DataType::Float, &[S("batch"), N(1), N(2), N(2)])
+            .input("i", DataType::Int64, &[S("batch"), N(1), N(2), N(2)])
+            .init_i64("shape", &[1, 1, 5, 6])
+            .node("MaxUnpool", "", "n", &["x", "i", "shape"], &["y"], k2s2())
+            .output("y");
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [1, 1, 5, 6]"]);
+        let b = unpool(|| vec![N(1), N(1), N(2), N(2)], Some(S("k")), k2s2()).bytes();
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [n_0"), "{shape}");
+        let m = Model::load_bytes(&b).unwrap();
+        let x = Tensor::from_shape(&[1, 1, 2, 2], &[1f32, 2., 3., 4.]).unwrap();
+        let i = Tensor::from_shape(&[1, 1, 2, 2], &[0i64, 3, 9, 15]).unwrap();
+        let y = m.run(vec![x.clone(), i.clone(), tensor1(&[1i64, 1, 4, 5])]).unwrap().remove(0).1;
+        let mut want = vec![0f32; 20];
+        (want[0], want[3], want[11], want[18]) = (1., 2., 3., 4.);
+        assert_eq!(y, Tensor::from_shape(&[1, 1, 4, 5], &want).unwrap());
+        let e = format!("{:#}", m.run(vec![x.clone(), i.clone(), tensor1(&[1i64, 1, 3, 5])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("output_shape[2] is 3: too small for the 4 positions unpooled"), "{e}");
+        let e = format!("{:#}", m.run(vec![x.clone(), i, tensor1(&[1i64, 1, 4])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("output_shape has 3 values for X of rank 4"), "{e}");
+        let far = Tensor::from_shape(&[1, 1, 2, 2], &[0i64, 3, 16, 1]).unwrap();
+        let e = format!("{:#}", m.run(vec![x, far, tensor1(&[1i64, 1, 4, 5])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("I holds 16 at flat position 2: outside the 16 positions"), "{e}");
+    }
+
+    #[test]
+    fn errors() {
+        let b = |attrs| unpool(|| vec![N(1), N(1), N(2), N(2)], None, attrs).bytes();
+        assert_error(&b(vec![]), &["'n'", "the attribute kernel_shape is required"]);
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![1]))]),
+            &["'n'", "strides has 1 values, 2 expected"],
+        );
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("pads", A::Is(vec![1, 1]))]),
+            &["'n'", "pads has 2 values, 4 expected"],
+        );
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![0, 1]))]),
+            &["'n'", "strides holds 0: it must be at least 1"],
+        );
+        assert_error(&b(vec![("kernel_shape", A::Is(vec![2]))]), &["'n'", "X has rank 4 but the kernel has 1 dims"]);
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![1, 1])), ("pads", A::Is(vec![1, 0, 1, 0]))]),
+            &["'n'", "spatial axis 0 of X has 2 positions: unpooled it would have 0"],
+        );
+        let small = Builder::new(11)
+            .input("x", DataType::Float, &[N(1), N(1), N(2), N(2)])
+            .input("i", DataType::Int64, &[N(1), N(1), N(2), N(2)])
+            .init_i64("shape", &[1, 1, 3, 4])
+            .node("MaxUnpool", "", "n", &["x", "i", "shape"], &["y"], k2s2())
+            .output("y");
+        assert_error(&small.bytes(), &["'n'", "output_shape[2] is 3: too small for the 4 positions unpooled"]);
+        // Sizes beyond memory are refused before allocating.
+        let huge = unpool(
+            || vec![N(1), N(1), S("h"), N(2)],
+            None,
+            vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![1 << 40, 1 << 40]))],
+        );
+        let m = Model::load_bytes(&huge.bytes()).unwrap();
+        let x = Tensor::zero::<f32>(&[1, 1, 2, 2]).unwrap();
+        let e = format!("{:#}", m.run(vec![x, Tensor::zero::<i64>(&[1, 1, 2, 2]).unwrap()]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("more than this process can allocate"), "{e}");
+    }
+}

@@ -177,6 +177,41 @@ def other_cases():
          ceil_mode=1, p=1, oracle="onnxruntime")
 
 
+# --- pooling inverses and convolutions -------------------------------------------------------------
+
+def max_pool(x, **attrs):
+    """MaxPool's values and indices by the reference: what MaxUnpool takes."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    dt = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph([node], "pool", [helper.make_tensor_value_info("x", dt, x.shape)],
+                              [helper.make_tensor_value_info("y", dt, None),
+                               helper.make_tensor_value_info("i", onnx.TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    return ReferenceEvaluator(model).run(None, {"x": x})
+
+
+def unpool_cases():
+    r = rng(9)
+    x = f32(r, 2, 3, 4, 6)
+    v, i = max_pool(x, kernel_shape=[2, 2], strides=[2, 2])
+    case("max_unpool_2d", "MaxUnpool", 11, [("X", v), ("I", i)], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
+    x = f32(r, 1, 2, 5, 5)
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    v, i = max_pool(x, **attrs)
+    case("max_unpool_2d_pads_strides", "MaxUnpool", 11, [("X", v), ("I", i)], ["Y"], **attrs)
+    case("max_unpool_2d_output_shape", "MaxUnpool", 11,
+         [("X", v), ("I", i), ("output_shape", np.array([1, 2, 7, 6], dtype=np.int64))], ["Y"], **attrs)
+    x = f32(r, 2, 2, 9).astype(np.float64)
+    v, i = max_pool(x, kernel_shape=[3], strides=[3])
+    case("max_unpool_1d_f64_opset9_output_shape", "MaxUnpool", 9,
+         [("X", v), ("I", i), ("output_shape", np.array([2, 2, 10], dtype=np.int64))], ["Y"], kernel_shape=[3],
+         strides=[3])
+    x = f32(r, 1, 2, 4, 4, 4).astype(np.float16)
+    v, i = max_pool(x, kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    case("max_unpool_3d_f16", "MaxUnpool", 11, [("X", v), ("I", i)], ["Y"], kernel_shape=[2, 2, 2],
+         strides=[2, 2, 2])
+
+
 # --- fixes of tract's own ops (src/graph/fixes/) -----------------------------------------------------
 
 def region_cases():
@@ -290,6 +325,7 @@ def main():
     attention_cases()
     other_cases()
     region_cases()
+    unpool_cases()
     fix_cases()
     out = []
     for c in CASES:

@@ -16,6 +16,9 @@
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
 //!   class indices, weights, `ignore_index`, reductions ([`loss`]);
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
+//! - `MaxUnpool` (9, 11): `MaxPool`'s values written back at their indices, zeros elsewhere, the
+//!   output dims from the pooling or from `output_shape` (symbolic when known as dims, minted when
+//!   only known at run time);
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `RoiAlign` (10, 16): regions of interest pooled to a fixed grid by bilinear samples, `avg` or
 //!   `max`, `half_pixel` or `output_half_pixel` coordinates;
@@ -37,6 +40,7 @@ mod elements;
 pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
+pub mod max_unpool;
 pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
@@ -57,6 +61,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
+    onnx.op_register.insert("MaxUnpool", max_unpool::max_unpool);
     onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
