@@ -1033,3 +1033,83 @@ mod max_unpool {
         assert!(e.contains("'n'") && e.contains("more than this process can allocate"), "{e}");
     }
 }
+
+mod col2im {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Col2Im");
+    }
+
+    /// Col2Im over `x` with constant image and block shapes.
+    fn constant(x: &[D], image: &[i64], block: &[i64], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        Builder::new(18)
+            .input("x", DataType::Float, x)
+            .init_i64("image", image)
+            .init_i64("block", block)
+            .node("Col2Im", "", "n", &["x", "image", "block"], &["y"], attrs)
+            .output("y")
+            .bytes()
+    }
+
+    #[test]
+    fn shapes_are_exact_or_minted() {
+        let b = constant(&[S("batch"), N(12), N(16)], &[5, 6], &[2, 3], vec![]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, 2, 5, 6]"]);
+        // The image dims from another tensor's shape: symbolic.
+        let b = Builder::new(18)
+            .input("x", DataType::Float, &[S("batch"), N(4), S("l")])
+            .input("like", DataType::Float, &[S("h"), S("w")])
+            .init_i64("block", &[1, 2])
+            .node("Shape", "", "s", &["like"], &["image"], vec![])
+            .node("Col2Im", "", "n", &["x", "image", "block"], &["y"], vec![])
+            .output("y");
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 2, h, w]"]);
+        // Both shapes at run time: C and the image dims minted, bound by the run.
+        let b = one_node(
+            18,
+            "Col2Im",
+            &[
+                ("x", DataType::Float, vec![N(1), N(4), N(2)]),
+                ("image", DataType::Int64, vec![N(2)]),
+                ("block", DataType::Int64, vec![N(2)]),
+            ],
+            vec![],
+        )
+        .bytes();
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [1, n_1") && shape.contains("n_2") && shape.contains("n_3"), "{shape}");
+        let m = Model::load_bytes(&b).unwrap();
+        let x = Tensor::from_shape(&[1, 4, 2], &[1f32, 2., 3., 4., 5., 6., 7., 8.]).unwrap();
+        let y = m.run(vec![x.clone(), tensor1(&[2i64, 3]), tensor1(&[2i64, 2])]).unwrap().remove(0).1;
+        let want = Tensor::from_shape(&[1, 1, 2, 3], &[1f32, 2. + 3., 4., 5., 6. + 7., 8.]).unwrap();
+        assert_eq!(y, want);
+        let e = format!("{:#}", m.run(vec![x.clone(), tensor1(&[2i64, 4]), tensor1(&[2i64, 2])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("input has 2 block positions") && e.contains("give 1 x 3"), "{e}");
+        let e = format!("{:#}", m.run(vec![x.clone(), tensor1(&[2i64, 3]), tensor1(&[3i64, 1])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("input has 4 rows: not a multiple of the block size 3"), "{e}");
+        let e = format!("{:#}", m.run(vec![x, tensor1(&[2i64, 3]), tensor1(&[0i64, 1])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("block_shape holds 0"), "{e}");
+    }
+
+    #[test]
+    fn errors() {
+        let x = [N(1), N(12), N(16)];
+        assert_error(&constant(&x, &[5, 6], &[2, 3], vec![("pads", A::Is(vec![1, 1]))]), &["'n'", "pads has 2 values"]);
+        assert_error(
+            &constant(&x, &[5, 6], &[2, 3], vec![("strides", A::Is(vec![1, 0]))]),
+            &["'n'", "strides holds 0: it must be at least 1"],
+        );
+        assert_error(&constant(&x, &[5, 7], &[2, 3], vec![]), &["'n'", "input has 16 block positions", "give 4 x 5"]);
+        assert_error(&constant(&x, &[5, 6], &[5, 1], vec![]), &["'n'", "input has 12 rows: not a multiple"]);
+        assert_error(&constant(&x, &[1, 6], &[2, 3], vec![]), &["'n'", "a block spans 2 positions on axis 0"]);
+        assert_error(&constant(&x, &[5, 6], &[2, 3, 1], vec![]), &["'n'", "block_shape has 3 values, image_shape 2"]);
+        assert_error(&constant(&[N(12), N(16)], &[5, 6], &[2, 3], vec![]), &["'n'", "input must have rank 3"]);
+        assert_error(
+            &constant(&x, &[5, 6], &[1 << 40, 1 << 40], vec![]),
+            &["'n'", "block_shape [1099511627776, 1099511627776] is too large"],
+        );
+    }
+}

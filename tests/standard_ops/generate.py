@@ -212,6 +212,33 @@ def unpool_cases():
          strides=[2, 2, 2])
 
 
+def col2im_blocks(image, block, dilations, pads, strides):
+    k = len(image)
+    return int(np.prod([(image[a] + pads[a] + pads[k + a] - dilations[a] * (block[a] - 1) - 1) // strides[a] + 1
+                        for a in range(k)]))
+
+
+def col2im_cases():
+    r = rng(18)
+    i64 = lambda *v: np.array(v, dtype=np.int64)
+    L = col2im_blocks([4, 5], [2, 2], [1, 1], [0] * 4, [1, 1])
+    case("col2im_2d", "Col2Im", 18,
+         [("input", f32(r, 2, 2 * 4, L)), ("image_shape", i64(4, 5)), ("block_shape", i64(2, 2))], ["output"])
+    attrs = dict(dilations=[2, 1], pads=[1, 0, 1, 2], strides=[2, 2])
+    L = col2im_blocks([5, 6], [2, 3], **attrs)
+    case("col2im_2d_dilations_pads_strides", "Col2Im", 18,
+         [("input", f32(r, 1, 3 * 6, L)), ("image_shape", i64(5, 6)), ("block_shape", i64(2, 3))], ["output"],
+         **attrs)
+    L = col2im_blocks([7], [3], [1], [1, 2], [2])
+    case("col2im_1d_f64", "Col2Im", 18,
+         [("input", f32(r, 2, 2 * 3, L).astype(np.float64)), ("image_shape", i64(7)), ("block_shape", i64(3))],
+         ["output"], pads=[1, 2], strides=[2])
+    L = col2im_blocks([3, 3, 4], [2, 1, 2], [1, 1, 2], [0] * 6, [1, 1, 1])
+    ints = r.integers(-50, 50, (1, 2 * 4, L)).astype(np.int32)
+    case("col2im_3d_int32", "Col2Im", 18, [("input", ints), ("image_shape", i64(3, 3, 4)), ("block_shape", i64(2, 1, 2))],
+         ["output"], dilations=[1, 1, 2])
+
+
 # --- fixes of tract's own ops (src/graph/fixes/) -----------------------------------------------------
 
 def region_cases():
@@ -326,6 +353,7 @@ def main():
     other_cases()
     region_cases()
     unpool_cases()
+    col2im_cases()
     fix_cases()
     out = []
     for c in CASES:

@@ -9,6 +9,8 @@
 //!   an optional SiLU;
 //! - `CenterCropPad` (18): centred crop and zero pad, output dims from `shape` (symbolic when known
 //!   as dims, minted when only known at run time);
+//! - `Col2Im` (18): columns of blocks summed back into images (padding, strides, dilations), the
+//!   image dims exact when `image_shape` is known, minted when only known at run time;
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
 //! - `Det` (11): determinants of the last two axes;
 //! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
@@ -34,6 +36,7 @@ mod attrs;
 pub mod bitcast;
 pub mod causal_conv;
 pub mod center_crop_pad;
+pub mod col2im;
 pub mod cumprod;
 pub mod det;
 mod elements;
@@ -57,6 +60,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("BitCast", bitcast::bitcast);
     onnx.op_register.insert("CausalConvWithState", causal_conv::causal_conv);
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
+    onnx.op_register.insert("Col2Im", col2im::col2im);
     onnx.op_register.insert("CumProd", cumprod::cumprod);
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
