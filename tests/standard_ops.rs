@@ -1113,3 +1113,129 @@ mod col2im {
         );
     }
 }
+
+mod deform_conv {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("DeformConv");
+    }
+
+    fn deform(x: Vec<D>, w: Vec<D>, offset: Vec<D>, more: Vec<(&str, Vec<D>)>, attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut inputs =
+            vec![("x", DataType::Float, x), ("w", DataType::Float, w), ("offset", DataType::Float, offset)];
+        inputs.extend(more.into_iter().map(|(name, dims)| (name, DataType::Float, dims)));
+        one_node(19, "DeformConv", &inputs, attrs).bytes()
+    }
+
+    #[test]
+    fn shapes_are_exact() {
+        let attrs = vec![
+            ("group", A::I(2)),
+            ("offset_group", A::I(2)),
+            ("pads", A::Is(vec![1, 0, 1, 1])),
+            ("strides", A::Is(vec![2, 1])),
+        ];
+        let b = deform(
+            vec![S("batch"), N(4), S("h"), N(6)],
+            vec![N(6), N(2), N(3), N(2)],
+            vec![S("batch"), N(24), S("oh"), N(6)],
+            vec![("b", vec![N(6)])],
+            attrs,
+        );
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [batch, 6, ") && shape.ends_with(", 6]") && shape.contains('h'), "{shape}");
+        let b = deform(
+            vec![N(1), N(2), N(7)],
+            vec![N(3), N(2), N(3)],
+            vec![N(1), N(3), N(4)],
+            vec![],
+            vec![("pads", A::Is(vec![1, 1])), ("strides", A::Is(vec![2]))],
+        );
+        assert_eq!(inferred(&b, &["y"]), ["F32 [1, 3, 4]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let x = || vec![N(1), N(4), N(5), N(5)];
+        let w = |m, c, k| vec![N(m), N(c), N(k), N(2)];
+        let off = |c, h| vec![N(1), N(c), N(h), N(4)];
+        let g = |g| vec![("group", A::I(g))];
+        let ok = deform(x(), w(6, 2, 2), off(8, 4), vec![], g(2));
+        assert_eq!(inferred(&ok, &["y"]), ["F32 [1, 6, 4, 4]"]);
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], g(3)),
+                "X has 4 channels: group 3 and offset_group 1 must divide",
+            ),
+            (deform(x(), w(6, 2, 2), off(8, 4), vec![], g(0)), "attribute group is 0: it must be at least 1"),
+            (
+                deform(x(), w(6, 2, 2), off(7, 4), vec![], g(2)),
+                "offset has 7 channels: offset_group 1 x 4 kernel taps x 2 axes",
+            ),
+            (
+                deform(x(), w(6, 2, 2), off(8, 3), vec![], g(2)),
+                "offset has 3 positions on spatial axis 0: the convolution gives 4",
+            ),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], g(1)),
+                "W has 2 channels per group: times group 1 is not X's 4",
+            ),
+            (deform(x(), w(5, 2, 2), off(8, 4), vec![], g(2)), "W has 5 output channels: group 2 does not divide them"),
+            (deform(x(), w(6, 2, 7), off(28, 4), vec![], g(2)), "the kernel spans 7 positions on spatial axis 0"),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], vec![("group", A::I(2)), ("kernel_shape", A::Is(vec![2]))]),
+                "kernel_shape has 1 values, 2 expected",
+            ),
+            (
+                deform(
+                    x(),
+                    w(6, 2, 2),
+                    off(8, 4),
+                    vec![],
+                    vec![("group", A::I(2)), ("kernel_shape", A::Is(vec![3, 2]))],
+                ),
+                "kernel_shape[0] is 3 but W's kernel has 2",
+            ),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], vec![("group", A::I(2)), ("strides", A::Is(vec![0, 1]))]),
+                "strides holds 0: it must be at least 1",
+            ),
+            (
+                deform(
+                    x(),
+                    w(6, 2, 2),
+                    off(8, 4),
+                    vec![],
+                    vec![("group", A::I(2)), ("dilations", A::Is(vec![1 << 40, 1]))],
+                ),
+                "the kernel spans 1099511627777 positions on spatial axis 0",
+            ),
+            (deform(x(), w(6, 2, 2), off(8, 4), vec![("b", vec![N(5)])], g(2)), "B has shape [5]: [6] is needed"),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![("b", vec![N(6)]), ("m", vec![N(1), N(3), N(4), N(4)])], g(2)),
+                "mask has shape [1, 3, 4, 4]: [N, offset_group 1 x 4 kernel taps, output positions] is needed",
+            ),
+        ];
+        for (bytes, part) in cases {
+            assert_error(&bytes, &["node 'n' (DeformConv)", part]);
+        }
+        // Shapes known only at run time are checked then.
+        let b = deform(
+            vec![N(1), N(4), N(5), N(5)],
+            vec![N(6), N(2), N(2), N(2)],
+            vec![N(1), S("c"), N(4), N(4)],
+            vec![],
+            g(2),
+        );
+        let m = Model::load_bytes(&b).unwrap();
+        let zeros = |s: &[usize]| Tensor::zero::<f32>(s).unwrap();
+        let e =
+            format!("{:#}", m.run(vec![zeros(&[1, 4, 5, 5]), zeros(&[6, 2, 2, 2]), zeros(&[1, 6, 4, 4])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("offset has 6 channels"), "{e}");
+        let y = m.run(vec![zeros(&[1, 4, 5, 5]), zeros(&[6, 2, 2, 2]), zeros(&[1, 8, 4, 4])]).unwrap().remove(0).1;
+        assert_eq!(y.shape(), &[1, 6, 4, 4]);
+    }
+}

@@ -12,6 +12,8 @@
 //! - `Col2Im` (18): columns of blocks summed back into images (padding, strides, dilations), the
 //!   image dims exact when `image_shape` is known, minted when only known at run time;
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
+//! - `DeformConv` (19): a grouped convolution whose taps are moved by offsets (interpolated
+//!   linearly, zero outside) and scaled by an optional mask, any spatial rank;
 //! - `Det` (11): determinants of the last two axes;
 //! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
 //!   grouped query heads ([`linear_attention`]);
@@ -38,6 +40,7 @@ pub mod causal_conv;
 pub mod center_crop_pad;
 pub mod col2im;
 pub mod cumprod;
+pub mod deform_conv;
 pub mod det;
 mod elements;
 pub mod linear_attention;
@@ -62,6 +65,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
     onnx.op_register.insert("Col2Im", col2im::col2im);
     onnx.op_register.insert("CumProd", cumprod::cumprod);
+    onnx.op_register.insert("DeformConv", deform_conv::deform_conv);
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
