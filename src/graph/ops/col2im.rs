@@ -1,9 +1,9 @@
 //! ONNX `Col2Im` (opset 18): the inverse of im2col, columns of blocks summed back into images.
 //!
 //! `input` is `[N, C * prod(block_shape), L]`: for each of the `L` block positions (row-major over
-//! the grid of positions the blocks take, `(image + pad_begin + pad_end - dilation * (block - 1) -
-//! 1) / stride + 1` per axis, whose product must be `L`) and each element of a block, one value per
-//! channel. The output `[N, C, image_shape...]` sums every value falling on each pixel; values
+//! the grid of positions the blocks take, per axis
+//! `(image + pad_begin + pad_end - dilation * (block - 1) - 1) / stride + 1`, whose product must be
+//! `L`) and each element of a block, one value per channel. The output `[N, C, image_shape...]` sums every value falling on each pixel; values
 //! falling in the padding are dropped.
 //!
 //! `image_shape` and `block_shape` are inputs: known to analysis (numbers, or dims from `Shape` for
