@@ -937,3 +937,305 @@ mod unique {
         check_op("Unique");
     }
 }
+
+mod max_unpool {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("MaxUnpool");
+    }
+
+    fn unpool(x: fn() -> Vec<D>, shape: Option<D>, attrs: Vec<(&str, A)>) -> Builder {
+        let mut inputs = vec![("x", DataType::Float, x()), ("i", DataType::Int64, x())];
+        if let Some(len) = shape {
+            inputs.push(("shape", DataType::Int64, vec![len]));
+        }
+        one_node(11, "MaxUnpool", &inputs, attrs)
+    }
+
+    fn k2s2() -> Vec<(&'static str, A)> {
+        vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![2, 2]))]
+    }
+
+    #[test]
+    fn shapes_are_exact_or_minted() {
+        let b = unpool(|| vec![S("batch"), N(3), S("h"), N(4)], None, k2s2());
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 3, 2*h, 8]"]);
+        let pads = vec![("kernel_shape", A::Is(vec![3])), ("strides", A::Is(vec![2])), ("pads", A::Is(vec![1, 0]))];
+        let b = unpool(|| vec![S("batch"), N(3), N(4)], None, pads);
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 3, 8]"]);
+        // output_shape a constant: its values; a graph input: fresh dims bound by the run.
+        let b = Builder::new(11)
+            .input("x", DataType::Float, &[S("batch"), N(1), N(2), N(2)])
+            .input("i", DataType::Int64, &[S("batch"), N(1), N(2), N(2)])
+            .init_i64("shape", &[1, 1, 5, 6])
+            .node("MaxUnpool", "", "n", &["x", "i", "shape"], &["y"], k2s2())
+            .output("y");
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [1, 1, 5, 6]"]);
+        let b = unpool(|| vec![N(1), N(1), N(2), N(2)], Some(S("k")), k2s2()).bytes();
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [n_0"), "{shape}");
+        let m = Model::load_bytes(&b).unwrap();
+        let x = Tensor::from_shape(&[1, 1, 2, 2], &[1f32, 2., 3., 4.]).unwrap();
+        let i = Tensor::from_shape(&[1, 1, 2, 2], &[0i64, 3, 9, 15]).unwrap();
+        let y = m.run(vec![x.clone(), i.clone(), tensor1(&[1i64, 1, 4, 5])]).unwrap().remove(0).1;
+        let mut want = vec![0f32; 20];
+        (want[0], want[3], want[11], want[18]) = (1., 2., 3., 4.);
+        assert_eq!(y, Tensor::from_shape(&[1, 1, 4, 5], &want).unwrap());
+        let e = format!("{:#}", m.run(vec![x.clone(), i.clone(), tensor1(&[1i64, 1, 3, 5])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("output_shape[2] is 3: too small for the 4 positions unpooled"), "{e}");
+        let e = format!("{:#}", m.run(vec![x.clone(), i, tensor1(&[1i64, 1, 4])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("output_shape has 3 values for X of rank 4"), "{e}");
+        let far = Tensor::from_shape(&[1, 1, 2, 2], &[0i64, 3, 16, 1]).unwrap();
+        let e = format!("{:#}", m.run(vec![x, far, tensor1(&[1i64, 1, 4, 5])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("I holds 16 at flat position 2: outside the 16 positions"), "{e}");
+    }
+
+    #[test]
+    fn errors() {
+        let b = |attrs| unpool(|| vec![N(1), N(1), N(2), N(2)], None, attrs).bytes();
+        assert_error(&b(vec![]), &["'n'", "the attribute kernel_shape is required"]);
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![1]))]),
+            &["'n'", "strides has 1 values, 2 expected"],
+        );
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("pads", A::Is(vec![1, 1]))]),
+            &["'n'", "pads has 2 values, 4 expected"],
+        );
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![0, 1]))]),
+            &["'n'", "strides holds 0: it must be at least 1"],
+        );
+        assert_error(&b(vec![("kernel_shape", A::Is(vec![2]))]), &["'n'", "X has rank 4 but the kernel has 1 dims"]);
+        assert_error(
+            &b(vec![("kernel_shape", A::Is(vec![1, 1])), ("pads", A::Is(vec![1, 0, 1, 0]))]),
+            &["'n'", "spatial axis 0 of X has 2 positions: unpooled it would have 0"],
+        );
+        let small = Builder::new(11)
+            .input("x", DataType::Float, &[N(1), N(1), N(2), N(2)])
+            .input("i", DataType::Int64, &[N(1), N(1), N(2), N(2)])
+            .init_i64("shape", &[1, 1, 3, 4])
+            .node("MaxUnpool", "", "n", &["x", "i", "shape"], &["y"], k2s2())
+            .output("y");
+        assert_error(&small.bytes(), &["'n'", "output_shape[2] is 3: too small for the 4 positions unpooled"]);
+        // Sizes beyond memory are refused before allocating.
+        let huge = unpool(
+            || vec![N(1), N(1), S("h"), N(2)],
+            None,
+            vec![("kernel_shape", A::Is(vec![2, 2])), ("strides", A::Is(vec![1 << 40, 1 << 40]))],
+        );
+        let m = Model::load_bytes(&huge.bytes()).unwrap();
+        let x = Tensor::zero::<f32>(&[1, 1, 2, 2]).unwrap();
+        let e = format!("{:#}", m.run(vec![x, Tensor::zero::<i64>(&[1, 1, 2, 2]).unwrap()]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("more than this process can allocate"), "{e}");
+    }
+}
+
+mod col2im {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Col2Im");
+    }
+
+    /// Col2Im over `x` with constant image and block shapes.
+    fn constant(x: &[D], image: &[i64], block: &[i64], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        Builder::new(18)
+            .input("x", DataType::Float, x)
+            .init_i64("image", image)
+            .init_i64("block", block)
+            .node("Col2Im", "", "n", &["x", "image", "block"], &["y"], attrs)
+            .output("y")
+            .bytes()
+    }
+
+    #[test]
+    fn shapes_are_exact_or_minted() {
+        let b = constant(&[S("batch"), N(12), N(16)], &[5, 6], &[2, 3], vec![]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, 2, 5, 6]"]);
+        // The image dims from another tensor's shape: symbolic.
+        let b = Builder::new(18)
+            .input("x", DataType::Float, &[S("batch"), N(4), S("l")])
+            .input("like", DataType::Float, &[S("h"), S("w")])
+            .init_i64("block", &[1, 2])
+            .node("Shape", "", "s", &["like"], &["image"], vec![])
+            .node("Col2Im", "", "n", &["x", "image", "block"], &["y"], vec![])
+            .output("y");
+        assert_eq!(inferred(&b.bytes(), &["y"]), ["F32 [batch, 2, h, w]"]);
+        // Both shapes at run time: C and the image dims minted, bound by the run.
+        let b = one_node(
+            18,
+            "Col2Im",
+            &[
+                ("x", DataType::Float, vec![N(1), N(4), N(2)]),
+                ("image", DataType::Int64, vec![N(2)]),
+                ("block", DataType::Int64, vec![N(2)]),
+            ],
+            vec![],
+        )
+        .bytes();
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [1, n_1") && shape.contains("n_2") && shape.contains("n_3"), "{shape}");
+        let m = Model::load_bytes(&b).unwrap();
+        let x = Tensor::from_shape(&[1, 4, 2], &[1f32, 2., 3., 4., 5., 6., 7., 8.]).unwrap();
+        let y = m.run(vec![x.clone(), tensor1(&[2i64, 3]), tensor1(&[2i64, 2])]).unwrap().remove(0).1;
+        let want = Tensor::from_shape(&[1, 1, 2, 3], &[1f32, 2. + 3., 4., 5., 6. + 7., 8.]).unwrap();
+        assert_eq!(y, want);
+        let e = format!("{:#}", m.run(vec![x.clone(), tensor1(&[2i64, 4]), tensor1(&[2i64, 2])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("input has 2 block positions") && e.contains("give 1 x 3"), "{e}");
+        let e = format!("{:#}", m.run(vec![x.clone(), tensor1(&[2i64, 3]), tensor1(&[3i64, 1])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("input has 4 rows: not a multiple of the block size 3"), "{e}");
+        let e = format!("{:#}", m.run(vec![x, tensor1(&[2i64, 3]), tensor1(&[0i64, 1])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("block_shape holds 0"), "{e}");
+    }
+
+    #[test]
+    fn errors() {
+        let x = [N(1), N(12), N(16)];
+        assert_error(&constant(&x, &[5, 6], &[2, 3], vec![("pads", A::Is(vec![1, 1]))]), &["'n'", "pads has 2 values"]);
+        assert_error(
+            &constant(&x, &[5, 6], &[2, 3], vec![("strides", A::Is(vec![1, 0]))]),
+            &["'n'", "strides holds 0: it must be at least 1"],
+        );
+        assert_error(&constant(&x, &[5, 7], &[2, 3], vec![]), &["'n'", "input has 16 block positions", "give 4 x 5"]);
+        assert_error(&constant(&x, &[5, 6], &[5, 1], vec![]), &["'n'", "input has 12 rows: not a multiple"]);
+        assert_error(&constant(&x, &[1, 6], &[2, 3], vec![]), &["'n'", "a block spans 2 positions on axis 0"]);
+        assert_error(&constant(&x, &[5, 6], &[2, 3, 1], vec![]), &["'n'", "block_shape has 3 values, image_shape 2"]);
+        assert_error(&constant(&[N(12), N(16)], &[5, 6], &[2, 3], vec![]), &["'n'", "input must have rank 3"]);
+        assert_error(
+            &constant(&x, &[5, 6], &[1 << 40, 1 << 40], vec![]),
+            &["'n'", "block_shape [1099511627776, 1099511627776] is too large"],
+        );
+    }
+}
+
+mod deform_conv {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("DeformConv");
+    }
+
+    fn deform(x: Vec<D>, w: Vec<D>, offset: Vec<D>, more: Vec<(&str, Vec<D>)>, attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut inputs =
+            vec![("x", DataType::Float, x), ("w", DataType::Float, w), ("offset", DataType::Float, offset)];
+        inputs.extend(more.into_iter().map(|(name, dims)| (name, DataType::Float, dims)));
+        one_node(19, "DeformConv", &inputs, attrs).bytes()
+    }
+
+    #[test]
+    fn shapes_are_exact() {
+        let attrs = vec![
+            ("group", A::I(2)),
+            ("offset_group", A::I(2)),
+            ("pads", A::Is(vec![1, 0, 1, 1])),
+            ("strides", A::Is(vec![2, 1])),
+        ];
+        let b = deform(
+            vec![S("batch"), N(4), S("h"), N(6)],
+            vec![N(6), N(2), N(3), N(2)],
+            vec![S("batch"), N(24), S("oh"), N(6)],
+            vec![("b", vec![N(6)])],
+            attrs,
+        );
+        let shape = &inferred(&b, &["y"])[0];
+        assert!(shape.starts_with("F32 [batch, 6, ") && shape.ends_with(", 6]") && shape.contains('h'), "{shape}");
+        let b = deform(
+            vec![N(1), N(2), N(7)],
+            vec![N(3), N(2), N(3)],
+            vec![N(1), N(3), N(4)],
+            vec![],
+            vec![("pads", A::Is(vec![1, 1])), ("strides", A::Is(vec![2]))],
+        );
+        assert_eq!(inferred(&b, &["y"]), ["F32 [1, 3, 4]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let x = || vec![N(1), N(4), N(5), N(5)];
+        let w = |m, c, k| vec![N(m), N(c), N(k), N(2)];
+        let off = |c, h| vec![N(1), N(c), N(h), N(4)];
+        let g = |g| vec![("group", A::I(g))];
+        let ok = deform(x(), w(6, 2, 2), off(8, 4), vec![], g(2));
+        assert_eq!(inferred(&ok, &["y"]), ["F32 [1, 6, 4, 4]"]);
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], g(3)),
+                "X has 4 channels: group 3 and offset_group 1 must divide",
+            ),
+            (deform(x(), w(6, 2, 2), off(8, 4), vec![], g(0)), "attribute group is 0: it must be at least 1"),
+            (
+                deform(x(), w(6, 2, 2), off(7, 4), vec![], g(2)),
+                "offset has 7 channels: offset_group 1 x 4 kernel taps x 2 axes",
+            ),
+            (
+                deform(x(), w(6, 2, 2), off(8, 3), vec![], g(2)),
+                "offset has 3 positions on spatial axis 0: the convolution gives 4",
+            ),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], g(1)),
+                "W has 2 channels per group: times group 1 is not X's 4",
+            ),
+            (deform(x(), w(5, 2, 2), off(8, 4), vec![], g(2)), "W has 5 output channels: group 2 does not divide them"),
+            (deform(x(), w(6, 2, 7), off(28, 4), vec![], g(2)), "the kernel spans 7 positions on spatial axis 0"),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], vec![("group", A::I(2)), ("kernel_shape", A::Is(vec![2]))]),
+                "kernel_shape has 1 values, 2 expected",
+            ),
+            (
+                deform(
+                    x(),
+                    w(6, 2, 2),
+                    off(8, 4),
+                    vec![],
+                    vec![("group", A::I(2)), ("kernel_shape", A::Is(vec![3, 2]))],
+                ),
+                "kernel_shape[0] is 3 but W's kernel has 2",
+            ),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![], vec![("group", A::I(2)), ("strides", A::Is(vec![0, 1]))]),
+                "strides holds 0: it must be at least 1",
+            ),
+            (
+                deform(
+                    x(),
+                    w(6, 2, 2),
+                    off(8, 4),
+                    vec![],
+                    vec![("group", A::I(2)), ("dilations", A::Is(vec![1 << 40, 1]))],
+                ),
+                "the kernel spans 1099511627777 positions on spatial axis 0",
+            ),
+            (deform(x(), w(6, 2, 2), off(8, 4), vec![("b", vec![N(5)])], g(2)), "B has shape [5]: [6] is needed"),
+            (
+                deform(x(), w(6, 2, 2), off(8, 4), vec![("b", vec![N(6)]), ("m", vec![N(1), N(3), N(4), N(4)])], g(2)),
+                "mask has shape [1, 3, 4, 4]: [N, offset_group 1 x 4 kernel taps, output positions] is needed",
+            ),
+        ];
+        for (bytes, part) in cases {
+            assert_error(&bytes, &["node 'n' (DeformConv)", part]);
+        }
+        // Shapes known only at run time are checked then.
+        let b = deform(
+            vec![N(1), N(4), N(5), N(5)],
+            vec![N(6), N(2), N(2), N(2)],
+            vec![N(1), S("c"), N(4), N(4)],
+            vec![],
+            g(2),
+        );
+        let m = Model::load_bytes(&b).unwrap();
+        let zeros = |s: &[usize]| Tensor::zero::<f32>(s).unwrap();
+        let e =
+            format!("{:#}", m.run(vec![zeros(&[1, 4, 5, 5]), zeros(&[6, 2, 2, 2]), zeros(&[1, 6, 4, 4])]).unwrap_err());
+        assert!(e.contains("'n'") && e.contains("offset has 6 channels"), "{e}");
+        let y = m.run(vec![zeros(&[1, 4, 5, 5]), zeros(&[6, 2, 2, 2]), zeros(&[1, 8, 4, 4])]).unwrap().remove(0).1;
+        assert_eq!(y.shape(), &[1, 6, 4, 4]);
+    }
+}

@@ -70,3 +70,33 @@ pub fn elem_type(label: &Label, name: &str, code: i64) -> TractResult<DatumType>
     let code = i32::try_from(code).map_err(|_| label.err(format!("attribute {name}: {code} is no ONNX type")))?;
     crate::onnx::datum_type_of_elem(code).map_err(|e| label.err(format!("attribute {name}: {e}")))
 }
+
+/// An `ints` attribute of sizes, if present: each value at least `min` (1 for kernels, strides and
+/// dilations, 0 for pads), as `usize`.
+pub(crate) fn sizes(label: &Label, node: &NodeProto, name: &str, min: i64) -> TractResult<Option<Vec<usize>>> {
+    let Some(values) = ints(label, node, name)? else { return Ok(None) };
+    values
+        .iter()
+        .map(|&v| match usize::try_from(v) {
+            Ok(u) if v >= min => Ok(u),
+            _ => Err(label.err(format!("attribute {name} holds {v}: it must be at least {min}"))),
+        })
+        .collect::<TractResult<Vec<usize>>>()
+        .map(Some)
+}
+
+/// Checks that the attribute `name`, when given, has `want` values (the spatial rank or twice it).
+pub(crate) fn check_len(label: &Label, name: &str, values: Option<&Vec<usize>>, want: usize) -> TractResult<()> {
+    match values {
+        Some(v) if v.len() != want => {
+            Err(label.err(format!("attribute {name} has {} values, {want} expected for {} spatial axes", v.len(), {
+                if name == "pads" {
+                    want / 2
+                } else {
+                    want
+                }
+            })))
+        }
+        _ => Ok(()),
+    }
+}

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = []
 
 
-def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, **attrs):
+def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, expected=None, **attrs):
     """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
     is onnx's reference implementation, or onnxruntime where the reference is known to be wrong.
     `rtol`: the relative tolerance of float outputs where the oracle rounds at every step (the test's
@@ -31,6 +31,8 @@ def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=N
                  oracle=oracle)
     if rtol is not None:
         entry["rtol"] = rtol
+    if expected is not None:
+        entry["expected"] = expected
     CASES.append(entry)
 
 
@@ -177,6 +179,104 @@ def other_cases():
          ceil_mode=1, p=1, oracle="onnxruntime")
 
 
+# --- pooling inverses and convolutions -------------------------------------------------------------
+
+def max_pool(x, **attrs):
+    """MaxPool's values and indices by the reference: what MaxUnpool takes."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    dt = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph([node], "pool", [helper.make_tensor_value_info("x", dt, x.shape)],
+                              [helper.make_tensor_value_info("y", dt, None),
+                               helper.make_tensor_value_info("i", onnx.TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    return ReferenceEvaluator(model).run(None, {"x": x})
+
+
+def unpool_cases():
+    r = rng(9)
+    x = f32(r, 2, 3, 4, 6)
+    v, i = max_pool(x, kernel_shape=[2, 2], strides=[2, 2])
+    case("max_unpool_2d", "MaxUnpool", 11, [("X", v), ("I", i)], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
+    x = f32(r, 1, 2, 5, 5)
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    v, i = max_pool(x, **attrs)
+    case("max_unpool_2d_pads_strides", "MaxUnpool", 11, [("X", v), ("I", i)], ["Y"], **attrs)
+    case("max_unpool_2d_output_shape", "MaxUnpool", 11,
+         [("X", v), ("I", i), ("output_shape", np.array([1, 2, 7, 6], dtype=np.int64))], ["Y"], **attrs)
+    x = f32(r, 2, 2, 9).astype(np.float64)
+    v, i = max_pool(x, kernel_shape=[3], strides=[3])
+    case("max_unpool_1d_f64_opset9_output_shape", "MaxUnpool", 9,
+         [("X", v), ("I", i), ("output_shape", np.array([2, 2, 10], dtype=np.int64))], ["Y"], kernel_shape=[3],
+         strides=[3])
+    x = f32(r, 1, 2, 4, 4, 4).astype(np.float16)
+    v, i = max_pool(x, kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    case("max_unpool_3d_f16", "MaxUnpool", 11, [("X", v), ("I", i)], ["Y"], kernel_shape=[2, 2, 2],
+         strides=[2, 2, 2])
+
+
+def col2im_blocks(image, block, dilations, pads, strides):
+    k = len(image)
+    return int(np.prod([(image[a] + pads[a] + pads[k + a] - dilations[a] * (block[a] - 1) - 1) // strides[a] + 1
+                        for a in range(k)]))
+
+
+def col2im_cases():
+    r = rng(18)
+    i64 = lambda *v: np.array(v, dtype=np.int64)
+    L = col2im_blocks([4, 5], [2, 2], [1, 1], [0] * 4, [1, 1])
+    case("col2im_2d", "Col2Im", 18,
+         [("input", f32(r, 2, 2 * 4, L)), ("image_shape", i64(4, 5)), ("block_shape", i64(2, 2))], ["output"])
+    attrs = dict(dilations=[2, 1], pads=[1, 0, 1, 2], strides=[2, 2])
+    L = col2im_blocks([5, 6], [2, 3], **attrs)
+    case("col2im_2d_dilations_pads_strides", "Col2Im", 18,
+         [("input", f32(r, 1, 3 * 6, L)), ("image_shape", i64(5, 6)), ("block_shape", i64(2, 3))], ["output"],
+         **attrs)
+    L = col2im_blocks([7], [3], [1], [1, 2], [2])
+    case("col2im_1d_f64", "Col2Im", 18,
+         [("input", f32(r, 2, 2 * 3, L).astype(np.float64)), ("image_shape", i64(7)), ("block_shape", i64(3))],
+         ["output"], pads=[1, 2], strides=[2])
+    L = col2im_blocks([3, 3, 4], [2, 1, 2], [1, 1, 2], [0] * 6, [1, 1, 1])
+    ints = r.integers(-50, 50, (1, 2 * 4, L)).astype(np.int32)
+    case("col2im_3d_int32", "Col2Im", 18, [("input", ints), ("image_shape", i64(3, 3, 4)), ("block_shape", i64(2, 1, 2))],
+         ["output"], dilations=[1, 1, 2])
+
+
+def deform_conv_cases():
+    r = rng(19)
+    # Taps moved by fractions, some outside the input; the reference interpolates with GridSample in
+    # float64 coordinates and sums step by step: compared within 1e-5.
+    x, w = f32(r, 2, 4, 5, 6), f32(r, 6, 2, 3, 2)
+    attrs = dict(group=2, offset_group=2, pads=[1, 0, 1, 1], strides=[2, 1], dilations=[1, 2])
+    oh, ow = (5 + 2 - 3) // 2 + 1, (6 + 1 - 3) // 1 + 1
+    offset = f32(r, 2, 2 * 6 * 2, oh, ow, scale=1.5)
+    mask = np.abs(f32(r, 2, 2 * 6, oh, ow))
+    case("deform_conv_groups_mask_bias", "DeformConv", 19,
+         [("X", x), ("W", w), ("offset", offset), ("B", f32(r, 6)), ("mask", mask)], ["Y"], rtol=1e-5,
+         kernel_shape=[3, 2], **attrs)
+    case("deform_conv_groups_no_bias_mask_only", "DeformConv", 19,
+         [("X", x), ("W", w), ("offset", offset), ("", None), ("mask", mask)], ["Y"], rtol=1e-5, **attrs)
+    x64, w64 = f32(r, 1, 3, 4, 4).astype(np.float64), f32(r, 2, 3, 2, 2).astype(np.float64)
+    case("deform_conv_f64_default_attrs", "DeformConv", 19,
+         [("X", x64), ("W", w64), ("offset", f32(r, 1, 8, 3, 3, scale=2.0).astype(np.float64))], ["Y"],
+         rtol=1e-10)
+    # 1-D: the reference does 2-D only, so the expected values are a 2-D case's first row, its input
+    # of two equal rows, its kernel one row high and its vertical offsets zero.
+    x1, w1 = f32(r, 1, 2, 7), f32(r, 3, 2, 3)
+    off1 = f32(r, 1, 3, 4, scale=1.5)
+    off2 = np.zeros((1, 3, 2, 2, 4), dtype=np.float32)
+    off2[:, :, 1] = off1[:, :, None, :]
+    node = helper.make_node("DeformConv", ["X", "W", "offset"], ["Y"], pads=[0, 1, 0, 1], strides=[1, 2])
+    ins = [("X", np.repeat(x1[:, :, None, :], 2, axis=2)), ("W", w1[:, :, None, :]),
+           ("offset", off2.reshape(1, 6, 2, 4))]
+    graph = helper.make_graph([node], "deform_2d", [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, a.shape)
+                                                    for n, a in ins],
+                              [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    (y2,) = ReferenceEvaluator(model).run(None, dict(ins))
+    case("deform_conv_1d", "DeformConv", 19, [("X", x1), ("W", w1), ("offset", off1)], ["Y"], rtol=1e-5,
+         expected=[np.ascontiguousarray(y2[:, :, 0, :])], pads=[1, 1], strides=[2])
+
+
 # --- fixes of tract's own ops (src/graph/fixes/) -----------------------------------------------------
 
 def region_cases():
@@ -290,12 +390,17 @@ def main():
     attention_cases()
     other_cases()
     region_cases()
+    unpool_cases()
+    col2im_cases()
+    deform_conv_cases()
     fix_cases()
     out = []
     for c in CASES:
         model, given = build(c)
         feeds = {n: a for n, a in given}
-        if c["oracle"] == "onnxruntime":
+        if "expected" in c:
+            results = c["expected"]
+        elif c["oracle"] == "onnxruntime":
             import onnxruntime
 
             model.ir_version = 9

@@ -41,3 +41,14 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
     }
     s
 }
+
+/// Checks, before allocating, that a tensor of `shape` with `elem_size`-byte elements fits in
+/// memory and that tract can represent its shape (even an empty one); the error names the node.
+pub(crate) fn check_output(label: &crate::graph::Label, shape: &[usize], elem_size: usize) -> TractResult<usize> {
+    let numel = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64)).unwrap_or(u64::MAX);
+    crate::kernel::check_allocation(numel, elem_size).map_err(|e| label.err(e))?;
+    if !crate::kernel::representable(shape, elem_size) {
+        return Err(label.err(format!("an output of shape {shape:?} cannot be represented")));
+    }
+    Ok(numel as usize)
+}

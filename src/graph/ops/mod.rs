@@ -9,13 +9,20 @@
 //!   an optional SiLU;
 //! - `CenterCropPad` (18): centred crop and zero pad, output dims from `shape` (symbolic when known
 //!   as dims, minted when only known at run time);
+//! - `Col2Im` (18): columns of blocks summed back into images (padding, strides, dilations), the
+//!   image dims exact when `image_shape` is known, minted when only known at run time;
 //! - `CumProd` (26): running products, `exclusive` and `reverse`;
+//! - `DeformConv` (19): a grouped convolution whose taps are moved by offsets (interpolated
+//!   linearly, zero outside) and scaled by an optional mask, any spatial rank;
 //! - `Det` (11): determinants of the last two axes;
 //! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
 //!   grouped query heads ([`linear_attention`]);
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
 //!   class indices, weights, `ignore_index`, reductions ([`loss`]);
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
+//! - `MaxUnpool` (9, 11): `MaxPool`'s values written back at their indices, zeros elsewhere, the
+//!   output dims from the pooling or from `output_shape` (symbolic when known as dims, minted when
+//!   only known at run time);
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `RoiAlign` (10, 16): regions of interest pooled to a fixed grid by bilinear samples, `avg` or
 //!   `max`, `half_pixel` or `output_half_pixel` coordinates;
@@ -31,12 +38,15 @@ use super::attrs;
 pub mod bitcast;
 pub mod causal_conv;
 pub mod center_crop_pad;
+pub mod col2im;
 pub mod cumprod;
+pub mod deform_conv;
 pub mod det;
 mod elements;
 pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
+pub mod max_unpool;
 pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
@@ -53,10 +63,13 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("BitCast", bitcast::bitcast);
     onnx.op_register.insert("CausalConvWithState", causal_conv::causal_conv);
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
+    onnx.op_register.insert("Col2Im", col2im::col2im);
     onnx.op_register.insert("CumProd", cumprod::cumprod);
+    onnx.op_register.insert("DeformConv", deform_conv::deform_conv);
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
+    onnx.op_register.insert("MaxUnpool", max_unpool::max_unpool);
     onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
