@@ -10,20 +10,18 @@
 
 mod common;
 
-use common::cli::scratch;
+use common::cli::{run_command_within, scratch, Limits, Run};
 use common::fixtures::{models_dir, same};
 use common::onnx_build::{Builder, A, D};
 use common::reference;
 use common::tensors::{arange_f32, f32s, i32s, i64s};
 use sliceops::Model;
 use std::ffi::OsString;
-use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tract_onnx::pb::tensor_proto::DataType;
 use tract_onnx::prelude::*;
 
@@ -45,86 +43,9 @@ const CHILD_ENV: &str = "SLICEOPS_HOSTILE_CHILD";
 // Harness: isolation, deadlines, CLI contract.
 // ------------------------------------------------------------------------------------------------
 
-/// `sh -c 'ulimit -v ..; exec exe ..'`: the program itself, under the address space limit.
-fn limited(exe: &Path) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c").arg(format!("ulimit -v {MEM_LIMIT_KIB} 2>/dev/null; exec \"$0\" \"$@\"")).arg(exe);
-    c
-}
-
-/// What a finished process did.
-#[derive(Debug)]
-struct Output {
-    code: Option<i32>,
-    signal: Option<i32>,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-impl Output {
-    fn describe(&self, what: &str) -> String {
-        self.describe_lines(what, usize::MAX)
-    }
-
-    /// With at most `limit` lines of stderr; backtraces keep the frames of this crate only.
-    fn describe_lines(&self, what: &str, limit: usize) -> String {
-        let stderr: Vec<&str> = self
-            .stderr
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("at /rustc") && !l.contains(" core::") && !l.contains(" std::"))
-            .take(limit)
-            .collect();
-        format!(
-            "{what}\n  exit code {:?}, signal {:?}, {:.2?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code,
-            self.signal,
-            self.elapsed,
-            self.stdout,
-            stderr.join("\n")
-        )
-    }
-}
-
-/// Runs `cmd` to completion or kills it at `limit` and panics (a hang).
-fn run_with_deadline(mut cmd: Command, limit: Duration, what: &str) -> Output {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let start = Instant::now();
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot spawn: {e}"));
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut v = vec![];
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = vec![];
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break Some(s);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let output = Output {
-        code: status.and_then(|s| s.code()),
-        signal: status.and_then(|s| s.signal()),
-        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
-        elapsed: start.elapsed(),
-    };
-    if status.is_none() {
-        panic!("{}", output.describe(&format!("HANG: {what} did not finish within {limit:?}; killed")));
-    }
-    output
+/// A command running `exe` under the address space limit.
+fn limited(exe: &Path) -> (Command, Limits) {
+    (Command::new(exe), Limits { address_space: Some(MEM_LIMIT_KIB << 10), ..Limits::default() })
 }
 
 /// Runs `body` in a child process of this test binary (only this test), under the memory limit and
@@ -137,9 +58,9 @@ fn isolated(name: &str, body: impl FnOnce()) {
         return;
     }
     let exe = std::env::current_exe().expect("current_exe");
-    let mut cmd = limited(&exe);
+    let (mut cmd, limits) = limited(&exe);
     cmd.args([name, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD_ENV, name);
-    let out = run_with_deadline(cmd, CASE_DEADLINE, &format!("test {name} (child process)"));
+    let out = run_command_within(cmd, limits, CASE_DEADLINE);
     if out.code != Some(0) || !out.stdout.contains("1 passed") {
         panic!("{}", out.describe(&format!("test {name} failed in its child process")));
     }
@@ -208,11 +129,11 @@ fn os(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
 }
 
 /// Runs `sliceops` with a deadline; a panic message anywhere fails the test.
-fn cli(args: &[OsString]) -> Output {
-    let mut cmd = limited(Path::new(env!("CARGO_BIN_EXE_sliceops")));
+fn cli(args: &[OsString]) -> Run {
+    let (mut cmd, limits) = limited(Path::new(env!("CARGO_BIN_EXE_sliceops")));
     cmd.args(args);
     let what = format!("sliceops {}", args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "));
-    let out = run_with_deadline(cmd, CLI_DEADLINE, &what);
+    let out = run_command_within(cmd, limits, CLI_DEADLINE);
     if out.stdout.contains("panicked") || out.stderr.contains("panicked") || out.signal.is_some() {
         panic!("{}", out.describe_lines(&format!("CRASH: {what}"), 30));
     }
@@ -239,7 +160,7 @@ fn cli_error(args: &[OsString]) -> String {
 }
 
 /// Runs `sliceops`, checks it succeeded (status 0, only warnings on stderr).
-fn cli_ok(args: &[OsString]) -> Output {
+fn cli_ok(args: &[OsString]) -> Run {
     let what = format!("sliceops {}", args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "));
     let out = cli(args);
     assert_eq!(out.code, Some(0), "expected success\n{}", out.describe(&what));

@@ -5,7 +5,7 @@
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,13 +27,40 @@ pub struct Limits {
 pub struct Run {
     /// Exit code (`None` if killed by a signal).
     pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
     /// Standard output.
     pub stdout: String,
     /// Standard error.
     pub stderr: String,
+    /// How long it ran.
+    pub elapsed: Duration,
 }
 
 impl Run {
+    /// `what`, the exit status and time, and both outputs, for a failure message.
+    pub fn describe(&self, what: &str) -> String {
+        self.describe_lines(what, usize::MAX)
+    }
+
+    /// The same with at most `limit` lines of stderr; backtraces keep the frames of this crate only.
+    pub fn describe_lines(&self, what: &str, limit: usize) -> String {
+        let stderr: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("at /rustc") && !l.contains(" core::") && !l.contains(" std::"))
+            .take(limit)
+            .collect();
+        format!(
+            "{what}\n  exit code {:?}, signal {:?}, {:.2?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            self.signal,
+            self.elapsed,
+            self.stdout,
+            stderr.join("\n")
+        )
+    }
+
     /// The single `error: ...` line of a failed call (exit status 1, no other stderr line but warnings).
     pub fn error(&self) -> &str {
         assert_eq!(self.code, Some(1), "expected exit status 1\n{self:#?}");
@@ -59,7 +86,13 @@ pub fn scratch(group: &str, test: &str) -> PathBuf {
 }
 
 /// Runs `command` under `limits` to completion, killing it (and failing) at [`DEADLINE`].
-pub fn run_command(mut command: Command, limits: Limits) -> Run {
+pub fn run_command(command: Command, limits: Limits) -> Run {
+    run_command_within(command, limits, DEADLINE)
+}
+
+/// Runs `command` under `limits` to completion, killing it (and failing, with what it printed) at
+/// `deadline`.
+pub fn run_command_within(mut command: Command, limits: Limits, deadline: Duration) -> Run {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // Safety: the closure runs in the forked child before exec and only calls setrlimit, which is
     // async-signal-safe; it allocates nothing and touches no lock.
@@ -80,29 +113,37 @@ pub fn run_command(mut command: Command, limits: Limits) -> Run {
     }
     let start = Instant::now();
     let mut child = command.spawn().expect("spawn");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = vec![];
+            let _ = pipe.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    let (t_out, t_err) = (read(Box::new(out)), read(Box::new(err)));
     let status = loop {
         if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
+            break Some(s);
         }
-        if start.elapsed() > DEADLINE {
+        if start.elapsed() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("HANG: {command:?} did not finish within {DEADLINE:?}");
+            break None;
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    Run { code: status.code(), stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap() }
+    let run = Run {
+        code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+        elapsed: start.elapsed(),
+    };
+    if status.is_none() {
+        panic!("{}", run.describe(&format!("HANG: {command:?} did not finish within {deadline:?}; killed")));
+    }
+    run
 }
 
 /// Runs `sliceops` with `args` under `limits`.
