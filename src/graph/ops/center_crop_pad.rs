@@ -109,6 +109,25 @@ pub enum OutDim {
     Fresh(Symbol),
 }
 
+impl OutDim {
+    /// Whether any of `dims` is known only when the node runs (the op mints runtime symbols).
+    pub fn any_fresh(dims: &[OutDim]) -> bool {
+        dims.iter().any(|d| matches!(d, OutDim::Fresh(_)))
+    }
+
+    /// The output shape `dims` give, `Same` axes read from `input` (the input's dims).
+    pub fn resolve(dims: &[OutDim], input: &[TDim]) -> TractResult<TVec<TDim>> {
+        dims.iter()
+            .enumerate()
+            .map(|(axis, d)| match d {
+                OutDim::Same => input.get(axis).cloned().with_context(|| format!("the input has no axis {axis}")),
+                OutDim::Fixed(v) => Ok(v.clone()),
+                OutDim::Fresh(s) => Ok(TDim::Sym(s.clone())),
+            })
+            .collect()
+    }
+}
+
 /// `CenterCropPad` over known axes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CenterCropPad {
@@ -126,7 +145,7 @@ impl Op for CenterCropPad {
     }
 
     fn mints_runtime_symbols(&self) -> bool {
-        self.dims.iter().any(|d| matches!(d, OutDim::Fresh(_)))
+        OutDim::any_fresh(&self.dims)
     }
 
     op_as_typed_op!();
@@ -138,16 +157,7 @@ impl TypedOp for CenterCropPad {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         let x = inputs[0];
         ensure!(x.rank() == self.dims.len(), self.label.err("rank changed"));
-        let shape: TVec<TDim> = self
-            .dims
-            .iter()
-            .zip(x.shape.iter())
-            .map(|(d, i)| match d {
-                OutDim::Same => i.clone(),
-                OutDim::Fixed(v) => v.clone(),
-                OutDim::Fresh(s) => TDim::Sym(s.clone()),
-            })
-            .collect();
+        let shape = OutDim::resolve(&self.dims, &x.shape)?;
         Ok(tvec![x.datum_type.fact(&*shape)])
     }
 }

@@ -209,7 +209,7 @@ impl Op for Col2Im {
     }
 
     fn mints_runtime_symbols(&self) -> bool {
-        self.dims.iter().any(|d| matches!(d, OutDim::Fresh(_)))
+        OutDim::any_fresh(&self.dims)
     }
 
     op_as_typed_op!();
@@ -220,16 +220,7 @@ impl TypedOp for Col2Im {
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         let x = inputs[0];
-        let shape: TVec<TDim> = self
-            .dims
-            .iter()
-            .enumerate()
-            .map(|(k, d)| match d {
-                OutDim::Same => x.shape[k].clone(),
-                OutDim::Fixed(v) => v.clone(),
-                OutDim::Fresh(s) => TDim::Sym(s.clone()),
-            })
-            .collect();
+        let shape = OutDim::resolve(&self.dims, &x.shape)?;
         Ok(tvec![x.datum_type.fact(&*shape)])
     }
 }

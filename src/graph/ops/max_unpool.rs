@@ -174,7 +174,7 @@ impl Op for MaxUnpool {
     }
 
     fn mints_runtime_symbols(&self) -> bool {
-        self.dims.iter().any(|d| matches!(d, OutDim::Fresh(_)))
+        OutDim::any_fresh(&self.dims)
     }
 
     op_as_typed_op!();
@@ -186,16 +186,7 @@ impl TypedOp for MaxUnpool {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         let x = inputs[0];
         ensure!(x.rank() == self.dims.len(), self.label.err("rank changed"));
-        let shape: TVec<TDim> = self
-            .dims
-            .iter()
-            .zip(x.shape.iter())
-            .map(|(d, i)| match d {
-                OutDim::Same => i.clone(),
-                OutDim::Fixed(v) => v.clone(),
-                OutDim::Fresh(s) => TDim::Sym(s.clone()),
-            })
-            .collect();
+        let shape = OutDim::resolve(&self.dims, &x.shape)?;
         Ok(tvec![x.datum_type.fact(&*shape)])
     }
 }
