@@ -3,7 +3,8 @@
 //!   or, for f32 rows a multiple of 4 long, on tract's row kernel;
 //! - `Resize` on f32 (`RowResize`) gives tract's own op's values bit for bit, in every mode;
 //! - a small `LSTM` of the plain form runs as one op (`LstmOp`, put in place when the model is typed)
-//!   with the values of tract's `Scan`, in every direction and layout.
+//!   with the values of tract's `Scan`, in every direction and layout;
+//! - a decomposed hard swish (`x * clip(x + 3, 0, 6) / 6`) runs as tract's `HardSwish`.
 
 mod common;
 
@@ -343,4 +344,46 @@ fn lstms_of_another_form_or_size_stay_tracts() {
     assert!(!plan_ops(&large, &x).iter().any(|n| n == "LSTM"), "{:?}", plan_ops(&large, &x));
     let medium = Model::load_bytes(&lstm_model(&case, false, 60)).unwrap();
     assert!(plan_ops(&medium, &x).iter().any(|n| n == "LSTM"), "{:?}", plan_ops(&medium, &x));
+}
+
+/// `y = x * clip(x + 3, 0, 6) / 6` over `x: [2, 3, 4, 5]` as MobileNetV3 exports write it (Add, Clip,
+/// Mul, Div), the clipped value also a graph output when `expose`.
+fn hard_swish_model(expose: bool) -> Model {
+    let mut b = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(3), D::N(4), D::N(5)])
+        .init_f32("three", &[], &[3.0])
+        .init_f32("zero", &[], &[0.0])
+        .init_f32("six", &[], &[6.0])
+        .node("Add", "", "shift", &["x", "three"], &["shifted"], vec![])
+        .node("Clip", "", "clip", &["shifted", "zero", "six"], &["clipped"], vec![])
+        .node("Mul", "", "gate", &["x", "clipped"], &["product"], vec![])
+        .node("Div", "", "scale", &["product", "six"], &["y"], vec![])
+        .output("y");
+    if expose {
+        b = b.output("clipped");
+    }
+    Model::load_bytes(&b.bytes()).unwrap()
+}
+
+#[test]
+fn a_decomposed_hard_swish_runs_as_tracts_hard_swish() {
+    let shape = [2, 3, 4, 5];
+    // Values across the three pieces: below -3, between, above 3.
+    let xs: Vec<f32> = (0..120).map(|i| (i as f32 - 60.0) / 8.0).collect();
+    let x = tensor1(&xs).into_shape(&shape).unwrap();
+    let m = hard_swish_model(false);
+    assert!(plan_ops(&m, &x).iter().any(|n| n == "HardSwish"), "{:?}", plan_ops(&m, &x));
+    let y = m.run(vec![x.clone()]).unwrap().remove(0).1;
+    for (got, &v) in y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().iter().zip(&xs) {
+        let want = v as f64 * (v as f64 + 3.0).clamp(0.0, 6.0) / 6.0;
+        assert!((*got as f64 - want).abs() <= 1e-6 * (1.0 + want.abs()), "hardswish({v}) = {got}, expected {want}");
+    }
+    // A value of the chain read elsewhere keeps the chain as it is.
+    let exposed = hard_swish_model(true);
+    assert!(!plan_ops(&exposed, &x).iter().any(|n| n == "HardSwish"), "{:?}", plan_ops(&exposed, &x));
+    let chain = exposed.run(vec![x]).unwrap().remove(0).1;
+    let (chain, fused) = (chain.try_as_plain_ram().unwrap(), y.try_as_plain_ram().unwrap());
+    for (a, b) in chain.as_slice::<f32>().unwrap().iter().zip(fused.as_slice::<f32>().unwrap()) {
+        assert!((a - b).abs() <= 1e-6 * (1.0 + b.abs()), "{a} vs {b}");
+    }
 }

@@ -8,6 +8,7 @@
 mod feeds;
 mod fuse_chain;
 mod guard;
+mod hard_swish;
 mod memory;
 mod names;
 pub(crate) mod optimize;

@@ -1,0 +1,131 @@
+//! [`HardSwishPass`]: a decomposed hard swish, `x * clip(x + 3, 0, 6) / 6`, as tract's `HardSwish`.
+//!
+//! Exporters write MobileNetV3's activation as four or five nodes (`Add`, `Clip`, `Mul`, `Div`):
+//! tract runs them as two element-wise chains over the whole feature map, a fifth of an OCR
+//! classifier's time, where its own `HardSwish` op is one vectorized pass (`x * max(0, min(1, x/6 +
+//! 1/2))`). The rewrite is on the decluttered model, before code generation, on float32 only:
+//! `Add(x, 3)`, then `Max(·, 0)` and `Min(·, 6)` in either order, `Mul` by `x`, then `Mul` by 1/6 or
+//! `Div` by 6, each value read by the next node only. The result can differ from the decomposed
+//! form's in the last bit (the two round differently), which is why it is a rewrite of the plan and
+//! not of the graph `infer` and `fold` see.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::binary::TypedBinOp;
+use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
+
+/// The pass (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct HardSwishPass {
+    /// The first node not looked at yet in this sweep.
+    next: usize,
+}
+
+impl TypedPass for HardSwishPass {
+    fn reset(&mut self) -> TractResult<()> {
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next(&mut self, _session: &mut OptimizerSession, model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
+        for node in model.nodes.iter().skip(self.next) {
+            self.next = node.id + 1;
+            if let Some(x) = hard_swish_input(model, node)? {
+                let mut patch = TypedModelPatch::new(format!("hard swish {}", node.name));
+                let tap = patch.tap_model(model, x)?;
+                let out = patch.wire_node(&node.name, tract_onnx::tract_core::ops::nn::hard_swish(), &[tap])?[0];
+                patch.shunt_outside(model, OutletId::new(node.id, 0), out)?;
+                return Ok(Some(patch));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The name of `node`'s binary op (`Add`, `Mul`...) and its two inputs, if it is one.
+fn binary(node: &TypedNode) -> Option<(&'static str, [OutletId; 2])> {
+    let op = node.op_as::<TypedBinOp>()?;
+    (node.inputs.len() == 2).then(|| (op.0.name(), [node.inputs[0], node.inputs[1]]))
+}
+
+/// The value of a constant outlet whose elements all equal one float32, if it is one.
+fn uniform(model: &TypedModel, outlet: OutletId) -> Option<f32> {
+    let k = model.outlet_fact(outlet).ok()?.konst.clone()?;
+    let values = k.try_as_plain_ram().ok()?.as_slice::<f32>().ok()?.to_vec();
+    let first = *values.first()?;
+    values.iter().all(|v| v.to_bits() == first.to_bits()).then_some(first)
+}
+
+/// For a binary node with one constant input equal to `value`: its other input.
+fn with_constant(model: &TypedModel, inputs: [OutletId; 2], value: f32) -> Option<OutletId> {
+    match (uniform(model, inputs[0]), uniform(model, inputs[1])) {
+        (_, Some(v)) if v == value => Some(inputs[0]),
+        (Some(v), _) if v == value => Some(inputs[1]),
+        _ => None,
+    }
+}
+
+/// The node making `outlet`, when `outlet` is its only output and read by one node only, not a model
+/// output.
+fn single_use_producer(model: &TypedModel, outlet: OutletId) -> Option<&TypedNode> {
+    let node = model.node(outlet.node);
+    let only = node.outputs.len() == 1 && node.outputs[0].successors.len() == 1;
+    let output = model.outputs.contains(&outlet);
+    (only && !output).then_some(node)
+}
+
+/// If `node` ends a decomposed hard swish over float32: its `x`.
+fn hard_swish_input(model: &TypedModel, node: &TypedNode) -> TractResult<Option<OutletId>> {
+    if node.outputs.len() != 1 || model.outlet_fact(OutletId::new(node.id, 0))?.datum_type != DatumType::F32 {
+        return Ok(None);
+    }
+    Ok(match_chain(model, node))
+}
+
+fn match_chain(model: &TypedModel, node: &TypedNode) -> Option<OutletId> {
+    // `/ 6` or `* (1/6)`.
+    let (name, inputs) = binary(node)?;
+    let product = match name {
+        "Div" => (uniform(model, inputs[1]) == Some(6.0)).then_some(inputs[0])?,
+        "Mul" => with_constant(model, inputs, 1.0 / 6.0)?,
+        _ => return None,
+    };
+    // `x * clip(x + 3, 0, 6)`.
+    let mul = single_use_producer(model, product)?;
+    let (name, [p, q]) = binary(mul)?;
+    if name != "Mul" {
+        return None;
+    }
+    for (x, clipped) in [(p, q), (q, p)] {
+        if let Some(add_input) = clipped_shift(model, clipped) {
+            if add_input == x
+                && model.outlet_fact(x).ok()?.shape == model.outlet_fact(OutletId::new(node.id, 0)).ok()?.shape
+            {
+                return Some(x);
+            }
+        }
+    }
+    None
+}
+
+/// If `outlet` is `clip(x + 3, 0, 6)` (a `Max` by 0 and a `Min` by 6 in either order, each value
+/// read once): its `x`.
+fn clipped_shift(model: &TypedModel, outlet: OutletId) -> Option<OutletId> {
+    let outer = single_use_producer(model, outlet)?;
+    let (outer_name, outer_inputs) = binary(outer)?;
+    let (outer_bound, inner_name) = match outer_name {
+        "Min" => (6.0, "Max"),
+        "Max" => (0.0, "Min"),
+        _ => return None,
+    };
+    let inner_out = with_constant(model, outer_inputs, outer_bound)?;
+    let inner = single_use_producer(model, inner_out)?;
+    let (name, inner_inputs) = binary(inner)?;
+    if name != inner_name {
+        return None;
+    }
+    let inner_bound = if inner_name == "Max" { 0.0 } else { 6.0 };
+    let shifted = with_constant(model, inner_inputs, inner_bound)?;
+    let add = single_use_producer(model, shifted)?;
+    let (name, add_inputs) = binary(add)?;
+    (name == "Add").then(|| with_constant(model, add_inputs, 3.0))?
+}
