@@ -4,7 +4,9 @@
 //! - `Resize` on f32 (`RowResize`) gives tract's own op's values bit for bit, in every mode;
 //! - a small `LSTM` of the plain form runs as one op (`LstmOp`, put in place when the model is typed)
 //!   with the values of tract's `Scan`, in every direction and layout;
-//! - a decomposed hard swish (`x * clip(x + 3, 0, 6) / 6`) runs as tract's `HardSwish`.
+//! - a decomposed hard swish (`x * clip(x + 3, 0, 6) / 6`) runs as tract's `HardSwish`;
+//! - 2-D max pooling on f32 channel planes (`PlaneMaxPool`) gives the definition's values, in
+//!   every window, stride, padding and rounding mode.
 
 mod common;
 
@@ -385,5 +387,87 @@ fn a_decomposed_hard_swish_runs_as_tracts_hard_swish() {
     let (chain, fused) = (chain.try_as_plain_ram().unwrap(), y.try_as_plain_ram().unwrap());
     for (a, b) in chain.as_slice::<f32>().unwrap().iter().zip(fused.as_slice::<f32>().unwrap()) {
         assert!((a - b).abs() <= 1e-6 * (1.0 + b.abs()), "{a} vs {b}");
+    }
+}
+
+/// One `MaxPool` over `x: [2, 3, h, w]`: kernel, strides, pads (top, left, bottom, right), ceil_mode.
+struct PoolCase {
+    h: usize,
+    w: usize,
+    kernel: [usize; 2],
+    strides: [usize; 2],
+    pads: [usize; 4],
+    ceil: bool,
+}
+
+/// The pooling by its definition: each output the maximum of the window's in-bounds inputs.
+fn max_pool_reference(x: &[f32], c: &PoolCase) -> (Vec<usize>, Vec<f32>) {
+    let out_dim = |len: usize, k: usize, s: usize, before: usize, after: usize| {
+        let span = len + before + after - k;
+        if c.ceil {
+            span.div_ceil(s) + 1
+        } else {
+            span / s + 1
+        }
+    };
+    let oh = out_dim(c.h, c.kernel[0], c.strides[0], c.pads[0], c.pads[2]);
+    let ow = out_dim(c.w, c.kernel[1], c.strides[1], c.pads[1], c.pads[3]);
+    let mut out = vec![];
+    for plane in x.chunks(c.h * c.w) {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let mut m = f32::NEG_INFINITY;
+                for ky in 0..c.kernel[0] {
+                    for kx in 0..c.kernel[1] {
+                        let iy = (oy * c.strides[0] + ky) as isize - c.pads[0] as isize;
+                        let ix = (ox * c.strides[1] + kx) as isize - c.pads[1] as isize;
+                        if (0..c.h as isize).contains(&iy) && (0..c.w as isize).contains(&ix) {
+                            m = m.max(plane[iy as usize * c.w + ix as usize]);
+                        }
+                    }
+                }
+                out.push(m);
+            }
+        }
+    }
+    (vec![2, 3, oh, ow], out)
+}
+
+#[test]
+fn max_pooling_runs_as_plane_max_pool_with_the_definitions_values() {
+    let cases = [
+        PoolCase { h: 2, w: 96, kernel: [2, 2], strides: [2, 2], pads: [0; 4], ceil: false },
+        PoolCase { h: 7, w: 9, kernel: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], ceil: false },
+        PoolCase { h: 8, w: 8, kernel: [5, 5], strides: [1, 1], pads: [2, 2, 2, 2], ceil: false },
+        PoolCase { h: 7, w: 10, kernel: [3, 2], strides: [3, 3], pads: [0, 1, 2, 0], ceil: true },
+        PoolCase { h: 5, w: 6, kernel: [1, 3], strides: [1, 2], pads: [0; 4], ceil: true },
+    ];
+    for c in &cases {
+        let what = format!(
+            "h={} w={} kernel={:?} strides={:?} pads={:?} ceil={}",
+            c.h, c.w, c.kernel, c.strides, c.pads, c.ceil
+        );
+        let attrs = vec![
+            ("kernel_shape", A::Is(c.kernel.iter().map(|&k| k as i64).collect())),
+            ("strides", A::Is(c.strides.iter().map(|&s| s as i64).collect())),
+            ("pads", A::Is(c.pads.iter().map(|&p| p as i64).collect())),
+            ("ceil_mode", A::I(i64::from(c.ceil))),
+        ];
+        let bytes = Builder::new(13)
+            .input("x", DataType::Float, &[D::N(2), D::N(3), D::N(c.h as i64), D::N(c.w as i64)])
+            .node("MaxPool", "", "pool", &["x"], &["y"], attrs)
+            .output("y")
+            .bytes();
+        let m = Model::load_bytes(&bytes).unwrap();
+        // Distinct values in a scrambled order, negative ones and minus infinity among them.
+        let n = 6 * c.h * c.w;
+        let mut xs: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32 - n as f32 / 2.0).collect();
+        xs[n / 3] = f32::NEG_INFINITY;
+        let x = tensor1(&xs).into_shape(&[2, 3, c.h, c.w]).unwrap();
+        assert!(plan_ops(&m, &x).iter().any(|o| o == "PlaneMaxPool"), "{what}: {:?}", plan_ops(&m, &x));
+        let y = m.run(vec![x]).unwrap().remove(0).1;
+        let (shape, want) = max_pool_reference(&xs, c);
+        assert_eq!(y.shape(), &shape[..], "{what}");
+        assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), &want[..], "{what}");
     }
 }

@@ -2,16 +2,19 @@
 //!
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
-//! that is not the last, and `Resize`. [`use_our_kernels`] swaps them for ops of the same meaning,
+//! that is not the last, `Resize`, and 2-D max pooling. [`use_our_kernels`] swaps them for ops of the same meaning,
 //! inputs and facts that run our kernels; nothing else in the plan changes.
 
+mod maxpool;
 mod resize;
 mod softmax;
 
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::Softmax;
 
+pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
 pub use softmax::AxisSoftmax;
 
@@ -27,6 +30,8 @@ pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             AxisSoftmax::replacing(softmax, fact).map(|op| Box::new(op) as _)
         } else if let Some(resize) = node.op_as::<Resize>() {
             Some(Box::new(RowResize { stock: resize.clone() }))
+        } else if let Some(pool) = node.op_as::<OptMaxPool>() {
+            PlaneMaxPool::replacing(pool).map(|op| Box::new(op) as _)
         } else {
             None
         };
