@@ -6,7 +6,8 @@
 //!   with the values of tract's `Scan`, in every direction and layout;
 //! - a decomposed hard swish (`x * clip(x + 3, 0, 6) / 6`) runs as tract's `HardSwish`;
 //! - 2-D max pooling on f32 channel planes (`PlaneMaxPool`) gives the definition's values, in
-//!   every window, stride, padding and rounding mode.
+//!   every window, stride, padding and rounding mode;
+//! - `x^3` on f32 (`CubePow`) is `x·x·x`, within two roundings of the exact cube.
 
 mod common;
 
@@ -470,4 +471,29 @@ fn max_pooling_runs_as_plane_max_pool_with_the_definitions_values() {
         assert_eq!(y.shape(), &shape[..], "{what}");
         assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), &want[..], "{what}");
     }
+}
+
+#[test]
+fn a_cube_runs_as_two_multiplications() {
+    let pow_model = |exponent: f32| {
+        let bytes = Builder::new(13)
+            .input("x", DataType::Float, &[D::N(4), D::N(25)])
+            .init_f32("e", &[], &[exponent])
+            .node("Pow", "", "pow", &["x", "e"], &["y"], vec![])
+            .output("y")
+            .bytes();
+        Model::load_bytes(&bytes).unwrap()
+    };
+    let xs: Vec<f32> = (0..100).map(|i| (i as f32 - 50.0) / 7.0).collect();
+    let x = tensor1(&xs).into_shape(&[4, 25]).unwrap();
+    let cube = pow_model(3.0);
+    assert!(plan_ops(&cube, &x).iter().any(|o| o == "CubePow"), "{:?}", plan_ops(&cube, &x));
+    let y = cube.run(vec![x.clone()]).unwrap().remove(0).1;
+    for (got, &v) in y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().iter().zip(&xs) {
+        let want = (v as f64).powi(3);
+        assert!((*got as f64 - want).abs() <= 2.5e-7 * want.abs(), "{v}^3 = {got}, expected {want}");
+    }
+    // Other exponents stay tract's.
+    let other = pow_model(2.5);
+    assert!(!plan_ops(&other, &x).iter().any(|o| o == "CubePow"), "{:?}", plan_ops(&other, &x));
 }

@@ -2,18 +2,21 @@
 //!
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
-//! that is not the last, `Resize`, and 2-D max pooling. [`use_our_kernels`] swaps them for ops of the same meaning,
+//! that is not the last, `Resize`, 2-D max pooling, and `x^3`. [`use_our_kernels`] swaps them for ops of the same meaning,
 //! inputs and facts that run our kernels; nothing else in the plan changes.
 
+mod int_pow;
 mod maxpool;
 mod resize;
 mod softmax;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::Softmax;
 
+pub use int_pow::CubePow;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
 pub use softmax::AxisSoftmax;
@@ -32,6 +35,8 @@ pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             Some(Box::new(RowResize { stock: resize.clone() }))
         } else if let Some(pool) = node.op_as::<OptMaxPool>() {
             PlaneMaxPool::replacing(pool).map(|op| Box::new(op) as _)
+        } else if let Some(ew) = node.op_as::<ElementWiseOp>() {
+            CubePow::replacing(ew).map(|op| Box::new(op) as _)
         } else {
             None
         };
