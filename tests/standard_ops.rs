@@ -89,6 +89,9 @@ fn model_of(case: &Value) -> Vec<u8> {
             let a = match v {
                 Value::Number(n) if n.is_f64() => A::F(n.as_f64().unwrap() as f32),
                 Value::Number(n) => A::I(n.as_i64().unwrap()),
+                Value::Array(list) if list.iter().any(Value::is_f64) => {
+                    A::Fs(list.iter().map(|x| x.as_f64().unwrap() as f32).collect())
+                }
                 Value::Array(list) => A::Is(list.iter().map(|x| x.as_i64().unwrap()).collect()),
                 Value::String(s) => A::S(Box::leak(s.clone().into_boxed_str())),
                 other => panic!("attribute {k}: {other}"),
@@ -1237,5 +1240,92 @@ mod deform_conv {
         assert!(e.contains("'n'") && e.contains("offset has 6 channels"), "{e}");
         let y = m.run(vec![zeros(&[1, 4, 5, 5]), zeros(&[6, 2, 2, 2]), zeros(&[1, 8, 4, 4])]).unwrap().remove(0).1;
         assert_eq!(y.shape(), &[1, 6, 4, 4]);
+    }
+}
+
+mod tfidf {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("TfIdfVectorizer");
+    }
+
+    fn attrs(extra: Vec<(&'static str, A)>) -> Vec<(&'static str, A)> {
+        let mut all = vec![
+            ("mode", A::S("TF")),
+            ("min_gram_length", A::I(1)),
+            ("max_gram_length", A::I(2)),
+            ("max_skip_count", A::I(1)),
+            ("ngram_counts", A::Is(vec![0, 2])),
+            ("ngram_indexes", A::Is(vec![0, 1, 2])),
+            ("pool_int64s", A::Is(vec![4, 5, 4, 5])),
+        ];
+        for (k, v) in extra {
+            all.retain(|(name, _)| *name != k);
+            all.push((k, v));
+        }
+        all
+    }
+
+    fn vectorizer(x: Vec<D>, extra: Vec<(&'static str, A)>) -> Vec<u8> {
+        one_node(9, "TfIdfVectorizer", &[("x", DataType::Int64, x)], attrs(extra)).bytes()
+    }
+
+    #[test]
+    fn shapes_are_exact() {
+        assert_eq!(inferred(&vectorizer(vec![S("batch"), S("c")], vec![]), &["y"]), ["F32 [batch, 3]"]);
+        assert_eq!(inferred(&vectorizer(vec![S("c")], vec![]), &["y"]), ["F32 [3]"]);
+        let b = vectorizer(vec![N(0), N(4)], vec![]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![Tensor::zero::<i64>(&[0, 4]).unwrap()]).unwrap();
+        assert_eq!(y[0].1.shape(), [0, 3]);
+        // Presence without weights: 1 where a gram occurs (twice here).
+        let b = vectorizer(vec![N(5)], vec![("mode", A::S("IDF"))]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![tensor1(&[4i64, 5, 4, 5, 9])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 1., 1.]));
+    }
+
+    #[test]
+    fn errors() {
+        let b = |extra| vectorizer(vec![N(2), N(3)], extra);
+        let cases: Vec<(Vec<(&'static str, A)>, &str)> = vec![
+            (vec![("mode", A::S("BM25"))], "mode is \"BM25\": it must be TF, IDF or TFIDF"),
+            (vec![("min_gram_length", A::I(0))], "min_gram_length is 0: it must be at least 1"),
+            (vec![("max_gram_length", A::I(0))], "max_gram_length is 0: it must be at least 1"),
+            (vec![("min_gram_length", A::I(3))], "max_gram_length 2 is below min_gram_length 3"),
+            (vec![("max_skip_count", A::I(-1))], "max_skip_count is -1: it must be at least 0"),
+            (vec![("ngram_counts", A::Is(vec![0, 5]))], "non-decreasing offsets into the 4 values"),
+            (
+                vec![("ngram_counts", A::Is(vec![0, 1]))],
+                "pool_int64s[1..4] holds 3 values: not a whole number of 2-grams",
+            ),
+            (vec![("ngram_indexes", A::Is(vec![0, 1]))], "ngram_indexes has 2 values for the 3 n-grams"),
+            (vec![("ngram_indexes", A::Is(vec![0, -1, 2]))], "ngram_indexes[1] is -1"),
+            (vec![("ngram_indexes", A::Is(vec![0, 1, i64::MAX]))], "holds a column too large"),
+            (vec![("weights", A::Fs(vec![1.0, 2.0]))], "weights has 2 values"),
+            (vec![("ngram_indexes", A::Is(vec![0, 1, 5])), ("weights", A::Fs(vec![1.0; 3]))], "per output column (6)"),
+            (vec![("pool_int64s", A::Is(vec![]))], "ngram_counts [0, 2] must be non-decreasing offsets into the 0"),
+        ];
+        for (extra, message) in cases {
+            assert_error(&b(extra), &["node 'n' (TfIdfVectorizer)", message]);
+        }
+        let no_pool = one_node(9, "TfIdfVectorizer", &[("x", DataType::Int64, vec![N(3)])], {
+            let mut a = attrs(vec![]);
+            a.retain(|(k, _)| *k != "pool_int64s");
+            a
+        });
+        assert_error(&no_pool.bytes(), &["'n'", "pool_int64s is required"]);
+        let floats = one_node(9, "TfIdfVectorizer", &[("x", DataType::Float, vec![N(3)])], attrs(vec![])).bytes();
+        assert_error(&floats, &["'n'", "X must be int32 or int64, got F32"]);
+        assert_error(&vectorizer(vec![N(1), N(2), N(3)], vec![]), &["'n'", "X must have rank 1 ([C]) or 2"]);
+        // A column far out: refused when the output is allocated, not a panic.
+        let far = vectorizer(vec![N(2)], vec![("ngram_indexes", A::Is(vec![0, 1, 1 << 60]))]);
+        let e = Model::load_bytes(&far).and_then(|m| m.run(vec![tensor1(&[4i64, 5])])).unwrap_err();
+        assert!(format!("{e:#}").contains("'n'"), "{e:#}");
+        // A huge skip count is bounded by the row.
+        let skip = vectorizer(vec![N(4)], vec![("max_skip_count", A::I(i64::MAX))]);
+        let y = Model::load_bytes(&skip).unwrap().run(vec![tensor1(&[4i64, 9, 9, 5])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 1., 1.]));
     }
 }

@@ -304,6 +304,30 @@ def region_cases():
     case("unique_columns_sorted", "Unique", 11, [("X", rows.T.copy())], ["Y", "", "inverse_indices", ""], axis=-1)
 
 
+def tfidf_cases():
+    # Unigrams 2, 3, 5, 4; bigrams (5, 6), (7, 8), (6, 7); trigrams (3, 3, 7), (5, 6, 8).
+    pool = [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 3, 3, 7, 5, 6, 8]
+    counts, indexes = [0, 4, 10], [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    x = np.array([[1, 1, 3, 3, 3, 7, 8, 6], [7, 5, 6, 8, 6, 7, 5, 6]], dtype=np.int64)
+    weights = [0.5, 2.0, 0.25, 1.0, 3.0, 1.5, 0.75, 4.0, 0.125]
+    case("tfidf_tf_uni_to_tri_skip2", "TfIdfVectorizer", 9, [("x", x)], ["y"], mode="TF", min_gram_length=1,
+         max_gram_length=3, max_skip_count=2, ngram_counts=counts, ngram_indexes=indexes, pool_int64s=pool)
+    case("tfidf_idf_weights_bigrams_up", "TfIdfVectorizer", 9, [("x", x)], ["y"], mode="IDF", min_gram_length=2,
+         max_gram_length=3, max_skip_count=1, ngram_counts=counts, ngram_indexes=indexes, pool_int64s=pool,
+         weights=weights)
+    case("tfidf_tfidf_weights_1d_int32", "TfIdfVectorizer", 9, [("x", x[1].astype(np.int32))], ["y"],
+         mode="TFIDF", min_gram_length=1, max_gram_length=2, max_skip_count=0, ngram_counts=counts,
+         ngram_indexes=indexes, pool_int64s=pool, weights=weights)
+    # Columns shared and permuted; the longest grams left out.
+    case("tfidf_tf_shared_columns", "TfIdfVectorizer", 9, [("x", x)], ["y"], mode="TF", min_gram_length=1,
+         max_gram_length=2, max_skip_count=3, ngram_counts=counts, ngram_indexes=[3, 3, 0, 1, 2, 2, 4, 0, 1],
+         pool_int64s=pool)
+    # onnx's reference needs weights in IDF and TFIDF modes: onnxruntime is the oracle.
+    case("tfidf_tfidf_no_weights_tri_only", "TfIdfVectorizer", 9, [("x", x)], ["y"], oracle="onnxruntime", mode="TFIDF",
+         min_gram_length=3, max_gram_length=3, max_skip_count=1, ngram_counts=counts, ngram_indexes=indexes,
+         pool_int64s=pool)
+
+
 def fix_cases():
     r = rng(17)
     # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states. tract's
@@ -393,6 +417,7 @@ def main():
     unpool_cases()
     col2im_cases()
     deform_conv_cases()
+    tfidf_cases()
     fix_cases()
     out = []
     for c in CASES:

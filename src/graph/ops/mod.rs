@@ -28,6 +28,8 @@
 //!   `max`, `half_pixel` or `output_half_pixel` coordinates;
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
+//! - `TfIdfVectorizer` (9): counts of a pool's n-grams (with skips) in rows of integer tokens, as
+//!   term frequencies, presence or weighted counts ([`tfidf`]; string pools are refused);
 //! - `Unique` (11): distinct elements or slices, sorted or in order of first occurrence, with
 //!   indices, inverse indices and counts; their number a symbol bound when the node runs;
 //! - `Upsample` (9): built as the `Resize` of opset 10 it became ([`upsample`]).
@@ -51,6 +53,7 @@ pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
 pub mod tensor_scatter;
+pub mod tfidf;
 pub mod unique;
 pub mod upsample;
 
@@ -76,6 +79,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("RoiAlign", roi_align::roi_align);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
+    onnx.op_register.insert("TfIdfVectorizer", tfidf::tfidf);
     onnx.op_register.insert("Unique", unique::unique);
     onnx.op_register.insert("Upsample", upsample::upsample);
 }
