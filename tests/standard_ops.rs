@@ -619,9 +619,35 @@ mod fixes {
     }
 
     #[test]
-    fn max_and_min_over_an_empty_set() {
+    fn max_and_min_over_an_empty_set_and_booleans() {
         check_op("ReduceMax");
         check_op("ReduceMin");
+    }
+
+    #[test]
+    fn max_and_min_of_booleans_typed_and_folded() {
+        let b = one_node(
+            20,
+            "ReduceMin",
+            &[("x", DataType::Bool, vec![S("batch"), N(3)]), ("axes", DataType::Int64, vec![N(1)])],
+            vec![("keepdims", A::I(0))],
+        );
+        let shape = &inferred(&b.bytes(), &["y"])[0];
+        assert!(shape.starts_with("Bool ["), "{shape}");
+        // A constant input is reduced when the model is analysed.
+        let b = Builder::new(20)
+            .input("x", DataType::Float, &[N(1)])
+            .init("flags", DataType::Bool, &[2, 2], vec![1, 0, 1, 1])
+            .init_i64("axes", &[1])
+            .node("ReduceMax", "", "n", &["flags"], &["m"], vec![("keepdims", A::I(0))])
+            .node("ReduceMin", "", "k", &["flags", "axes"], &["y"], vec![])
+            .output("m")
+            .output("y")
+            .bytes();
+        assert_eq!(inferred(&b, &["m", "y"]), ["Bool []", "Bool [2, 1]"]);
+        let out = Model::load_bytes(&b).unwrap().run(vec![tensor1(&[0f32])]).unwrap();
+        assert_eq!(out[0].1, tensor0(true));
+        assert_eq!(out[1].1, Tensor::from_shape(&[2, 1], &[false, true]).unwrap());
     }
 }
 

@@ -369,6 +369,17 @@ def fix_cases():
          [("data", -inf_rows), ("axes", np.array([-1], dtype=np.int64))], ["y"], keepdims=1)
     case("reduce_min_infinities_no_axes", "ReduceMin", 18, [("data", np.full((2, 3), np.inf, np.float32))], ["y"])
     case("reduce_min_empty_set_axes_attribute", "ReduceMin", 13, [("data", empty)], ["y"], axes=[1])
+    # Booleans (opset 20): any and all, false and true over empty sets.
+    flags = np.array([[[0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 0, 0]],
+                      [[1, 1, 1, 1], [0, 0, 1, 0], [1, 1, 1, 1]]], dtype=bool)
+    case("reduce_max_bool_axes_input", "ReduceMax", 20, [("data", flags), ("axes", np.array([-1], dtype=np.int64))],
+         ["y"], keepdims=0)
+    case("reduce_min_bool_all_axes", "ReduceMin", 20, [("data", flags)], ["y"])
+    case("reduce_min_bool_rows", "ReduceMin", 20, [("data", flags), ("axes", np.array([0], dtype=np.int64))],
+         ["y"])
+    empty_flags = np.zeros((2, 0, 3), dtype=bool)
+    case("reduce_min_bool_empty_set", "ReduceMin", 20, [("data", empty_flags), ("axes", axes)], ["y"], keepdims=0)
+    case("reduce_max_bool_empty_set", "ReduceMax", 20, [("data", empty_flags), ("axes", axes)], ["y"])
     # Celu with an alpha other than 1 (tract left the multiplication by alpha out).
     cx = f32(r, 3, 4, scale=2.0)
     case("celu_alpha_2", "Celu", 12, [("X", cx)], ["Y"], alpha=2.0)

@@ -15,7 +15,8 @@
 //! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
 //! - `Range`: ONNX's exact length for negative steps;
 //! - `ReduceMax`, `ReduceMin`: minus and plus infinity over sets of floats that are empty or all
-//!   infinite (tract gave the largest finite float);
+//!   infinite (tract gave the largest finite float); booleans (opset 20) reduced as bytes (tract's
+//!   reducers refused them);
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
 //!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
