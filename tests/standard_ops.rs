@@ -625,6 +625,23 @@ mod fixes {
     }
 
     #[test]
+    fn matmul_of_two_vectors() {
+        check_op("MatMul");
+        let vectors = |a: D, b: D| {
+            one_node(13, "MatMul", &[("a", DataType::Float, vec![a]), ("b", DataType::Float, vec![b])], vec![])
+        };
+        assert_eq!(inferred(&vectors(S("k"), S("k")).bytes(), &["y"]), ["F32 []"]);
+        assert_error(&vectors(N(3), N(4)).bytes(), &["'n' (MatMul)", "A has 3 elements and B 4"]);
+        let m = Model::load_bytes(&vectors(S("k"), S("k")).bytes()).unwrap();
+        // Lengths that differ at run time break the symbol both share.
+        let e = m.run(vec![tensor1(&[1f32, 2.]), tensor1(&[1f32, 2., 3.])]).unwrap_err();
+        assert!(format!("{e:#}").contains("its dim k is 3"), "{e:#}");
+        let scalar =
+            one_node(13, "MatMul", &[("a", DataType::Float, vec![]), ("b", DataType::Float, vec![N(2)])], vec![]);
+        assert_error(&scalar.bytes(), &["'n' (MatMul)", "got ranks 0 and 1"]);
+    }
+
+    #[test]
     fn max_and_min_of_booleans_typed_and_folded() {
         let b = one_node(
             20,

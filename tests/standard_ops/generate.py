@@ -380,6 +380,13 @@ def fix_cases():
     empty_flags = np.zeros((2, 0, 3), dtype=bool)
     case("reduce_min_bool_empty_set", "ReduceMin", 20, [("data", empty_flags), ("axes", axes)], ["y"], keepdims=0)
     case("reduce_max_bool_empty_set", "ReduceMax", 20, [("data", empty_flags), ("axes", axes)], ["y"])
+    # MatMul of two vectors: a scalar (tract refused it); a vector and a matrix as before.
+    va, vb = f32(r, 5), f32(r, 5)
+    case("matmul_1d_1d", "MatMul", 13, [("a", va), ("b", vb)], ["y"])
+    case("matmul_1d_1d_int32", "MatMul", 13, [("a", np.arange(4, dtype=np.int32) - 2),
+                                             ("b", np.array([3, -1, 4, 7], dtype=np.int32))], ["y"])
+    case("matmul_1d_1d_f64", "MatMul", 13, [("a", va.astype(np.float64)), ("b", vb.astype(np.float64))], ["y"])
+    case("matmul_1d_3d", "MatMul", 13, [("a", va), ("b", f32(r, 2, 5, 3))], ["y"])
     # Celu with an alpha other than 1 (tract left the multiplication by alpha out).
     cx = f32(r, 3, 4, scale=2.0)
     case("celu_alpha_2", "Celu", 12, [("X", cx)], ["Y"], alpha=2.0)

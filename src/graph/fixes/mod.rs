@@ -9,6 +9,8 @@
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
+//! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
+//!   it);
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
 //! - `OneHot`: indices out of range give a row of `off` values, as the specification says (tract
 //!   panicked), int64 indices read as such;
@@ -40,6 +42,7 @@ mod flatten;
 mod gather;
 mod generated;
 mod lstm;
+mod matmul;
 mod mean;
 mod one_hot;
 mod pad;
@@ -95,6 +98,7 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
         onnx.op_register.insert(op, generated::generated);
     }
+    onnx.op_register.insert("MatMul", matmul::matmul);
     onnx.op_register.insert("Mean", mean::mean);
     onnx.op_register.insert("OneHot", one_hot::one_hot);
     onnx.op_register.insert("Pad", pad::pad);
