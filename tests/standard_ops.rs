@@ -642,6 +642,51 @@ mod fixes {
     }
 
     #[test]
+    fn pad_in_wrap_mode() {
+        check_op("Pad");
+        let wrap = |x: Vec<D>, pads: &[i64]| {
+            Builder::new(19)
+                .input("x", DataType::Float, &x)
+                .init_i64("pads", pads)
+                .node("Pad", "", "n", &["x", "pads"], &["y"], vec![("mode", A::S("wrap"))])
+                .output("y")
+                .bytes()
+        };
+        // Constant pads: exact dims, symbolic ones kept.
+        assert_eq!(inferred(&wrap(vec![S("b"), N(3)], &[0, 4, 1, 2]), &["y"]), ["F32 [b+1, 9]"]);
+        let m = Model::load_bytes(&wrap(vec![N(3)], &[4, 2])).unwrap();
+        let y = m.run(vec![tensor1(&[1f32, 2., 3.])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[3f32, 1., 2., 3., 1., 2., 3., 1., 2.]));
+        // Pads from the data's shape: dims as expressions, valued when the model runs.
+        let b = Builder::new(19)
+            .input("x", DataType::Float, &[S("w")])
+            .node("Shape", "", "s", &["x"], &["shape"], vec![])
+            .init_i64("zero", &[0])
+            .node("Concat", "", "c", &["shape", "zero"], &["pads"], vec![("axis", A::I(0))])
+            .node("Pad", "", "n", &["x", "pads"], &["y"], vec![("mode", A::S("wrap"))])
+            .output("y")
+            .bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [2*w]"]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![tensor1(&[1f32, 2.])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 2., 1., 2.]));
+        assert_error(&wrap(vec![N(2), N(3)], &[0, -1, 1, 0]), &["'n'", "pads [-1, 0] on axis 1 are negative"]);
+        assert_error(&wrap(vec![N(0), N(3)], &[1, 0, 0, 0]), &["'n'", "wrap pads [1, 0] on axis 0, which is empty"]);
+        assert_error(&wrap(vec![N(2), N(3)], &[1, 0, 0]), &["'n'", "3 pads for 2 padded axes"]);
+        // Pads known only at run time: checked when the node runs.
+        let runtime = one_node(
+            19,
+            "Pad",
+            &[("x", DataType::Float, vec![N(2)]), ("pads", DataType::Int64, vec![N(2)])],
+            vec![("mode", A::S("wrap"))],
+        );
+        let m = Model::load_bytes(&runtime.bytes()).unwrap();
+        let e = m.run(vec![tensor1(&[1f32, 2.]), tensor1(&[-1i64, 0])]).unwrap_err();
+        assert!(format!("{e:#}").contains("'n'") && format!("{e:#}").contains("negative"), "{e:#}");
+        let e = m.run(vec![tensor1(&[1f32, 2.]), tensor1(&[1i64 << 62, 1 << 62])]).unwrap_err();
+        assert!(format!("{e:#}").contains("'n'"), "{e:#}");
+    }
+
+    #[test]
     fn max_and_min_of_booleans_typed_and_folded() {
         let b = one_node(
             20,

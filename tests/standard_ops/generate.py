@@ -387,6 +387,14 @@ def fix_cases():
                                              ("b", np.array([3, -1, 4, 7], dtype=np.int32))], ["y"])
     case("matmul_1d_1d_f64", "MatMul", 13, [("a", va.astype(np.float64)), ("b", vb.astype(np.float64))], ["y"])
     case("matmul_1d_3d", "MatMul", 13, [("a", va), ("b", f32(r, 2, 5, 3))], ["y"])
+    # Pad in wrap mode (tract refused it), pads longer than the axis included.
+    px = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    case("pad_wrap_all_axes", "Pad", 19, [("x", px), ("pads", np.array([1, 2, 0, 0, 1, 3], dtype=np.int64))], ["y"],
+         mode="wrap")
+    case("pad_wrap_longer_than_axis", "Pad", 19, [("x", px[0].astype(np.int32)),
+                                                  ("pads", np.array([7, 0, 2, 9], dtype=np.int64))], ["y"], mode="wrap")
+    case("pad_wrap_axes", "Pad", 19, [("x", px), ("pads", np.array([2, 1, 1, 5], dtype=np.int64)),
+                                      ("", None), ("axes", np.array([-1, 1], dtype=np.int64))], ["y"], mode="wrap")
     # Celu with an alpha other than 1 (tract left the multiplication by alpha out).
     cx = f32(r, 3, 4, scale=2.0)
     case("celu_alpha_2", "Celu", 12, [("X", cx)], ["Y"], alpha=2.0)

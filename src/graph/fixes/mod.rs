@@ -14,7 +14,8 @@
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
 //! - `OneHot`: indices out of range give a row of `off` values, as the specification says (tract
 //!   panicked), int64 indices read as such;
-//! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
+//! - `Pad`: over a shape vector (MXNet's `reverse`), with pads computed from symbolic dims, and in
+//!   `wrap` mode (tract refused it; [`wrap_pad`]);
 //! - `Range`: ONNX's exact length for negative steps;
 //! - `ReduceMax`, `ReduceMin`: minus and plus infinity over sets of floats that are empty or all
 //!   infinite (tract gave the largest finite float); booleans (opset 20) reduced as bytes (tract's
@@ -61,6 +62,7 @@ mod stock_node;
 mod swish;
 mod sympad;
 mod tile;
+mod wrap_pad;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;

@@ -44,7 +44,7 @@ pub mod col2im;
 pub mod cumprod;
 pub mod deform_conv;
 pub mod det;
-mod elements;
+pub(crate) mod elements;
 pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
