@@ -71,7 +71,9 @@ fn tensor(record: &Value) -> Tensor {
 
 /// The case's model: its given inputs as graph inputs of their exact shapes, one node.
 fn model_of(case: &Value) -> Vec<u8> {
-    let mut b = Builder::new(case["opset"].as_i64().unwrap());
+    let (opset, domain) = (case["opset"].as_i64().unwrap(), case["domain"].as_str().unwrap());
+    // An op of another domain: that domain at the case's version, beside a recent default opset.
+    let mut b = if domain.is_empty() { Builder::new(opset) } else { Builder::new(21).import(domain, opset) };
     let mut node_inputs = vec![];
     for i in case["inputs"].as_array().unwrap() {
         let name = i["name"].as_str().unwrap();
@@ -1415,5 +1417,35 @@ mod tfidf {
         let skip = vectorizer(vec![N(4)], vec![("max_skip_count", A::I(i64::MAX))]);
         let y = Model::load_bytes(&skip).unwrap().run(vec![tensor1(&[4i64, 9, 9, 5])]).unwrap().remove(0).1;
         assert_eq!(y, tensor1(&[1f32, 1., 1.]));
+    }
+}
+
+mod binarizer {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Binarizer");
+    }
+
+    fn binarizer(dt: DataType, x: Vec<D>, domain: &str) -> Vec<u8> {
+        Builder::new(21)
+            .import("ai.onnx.ml", 1)
+            .input("x", dt, &x)
+            .node("Binarizer", domain, "n", &["x"], &["y"], vec![("threshold", A::F(0.25))])
+            .output("y")
+            .bytes()
+    }
+
+    #[test]
+    fn shape_and_errors() {
+        let b = binarizer(DataType::Double, vec![S("batch"), N(3)], "ai.onnx.ml");
+        assert_eq!(inferred(&b, &["y"]), ["F64 [batch, 3]"]);
+        assert_error(
+            &binarizer(DataType::Int8, vec![N(3)], "ai.onnx.ml"),
+            &["'n'", "X must be float, double, int32 or int64"],
+        );
+        assert_error(&binarizer(DataType::Float, vec![N(3)], ""), &["'n'", "Binarizer is an ai.onnx.ml operator"]);
     }
 }

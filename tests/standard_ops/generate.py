@@ -328,6 +328,19 @@ def tfidf_cases():
          pool_int64s=pool)
 
 
+def binarizer_cases():
+    r = rng(9)
+    x = f32(r, 3, 4)
+    x[0, 0], x[0, 1] = np.nan, 0.5
+    case("binarizer_f32_threshold", "Binarizer", 1, [("x", x)], ["y"], domain="ai.onnx.ml", threshold=0.5)
+    case("binarizer_f64_default", "Binarizer", 1, [("x", x.astype(np.float64))], ["y"], domain="ai.onnx.ml")
+    ints = np.array([[-3, -1, 0, 1, 2, 7]], dtype=np.int64)
+    case("binarizer_int64_negative_threshold", "Binarizer", 1, [("x", ints)], ["y"], domain="ai.onnx.ml",
+         threshold=-0.5)
+    case("binarizer_int32", "Binarizer", 1, [("x", ints.astype(np.int32))], ["y"], domain="ai.onnx.ml",
+         threshold=1.5)
+
+
 def fix_cases():
     r = rng(17)
     # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states. tract's
@@ -444,6 +457,7 @@ def main():
     col2im_cases()
     deform_conv_cases()
     tfidf_cases()
+    binarizer_cases()
     fix_cases()
     out = []
     for c in CASES:

@@ -4,6 +4,7 @@
 //! - `AffineGrid` (20): the sampling grid of an affine transform, `size` a shape parameter;
 //! - `Attention` (opsets 23-25): every variant of the specification, as tract's einsums around our
 //!   masked softmax ([`attention`]);
+//! - `Binarizer` (`ai.onnx.ml` 1): 1 above a threshold, else 0, in the input's type;
 //! - `BitCast` (26): the same bits read as another type of the same width;
 //! - `CausalConvWithState` (27): a depthwise causal 1-D convolution continuing a past state, with
 //!   an optional SiLU;
@@ -37,6 +38,7 @@
 pub mod affine_grid;
 pub mod attention;
 use super::attrs;
+pub mod binarizer;
 pub mod bitcast;
 pub mod causal_conv;
 pub mod center_crop_pad;
@@ -63,6 +65,7 @@ use tract_onnx::Onnx;
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("AffineGrid", affine_grid::affine_grid);
     onnx.op_register.insert("Attention", attention::attention);
+    onnx.op_register.insert("Binarizer", binarizer::binarizer);
     onnx.op_register.insert("BitCast", bitcast::bitcast);
     onnx.op_register.insert("CausalConvWithState", causal_conv::causal_conv);
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
