@@ -71,7 +71,9 @@ fn tensor(record: &Value) -> Tensor {
 
 /// The case's model: its given inputs as graph inputs of their exact shapes, one node.
 fn model_of(case: &Value) -> Vec<u8> {
-    let mut b = Builder::new(case["opset"].as_i64().unwrap());
+    let (opset, domain) = (case["opset"].as_i64().unwrap(), case["domain"].as_str().unwrap());
+    // An op of another domain: that domain at the case's version, beside a recent default opset.
+    let mut b = if domain.is_empty() { Builder::new(opset) } else { Builder::new(21).import(domain, opset) };
     let mut node_inputs = vec![];
     for i in case["inputs"].as_array().unwrap() {
         let name = i["name"].as_str().unwrap();
@@ -89,6 +91,9 @@ fn model_of(case: &Value) -> Vec<u8> {
             let a = match v {
                 Value::Number(n) if n.is_f64() => A::F(n.as_f64().unwrap() as f32),
                 Value::Number(n) => A::I(n.as_i64().unwrap()),
+                Value::Array(list) if list.iter().any(Value::is_f64) => {
+                    A::Fs(list.iter().map(|x| x.as_f64().unwrap() as f32).collect())
+                }
                 Value::Array(list) => A::Is(list.iter().map(|x| x.as_i64().unwrap()).collect()),
                 Value::String(s) => A::S(Box::leak(s.clone().into_boxed_str())),
                 other => panic!("attribute {k}: {other}"),
@@ -616,9 +621,97 @@ mod fixes {
     }
 
     #[test]
-    fn max_and_min_over_an_empty_set() {
+    fn max_and_min_over_an_empty_set_and_booleans() {
         check_op("ReduceMax");
         check_op("ReduceMin");
+    }
+
+    #[test]
+    fn matmul_of_two_vectors() {
+        check_op("MatMul");
+        let vectors = |a: D, b: D| {
+            one_node(13, "MatMul", &[("a", DataType::Float, vec![a]), ("b", DataType::Float, vec![b])], vec![])
+        };
+        assert_eq!(inferred(&vectors(S("k"), S("k")).bytes(), &["y"]), ["F32 []"]);
+        assert_error(&vectors(N(3), N(4)).bytes(), &["'n' (MatMul)", "A has 3 elements and B 4"]);
+        let m = Model::load_bytes(&vectors(S("k"), S("k")).bytes()).unwrap();
+        // Lengths that differ at run time break the symbol both share.
+        let e = m.run(vec![tensor1(&[1f32, 2.]), tensor1(&[1f32, 2., 3.])]).unwrap_err();
+        assert!(format!("{e:#}").contains("its dim k is 3"), "{e:#}");
+        let scalar =
+            one_node(13, "MatMul", &[("a", DataType::Float, vec![]), ("b", DataType::Float, vec![N(2)])], vec![]);
+        assert_error(&scalar.bytes(), &["'n' (MatMul)", "got ranks 0 and 1"]);
+    }
+
+    #[test]
+    fn pad_in_wrap_mode() {
+        check_op("Pad");
+        let wrap = |x: Vec<D>, pads: &[i64]| {
+            Builder::new(19)
+                .input("x", DataType::Float, &x)
+                .init_i64("pads", pads)
+                .node("Pad", "", "n", &["x", "pads"], &["y"], vec![("mode", A::S("wrap"))])
+                .output("y")
+                .bytes()
+        };
+        // Constant pads: exact dims, symbolic ones kept.
+        assert_eq!(inferred(&wrap(vec![S("b"), N(3)], &[0, 4, 1, 2]), &["y"]), ["F32 [b+1, 9]"]);
+        let m = Model::load_bytes(&wrap(vec![N(3)], &[4, 2])).unwrap();
+        let y = m.run(vec![tensor1(&[1f32, 2., 3.])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[3f32, 1., 2., 3., 1., 2., 3., 1., 2.]));
+        // Pads from the data's shape: dims as expressions, valued when the model runs.
+        let b = Builder::new(19)
+            .input("x", DataType::Float, &[S("w")])
+            .node("Shape", "", "s", &["x"], &["shape"], vec![])
+            .init_i64("zero", &[0])
+            .node("Concat", "", "c", &["shape", "zero"], &["pads"], vec![("axis", A::I(0))])
+            .node("Pad", "", "n", &["x", "pads"], &["y"], vec![("mode", A::S("wrap"))])
+            .output("y")
+            .bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F32 [2*w]"]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![tensor1(&[1f32, 2.])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 2., 1., 2.]));
+        assert_error(&wrap(vec![N(2), N(3)], &[0, -1, 1, 0]), &["'n'", "pads [-1, 0] on axis 1 are negative"]);
+        assert_error(&wrap(vec![N(0), N(3)], &[1, 0, 0, 0]), &["'n'", "wrap pads [1, 0] on axis 0, which is empty"]);
+        assert_error(&wrap(vec![N(2), N(3)], &[1, 0, 0]), &["'n'", "3 pads for 2 padded axes"]);
+        // Pads known only at run time: checked when the node runs.
+        let runtime = one_node(
+            19,
+            "Pad",
+            &[("x", DataType::Float, vec![N(2)]), ("pads", DataType::Int64, vec![N(2)])],
+            vec![("mode", A::S("wrap"))],
+        );
+        let m = Model::load_bytes(&runtime.bytes()).unwrap();
+        let e = m.run(vec![tensor1(&[1f32, 2.]), tensor1(&[-1i64, 0])]).unwrap_err();
+        assert!(format!("{e:#}").contains("'n'") && format!("{e:#}").contains("negative"), "{e:#}");
+        let e = m.run(vec![tensor1(&[1f32, 2.]), tensor1(&[1i64 << 62, 1 << 62])]).unwrap_err();
+        assert!(format!("{e:#}").contains("'n'"), "{e:#}");
+    }
+
+    #[test]
+    fn max_and_min_of_booleans_typed_and_folded() {
+        let b = one_node(
+            20,
+            "ReduceMin",
+            &[("x", DataType::Bool, vec![S("batch"), N(3)]), ("axes", DataType::Int64, vec![N(1)])],
+            vec![("keepdims", A::I(0))],
+        );
+        let shape = &inferred(&b.bytes(), &["y"])[0];
+        assert!(shape.starts_with("Bool ["), "{shape}");
+        // A constant input is reduced when the model is analysed.
+        let b = Builder::new(20)
+            .input("x", DataType::Float, &[N(1)])
+            .init("flags", DataType::Bool, &[2, 2], vec![1, 0, 1, 1])
+            .init_i64("axes", &[1])
+            .node("ReduceMax", "", "n", &["flags"], &["m"], vec![("keepdims", A::I(0))])
+            .node("ReduceMin", "", "k", &["flags", "axes"], &["y"], vec![])
+            .output("m")
+            .output("y")
+            .bytes();
+        assert_eq!(inferred(&b, &["m", "y"]), ["Bool []", "Bool [2, 1]"]);
+        let out = Model::load_bytes(&b).unwrap().run(vec![tensor1(&[0f32])]).unwrap();
+        assert_eq!(out[0].1, tensor0(true));
+        assert_eq!(out[1].1, Tensor::from_shape(&[2, 1], &[false, true]).unwrap());
     }
 }
 
@@ -1237,5 +1330,122 @@ mod deform_conv {
         assert!(e.contains("'n'") && e.contains("offset has 6 channels"), "{e}");
         let y = m.run(vec![zeros(&[1, 4, 5, 5]), zeros(&[6, 2, 2, 2]), zeros(&[1, 8, 4, 4])]).unwrap().remove(0).1;
         assert_eq!(y.shape(), &[1, 6, 4, 4]);
+    }
+}
+
+mod tfidf {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("TfIdfVectorizer");
+    }
+
+    fn attrs(extra: Vec<(&'static str, A)>) -> Vec<(&'static str, A)> {
+        let mut all = vec![
+            ("mode", A::S("TF")),
+            ("min_gram_length", A::I(1)),
+            ("max_gram_length", A::I(2)),
+            ("max_skip_count", A::I(1)),
+            ("ngram_counts", A::Is(vec![0, 2])),
+            ("ngram_indexes", A::Is(vec![0, 1, 2])),
+            ("pool_int64s", A::Is(vec![4, 5, 4, 5])),
+        ];
+        for (k, v) in extra {
+            all.retain(|(name, _)| *name != k);
+            all.push((k, v));
+        }
+        all
+    }
+
+    fn vectorizer(x: Vec<D>, extra: Vec<(&'static str, A)>) -> Vec<u8> {
+        one_node(9, "TfIdfVectorizer", &[("x", DataType::Int64, x)], attrs(extra)).bytes()
+    }
+
+    #[test]
+    fn shapes_are_exact() {
+        assert_eq!(inferred(&vectorizer(vec![S("batch"), S("c")], vec![]), &["y"]), ["F32 [batch, 3]"]);
+        assert_eq!(inferred(&vectorizer(vec![S("c")], vec![]), &["y"]), ["F32 [3]"]);
+        let b = vectorizer(vec![N(0), N(4)], vec![]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![Tensor::zero::<i64>(&[0, 4]).unwrap()]).unwrap();
+        assert_eq!(y[0].1.shape(), [0, 3]);
+        // Presence without weights: 1 where a gram occurs (twice here).
+        let b = vectorizer(vec![N(5)], vec![("mode", A::S("IDF"))]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![tensor1(&[4i64, 5, 4, 5, 9])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 1., 1.]));
+    }
+
+    #[test]
+    fn errors() {
+        let b = |extra| vectorizer(vec![N(2), N(3)], extra);
+        let cases: Vec<(Vec<(&'static str, A)>, &str)> = vec![
+            (vec![("mode", A::S("BM25"))], "mode is \"BM25\": it must be TF, IDF or TFIDF"),
+            (vec![("min_gram_length", A::I(0))], "min_gram_length is 0: it must be at least 1"),
+            (vec![("max_gram_length", A::I(0))], "max_gram_length is 0: it must be at least 1"),
+            (vec![("min_gram_length", A::I(3))], "max_gram_length 2 is below min_gram_length 3"),
+            (vec![("max_skip_count", A::I(-1))], "max_skip_count is -1: it must be at least 0"),
+            (vec![("ngram_counts", A::Is(vec![0, 5]))], "non-decreasing offsets into the 4 values"),
+            (
+                vec![("ngram_counts", A::Is(vec![0, 1]))],
+                "pool_int64s[1..4] holds 3 values: not a whole number of 2-grams",
+            ),
+            (vec![("ngram_indexes", A::Is(vec![0, 1]))], "ngram_indexes has 2 values for the 3 n-grams"),
+            (vec![("ngram_indexes", A::Is(vec![0, -1, 2]))], "ngram_indexes[1] is -1"),
+            (vec![("ngram_indexes", A::Is(vec![0, 1, i64::MAX]))], "holds a column too large"),
+            (vec![("weights", A::Fs(vec![1.0, 2.0]))], "weights has 2 values"),
+            (vec![("ngram_indexes", A::Is(vec![0, 1, 5])), ("weights", A::Fs(vec![1.0; 3]))], "per output column (6)"),
+            (vec![("pool_int64s", A::Is(vec![]))], "ngram_counts [0, 2] must be non-decreasing offsets into the 0"),
+        ];
+        for (extra, message) in cases {
+            assert_error(&b(extra), &["node 'n' (TfIdfVectorizer)", message]);
+        }
+        let no_pool = one_node(9, "TfIdfVectorizer", &[("x", DataType::Int64, vec![N(3)])], {
+            let mut a = attrs(vec![]);
+            a.retain(|(k, _)| *k != "pool_int64s");
+            a
+        });
+        assert_error(&no_pool.bytes(), &["'n'", "pool_int64s is required"]);
+        let floats = one_node(9, "TfIdfVectorizer", &[("x", DataType::Float, vec![N(3)])], attrs(vec![])).bytes();
+        assert_error(&floats, &["'n'", "X must be int32 or int64, got F32"]);
+        assert_error(&vectorizer(vec![N(1), N(2), N(3)], vec![]), &["'n'", "X must have rank 1 ([C]) or 2"]);
+        // A column far out: refused when the output is allocated, not a panic.
+        let far = vectorizer(vec![N(2)], vec![("ngram_indexes", A::Is(vec![0, 1, 1 << 60]))]);
+        let e = Model::load_bytes(&far).and_then(|m| m.run(vec![tensor1(&[4i64, 5])])).unwrap_err();
+        assert!(format!("{e:#}").contains("'n'"), "{e:#}");
+        // A huge skip count is bounded by the row.
+        let skip = vectorizer(vec![N(4)], vec![("max_skip_count", A::I(i64::MAX))]);
+        let y = Model::load_bytes(&skip).unwrap().run(vec![tensor1(&[4i64, 9, 9, 5])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 1., 1.]));
+    }
+}
+
+mod binarizer {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Binarizer");
+    }
+
+    fn binarizer(dt: DataType, x: Vec<D>, domain: &str) -> Vec<u8> {
+        Builder::new(21)
+            .import("ai.onnx.ml", 1)
+            .input("x", dt, &x)
+            .node("Binarizer", domain, "n", &["x"], &["y"], vec![("threshold", A::F(0.25))])
+            .output("y")
+            .bytes()
+    }
+
+    #[test]
+    fn shape_and_errors() {
+        let b = binarizer(DataType::Double, vec![S("batch"), N(3)], "ai.onnx.ml");
+        assert_eq!(inferred(&b, &["y"]), ["F64 [batch, 3]"]);
+        assert_error(
+            &binarizer(DataType::Int8, vec![N(3)], "ai.onnx.ml"),
+            &["'n'", "X must be float, double, int32 or int64"],
+        );
+        assert_error(&binarizer(DataType::Float, vec![N(3)], ""), &["'n'", "Binarizer is an ai.onnx.ml operator"]);
     }
 }

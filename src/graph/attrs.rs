@@ -43,6 +43,14 @@ pub fn ints(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<V
     }
 }
 
+/// A `floats` attribute, if present.
+pub fn floats(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<Vec<f32>>> {
+    match find(node, name) {
+        None => Ok(None),
+        Some(a) => check_kind(label, a, AttributeType::Floats).map(|_| Some(a.floats.clone())),
+    }
+}
+
 /// A `string` attribute, if present.
 pub fn string(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<String>> {
     match find(node, name) {

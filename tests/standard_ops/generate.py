@@ -304,6 +304,43 @@ def region_cases():
     case("unique_columns_sorted", "Unique", 11, [("X", rows.T.copy())], ["Y", "", "inverse_indices", ""], axis=-1)
 
 
+def tfidf_cases():
+    # Unigrams 2, 3, 5, 4; bigrams (5, 6), (7, 8), (6, 7); trigrams (3, 3, 7), (5, 6, 8).
+    pool = [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 3, 3, 7, 5, 6, 8]
+    counts, indexes = [0, 4, 10], [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    x = np.array([[1, 1, 3, 3, 3, 7, 8, 6], [7, 5, 6, 8, 6, 7, 5, 6]], dtype=np.int64)
+    weights = [0.5, 2.0, 0.25, 1.0, 3.0, 1.5, 0.75, 4.0, 0.125]
+    case("tfidf_tf_uni_to_tri_skip2", "TfIdfVectorizer", 9, [("x", x)], ["y"], mode="TF", min_gram_length=1,
+         max_gram_length=3, max_skip_count=2, ngram_counts=counts, ngram_indexes=indexes, pool_int64s=pool)
+    case("tfidf_idf_weights_bigrams_up", "TfIdfVectorizer", 9, [("x", x)], ["y"], mode="IDF", min_gram_length=2,
+         max_gram_length=3, max_skip_count=1, ngram_counts=counts, ngram_indexes=indexes, pool_int64s=pool,
+         weights=weights)
+    case("tfidf_tfidf_weights_1d_int32", "TfIdfVectorizer", 9, [("x", x[1].astype(np.int32))], ["y"],
+         mode="TFIDF", min_gram_length=1, max_gram_length=2, max_skip_count=0, ngram_counts=counts,
+         ngram_indexes=indexes, pool_int64s=pool, weights=weights)
+    # Columns shared and permuted; the longest grams left out.
+    case("tfidf_tf_shared_columns", "TfIdfVectorizer", 9, [("x", x)], ["y"], mode="TF", min_gram_length=1,
+         max_gram_length=2, max_skip_count=3, ngram_counts=counts, ngram_indexes=[3, 3, 0, 1, 2, 2, 4, 0, 1],
+         pool_int64s=pool)
+    # onnx's reference needs weights in IDF and TFIDF modes: onnxruntime is the oracle.
+    case("tfidf_tfidf_no_weights_tri_only", "TfIdfVectorizer", 9, [("x", x)], ["y"], oracle="onnxruntime", mode="TFIDF",
+         min_gram_length=3, max_gram_length=3, max_skip_count=1, ngram_counts=counts, ngram_indexes=indexes,
+         pool_int64s=pool)
+
+
+def binarizer_cases():
+    r = rng(9)
+    x = f32(r, 3, 4)
+    x[0, 0], x[0, 1] = np.nan, 0.5
+    case("binarizer_f32_threshold", "Binarizer", 1, [("x", x)], ["y"], domain="ai.onnx.ml", threshold=0.5)
+    case("binarizer_f64_default", "Binarizer", 1, [("x", x.astype(np.float64))], ["y"], domain="ai.onnx.ml")
+    ints = np.array([[-3, -1, 0, 1, 2, 7]], dtype=np.int64)
+    case("binarizer_int64_negative_threshold", "Binarizer", 1, [("x", ints)], ["y"], domain="ai.onnx.ml",
+         threshold=-0.5)
+    case("binarizer_int32", "Binarizer", 1, [("x", ints.astype(np.int32))], ["y"], domain="ai.onnx.ml",
+         threshold=1.5)
+
+
 def fix_cases():
     r = rng(17)
     # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states. tract's
@@ -345,6 +382,32 @@ def fix_cases():
          [("data", -inf_rows), ("axes", np.array([-1], dtype=np.int64))], ["y"], keepdims=1)
     case("reduce_min_infinities_no_axes", "ReduceMin", 18, [("data", np.full((2, 3), np.inf, np.float32))], ["y"])
     case("reduce_min_empty_set_axes_attribute", "ReduceMin", 13, [("data", empty)], ["y"], axes=[1])
+    # Booleans (opset 20): any and all, false and true over empty sets.
+    flags = np.array([[[0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 0, 0]],
+                      [[1, 1, 1, 1], [0, 0, 1, 0], [1, 1, 1, 1]]], dtype=bool)
+    case("reduce_max_bool_axes_input", "ReduceMax", 20, [("data", flags), ("axes", np.array([-1], dtype=np.int64))],
+         ["y"], keepdims=0)
+    case("reduce_min_bool_all_axes", "ReduceMin", 20, [("data", flags)], ["y"])
+    case("reduce_min_bool_rows", "ReduceMin", 20, [("data", flags), ("axes", np.array([0], dtype=np.int64))],
+         ["y"])
+    empty_flags = np.zeros((2, 0, 3), dtype=bool)
+    case("reduce_min_bool_empty_set", "ReduceMin", 20, [("data", empty_flags), ("axes", axes)], ["y"], keepdims=0)
+    case("reduce_max_bool_empty_set", "ReduceMax", 20, [("data", empty_flags), ("axes", axes)], ["y"])
+    # MatMul of two vectors: a scalar (tract refused it); a vector and a matrix as before.
+    va, vb = f32(r, 5), f32(r, 5)
+    case("matmul_1d_1d", "MatMul", 13, [("a", va), ("b", vb)], ["y"])
+    case("matmul_1d_1d_int32", "MatMul", 13, [("a", np.arange(4, dtype=np.int32) - 2),
+                                             ("b", np.array([3, -1, 4, 7], dtype=np.int32))], ["y"])
+    case("matmul_1d_1d_f64", "MatMul", 13, [("a", va.astype(np.float64)), ("b", vb.astype(np.float64))], ["y"])
+    case("matmul_1d_3d", "MatMul", 13, [("a", va), ("b", f32(r, 2, 5, 3))], ["y"])
+    # Pad in wrap mode (tract refused it), pads longer than the axis included.
+    px = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    case("pad_wrap_all_axes", "Pad", 19, [("x", px), ("pads", np.array([1, 2, 0, 0, 1, 3], dtype=np.int64))], ["y"],
+         mode="wrap")
+    case("pad_wrap_longer_than_axis", "Pad", 19, [("x", px[0].astype(np.int32)),
+                                                  ("pads", np.array([7, 0, 2, 9], dtype=np.int64))], ["y"], mode="wrap")
+    case("pad_wrap_axes", "Pad", 19, [("x", px), ("pads", np.array([2, 1, 1, 5], dtype=np.int64)),
+                                      ("", None), ("axes", np.array([-1, 1], dtype=np.int64))], ["y"], mode="wrap")
     # Celu with an alpha other than 1 (tract left the multiplication by alpha out).
     cx = f32(r, 3, 4, scale=2.0)
     case("celu_alpha_2", "Celu", 12, [("X", cx)], ["Y"], alpha=2.0)
@@ -393,6 +456,8 @@ def main():
     unpool_cases()
     col2im_cases()
     deform_conv_cases()
+    tfidf_cases()
+    binarizer_cases()
     fix_cases()
     out = []
     for c in CASES:

@@ -11,6 +11,10 @@
 //! it: on the output elements equal to the finite extreme (rare), it looks at the reduced input and
 //! corrects them; otherwise the output passes on unchanged. Integers keep tract's values (the type's
 //! minimum or maximum, as the specification says).
+//!
+//! Booleans (ReduceMax and ReduceMin from opset 20; tract's reducers take numbers only) are reduced
+//! as bytes, 0 and 1, and cast back: a maximum is "any", a minimum "all", and the empty set gives
+//! false (maximum, the byte 0) or true (minimum, the byte 255).
 
 use super::params::distinct_axes;
 use super::stock_node::{Fix, StockNode};
@@ -58,8 +62,9 @@ pub fn wrap(
 
 impl Fix for Extremum {
     fn folds(_this: &ExtremumNode, inputs: &[TValue]) -> bool {
-        // Float inputs are left to the typed model, where the fix follows the reduction.
-        inputs.first().is_none_or(|x| !x.datum_type().is_float())
+        // Float and boolean inputs are left to the typed model, where the fix follows the reduction
+        // (or surrounds it, booleans).
+        inputs.first().is_none_or(|x| !x.datum_type().is_float() && x.datum_type() != DatumType::Bool)
     }
 
     fn to_typed(
@@ -72,6 +77,9 @@ impl Fix for Extremum {
         let input = |i: usize| node.inputs.get(i).and_then(|o| mapping.get(o)).copied();
         let data = input(0).context("a reduction's input")?;
         let fact = target.outlet_fact(data)?.clone();
+        if fact.datum_type == DatumType::Bool {
+            return bool_as_bytes(this, source, node, target, mapping, data);
+        }
         let outputs = this.stock.to_typed(source, node, target, mapping)?;
         if !fact.datum_type.is_float() || outputs.len() != 1 {
             return Ok(outputs);
@@ -105,6 +113,28 @@ impl Fix for Extremum {
         inputs.truncate(if fix.axes.is_some() { 2 } else { 3 });
         target.wire_node(format!("{}.infinite_extremes", node.name), fix, &inputs)
     }
+}
+
+/// The reduction of boolean `data` (the node's first input in `target`) as one of bytes between two
+/// casts.
+fn bool_as_bytes(
+    this: &ExtremumNode,
+    source: &InferenceModel,
+    node: &InferenceNode,
+    target: &mut TypedModel,
+    mapping: &HashMap<OutletId, OutletId>,
+    data: OutletId,
+) -> TractResult<TVec<OutletId>> {
+    use tract_onnx::tract_core::ops::cast::cast;
+    let bytes = target.wire_node(format!("{}.as_bytes", node.name), cast(DatumType::U8), &[data])?[0];
+    let mut mapping = mapping.clone();
+    mapping.insert(node.inputs[0], bytes);
+    let reduced = this.stock.to_typed(source, node, target, &mapping)?;
+    if reduced.len() != 1 {
+        let msg = format!("the reduction has {} outputs, 1 expected", reduced.len());
+        return Err(crate::NodeError::invalid(&this.node, &this.op, msg));
+    }
+    target.wire_node(format!("{}.as_bool", node.name), cast(DatumType::Bool), &reduced)
 }
 
 /// The reduction's output (input 1) with its finite extremes corrected from the reduced input

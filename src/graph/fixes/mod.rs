@@ -9,13 +9,17 @@
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
+//! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
+//!   it);
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
 //! - `OneHot`: indices out of range give a row of `off` values, as the specification says (tract
 //!   panicked), int64 indices read as such;
-//! - `Pad`: over a shape vector (MXNet's `reverse`), and with pads computed from symbolic dims;
+//! - `Pad`: over a shape vector (MXNet's `reverse`), with pads computed from symbolic dims, and in
+//!   `wrap` mode (tract refused it; [`wrap_pad`]);
 //! - `Range`: ONNX's exact length for negative steps;
 //! - `ReduceMax`, `ReduceMin`: minus and plus infinity over sets of floats that are empty or all
-//!   infinite (tract gave the largest finite float);
+//!   infinite (tract gave the largest finite float); booleans (opset 20) reduced as bytes (tract's
+//!   reducers refused them);
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
 //!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
@@ -39,6 +43,7 @@ mod flatten;
 mod gather;
 mod generated;
 mod lstm;
+mod matmul;
 mod mean;
 mod one_hot;
 mod pad;
@@ -57,6 +62,7 @@ mod stock_node;
 mod swish;
 mod sympad;
 mod tile;
+mod wrap_pad;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
@@ -94,6 +100,7 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
         onnx.op_register.insert(op, generated::generated);
     }
+    onnx.op_register.insert("MatMul", matmul::matmul);
     onnx.op_register.insert("Mean", mean::mean);
     onnx.op_register.insert("OneHot", one_hot::one_hot);
     onnx.op_register.insert("Pad", pad::pad);

@@ -11,7 +11,8 @@ use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
-/// The Pad builder: [`ShapePad`] over a `Shape` output, else tract's Pad, wrapped to take symbolic pads
+/// The Pad builder: [`ShapePad`] over a `Shape` output, [`super::wrap_pad`] in wrap mode, else
+/// tract's Pad, wrapped to take symbolic pads
 /// (see [`super::sympad`]) and, from opset 11, pads and axes as parameters (see
 /// [`super::pad_params`]).
 pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
@@ -28,10 +29,6 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
         }
         return Ok((Box::new(ShapePad { node: name, has_constant }), vec![]));
     }
-    let (stock, closures) = super::stock("Pad")(ctx, node)?;
-    if ctx.onnx_operator_set_version < 11 {
-        return Ok((stock, closures));
-    }
     let mode = node
         .attribute
         .iter()
@@ -40,6 +37,16 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
     let present = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
     let axes = present(3).then_some(2 + usize::from(present(2)));
     let rule = super::pad_params::PadRule { mode: mode.clone(), axes };
+    if mode == "wrap" && ctx.onnx_operator_set_version >= 11 {
+        // tract has no wrap mode: ours, pads known or not (it takes symbolic pads itself).
+        let inputs = (0..node.input.len()).filter(|&i| present(i)).count();
+        let op = super::wrap_pad::wrap_pad(crate::graph::node_label(node), inputs, axes);
+        return Ok(super::params::ParamNode::boxed((op, vec![]), rule, node));
+    }
+    let (stock, closures) = super::stock("Pad")(ctx, node)?;
+    if ctx.onnx_operator_set_version < 11 {
+        return Ok((stock, closures));
+    }
     let symbolic = super::sympad::PadNode::wrap((stock, closures), super::sympad::SymbolicPads { mode }, node);
     Ok(super::params::ParamNode::boxed(symbolic, rule, node))
 }

@@ -4,6 +4,7 @@
 //! - `AffineGrid` (20): the sampling grid of an affine transform, `size` a shape parameter;
 //! - `Attention` (opsets 23-25): every variant of the specification, as tract's einsums around our
 //!   masked softmax ([`attention`]);
+//! - `Binarizer` (`ai.onnx.ml` 1): 1 above a threshold, else 0, in the input's type;
 //! - `BitCast` (26): the same bits read as another type of the same width;
 //! - `CausalConvWithState` (27): a depthwise causal 1-D convolution continuing a past state, with
 //!   an optional SiLU;
@@ -28,6 +29,8 @@
 //!   `max`, `half_pixel` or `output_half_pixel` coordinates;
 //! - `SwiGLU` (28): `a * sigmoid(alpha * a) * b`, two inputs of one shape;
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
+//! - `TfIdfVectorizer` (9): counts of a pool's n-grams (with skips) in rows of integer tokens, as
+//!   term frequencies, presence or weighted counts ([`tfidf`]; string pools are refused);
 //! - `Unique` (11): distinct elements or slices, sorted or in order of first occurrence, with
 //!   indices, inverse indices and counts; their number a symbol bound when the node runs;
 //! - `Upsample` (9): built as the `Resize` of opset 10 it became ([`upsample`]).
@@ -35,6 +38,7 @@
 pub mod affine_grid;
 pub mod attention;
 use super::attrs;
+pub mod binarizer;
 pub mod bitcast;
 pub mod causal_conv;
 pub mod center_crop_pad;
@@ -42,7 +46,7 @@ pub mod col2im;
 pub mod cumprod;
 pub mod deform_conv;
 pub mod det;
-mod elements;
+pub(crate) mod elements;
 pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
@@ -51,6 +55,7 @@ pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
 pub mod tensor_scatter;
+pub mod tfidf;
 pub mod unique;
 pub mod upsample;
 
@@ -60,6 +65,7 @@ use tract_onnx::Onnx;
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("AffineGrid", affine_grid::affine_grid);
     onnx.op_register.insert("Attention", attention::attention);
+    onnx.op_register.insert("Binarizer", binarizer::binarizer);
     onnx.op_register.insert("BitCast", bitcast::bitcast);
     onnx.op_register.insert("CausalConvWithState", causal_conv::causal_conv);
     onnx.op_register.insert("CenterCropPad", center_crop_pad::center_crop_pad);
@@ -76,6 +82,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("RoiAlign", roi_align::roi_align);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
+    onnx.op_register.insert("TfIdfVectorizer", tfidf::tfidf);
     onnx.op_register.insert("Unique", unique::unique);
     onnx.op_register.insert("Upsample", upsample::upsample);
 }
