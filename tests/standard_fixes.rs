@@ -248,3 +248,43 @@ fn a_fact_tract_asserts_on_is_an_error_of_the_node() {
     let e = format!("{:#}", run(bytes, vec![f32s(&[1], vec![1.0])]).unwrap_err());
     assert!(e.starts_with("node 's' (Split): "), "{e}");
 }
+
+/// `RotaryEmbedding` over `x: [1, 2, 3, 4]` (batch, heads, seq, head) with caches of `cache_rows`
+/// rows of 2, read at runtime `position_ids`.
+fn rotary_model(cache_rows: i64, rotary_dim: i64) -> Vec<u8> {
+    let rows = cache_rows as usize;
+    Builder::new(23)
+        .input("x", DataType::Float, &[D::N(1), D::N(2), D::N(3), D::N(4)])
+        .input("ids", DataType::Int64, &[D::N(1), D::N(3)])
+        .init_f32("cos", &[cache_rows, 2], &vec![0.5; rows * 2])
+        .init_f32("sin", &[cache_rows, 2], &vec![0.25; rows * 2])
+        .node(
+            "RotaryEmbedding",
+            "",
+            "rope",
+            &["x", "cos", "sin", "ids"],
+            &["y"],
+            vec![("rotary_embedding_dim", A::I(rotary_dim))],
+        )
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn rotary_embedding_rotates_pairs_and_refuses_bad_positions_and_caches_by_name() {
+    let x = f32s(&[1, 2, 3, 4], (0..24).map(|v| v as f32).collect());
+    let y = run(rotary_model(8, 4), vec![x.clone(), i64s(&[0, 5, 7]).into_shape(&[1, 3]).unwrap()]).unwrap();
+    // Each head [a, b, c, d] pairs (a, c) and (b, d): c·x1 - s·x2 and s·x1 + c·x2, c = 0.5, s = 0.25.
+    let head: Vec<f32> = vals::<f32>(&y)[..4].to_vec();
+    assert_eq!(head, [0.5 * 0.0 - 0.25 * 2.0, 0.5 * 1.0 - 0.25 * 3.0, 0.25 * 0.0 + 0.5 * 2.0, 0.25 * 1.0 + 0.5 * 3.0]);
+    let e = run(rotary_model(8, 4), vec![x.clone(), i64s(&[0, 8, 1]).into_shape(&[1, 3]).unwrap()]).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("node 'rope' (RotaryEmbedding): position_ids holds 8, outside the caches' 8 rows"),
+        "{e:#}"
+    );
+    let e = run(rotary_model(8, 3), vec![x.clone(), i64s(&[0, 1, 2]).into_shape(&[1, 3]).unwrap()]).unwrap_err();
+    assert!(format!("{e:#}").contains("rotary_embedding_dim 3 must be even and at most the head size 4"), "{e:#}");
+    // Caches of 2 per row fit a rotation of 4 elements, not of 2 (which needs 1 per row).
+    let e = run(rotary_model(8, 2), vec![x, i64s(&[0, 1, 2]).into_shape(&[1, 3]).unwrap()]).unwrap_err();
+    assert!(format!("{e:#}").contains("cos_cache is [8, 2], expected [8, 1]"), "{e:#}");
+}

@@ -24,6 +24,7 @@
 //!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
 //!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
 //!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`);
+//! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
@@ -55,6 +56,7 @@ mod reduce;
 mod reshape;
 mod reshape_params;
 mod resize;
+mod rotary;
 mod space_to_depth;
 mod split;
 mod squeeze;
@@ -107,6 +109,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Range", range::range);
     onnx.op_register.insert("Reshape", reshape::reshape);
     onnx.op_register.insert("Resize", resize::resize);
+    onnx.op_register.insert("RotaryEmbedding", rotary::rotary_embedding);
     for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean"] {
         onnx.op_register.insert(op, reduce::reduce);
     }
