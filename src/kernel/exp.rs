@@ -40,7 +40,8 @@ impl KernelExp for f32 {
     #[inline(always)]
     fn kernel_exp(self) -> f32 {
         let x = self.clamp(F32_LOW, F32_HIGH);
-        let k = (x * std::f32::consts::LOG2_E + ROUNDER) - ROUNDER;
+        let shifted = x * std::f32::consts::LOG2_E + ROUNDER;
+        let k = shifted - ROUNDER;
         let r = (x - k * LN2_HI) - k * LN2_LO;
         // Horner form of 1 + r + r^2/2! + ... + r^7/7!.
         let mut p = 1.0 / 5040.0;
@@ -51,8 +52,10 @@ impl KernelExp for f32 {
         p = p * r + 0.5;
         p = p * r + 1.0;
         p = p * r + 1.0;
-        // 2^k from its bits: k is in -126..=128 here; 2^128 in two factors.
-        let k = k as i32;
+        // 2^k from its bits: k is in -126..=128 here; 2^128 in two factors. The integer k is read
+        // from `shifted`'s bits (ROUNDER + k, one binade, a unit last place): a float-to-int `as`
+        // saturates, which the compiler does lane by lane and so would not vectorize the loop.
+        let k = shifted.to_bits().wrapping_sub(ROUNDER.to_bits()) as i32;
         let half = k / 2;
         let scale = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
         let value = p * scale(half) * scale(k - half);

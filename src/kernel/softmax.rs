@@ -26,6 +26,27 @@ pub enum SoftmaxFn {
 /// `data.len()` must equal `outer * n * inner` for some `outer` (checked: an error names the
 /// lengths otherwise); `n == 0` or `inner == 0` leaves nothing to do.
 pub fn softmax_axis<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: SoftmaxFn) -> Result<(), String> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // Safety: the CPU has AVX2, checked just above: the one requirement of calling a function
+        // compiled with `target_feature(enable = "avx2")`.
+        return unsafe { softmax_avx2(data, n, inner, kind) };
+    }
+    softmax_blocks(data, n, inner, kind)
+}
+
+/// [`softmax_blocks`] compiled for AVX2: eight f32 lanes where the portable build has four. The
+/// arithmetic is the same operations in the same order (no fused multiply-adds: Rust does not
+/// contract them), so the results are the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn softmax_avx2<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: SoftmaxFn) -> Result<(), String> {
+    softmax_blocks(data, n, inner, kind)
+}
+
+/// The body of [`softmax_axis`], inlined into each build of it.
+#[inline(always)]
+fn softmax_blocks<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: SoftmaxFn) -> Result<(), String> {
     let block = n.checked_mul(inner).ok_or_else(|| format!("softmax block of {n} x {inner} values overflows"))?;
     if block == 0 {
         return Ok(());
@@ -34,7 +55,9 @@ pub fn softmax_axis<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: 
         return Err(format!("{} values are not whole blocks of {n} x {inner}", data.len()));
     }
     if inner == 1 {
-        data.chunks_exact_mut(n).for_each(|row| one_row(row, kind));
+        for row in data.chunks_exact_mut(n) {
+            one_row(row, kind);
+        }
         return Ok(());
     }
     let mut max = vec![T::zero(); inner];
@@ -47,7 +70,7 @@ pub fn softmax_axis<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: 
 
 /// The greater of `m` and `x`, NaN if either is: a column with a NaN gives NaN everywhere, as the
 /// formula does.
-#[inline]
+#[inline(always)]
 fn nan_max<T: KernelExp>(m: T, x: T) -> T {
     if x > m || x.is_nan() {
         x
@@ -61,6 +84,7 @@ fn nan_max<T: KernelExp>(m: T, x: T) -> T {
 const LANES: usize = 8;
 
 /// The maximum of `row` (NaN if it has one), `row` not empty.
+#[inline(always)]
 fn row_max<T: KernelExp>(row: &[T], first: T) -> T {
     let mut lanes = [first; LANES];
     let mut chunks = row.chunks_exact(LANES);
@@ -69,11 +93,15 @@ fn row_max<T: KernelExp>(row: &[T], first: T) -> T {
             *m = nan_max(*m, x);
         }
     }
-    let tail = chunks.remainder().iter().fold(first, |m, &x| nan_max(m, x));
-    lanes.iter().fold(tail, |m, &x| nan_max(m, x))
+    let mut m = first;
+    for &x in chunks.remainder().iter().chain(&lanes) {
+        m = nan_max(m, x);
+    }
+    m
 }
 
 /// The sum of `row`, over [`LANES`] partial sums.
+#[inline(always)]
 fn row_sum<T: KernelExp>(row: &[T]) -> T {
     let mut lanes = [T::zero(); LANES];
     let mut chunks = row.chunks_exact(LANES);
@@ -82,19 +110,30 @@ fn row_sum<T: KernelExp>(row: &[T]) -> T {
             *s = *s + x;
         }
     }
-    let tail = chunks.remainder().iter().fold(T::zero(), |s, &x| s + x);
-    lanes.iter().fold(tail, |s, &x| s + x)
+    let mut tail = T::zero();
+    for &x in chunks.remainder() {
+        tail = tail + x;
+    }
+    for &x in &lanes {
+        tail = tail + x;
+    }
+    tail
 }
 
 /// One row of a softmax over the last axis: see the module docs.
+#[inline(always)]
 fn one_row<T: KernelExp>(row: &mut [T], kind: SoftmaxFn) {
     let Some(&first) = row.first() else { return };
     let max = row_max(row, first);
     match kind {
         SoftmaxFn::Softmax => {
-            row.iter_mut().for_each(|x| *x = (*x - max).kernel_exp());
+            for x in row.iter_mut() {
+                *x = (*x - max).kernel_exp();
+            }
             let sum = row_sum(row);
-            row.iter_mut().for_each(|x| *x = *x / sum);
+            for x in row.iter_mut() {
+                *x = *x / sum;
+            }
         }
         SoftmaxFn::LogSoftmax => {
             row.iter_mut().for_each(|x| *x = *x - max);
@@ -113,6 +152,7 @@ fn one_row<T: KernelExp>(row: &mut [T], kind: SoftmaxFn) {
 }
 
 /// One `[n, inner]` block: see the module docs.
+#[inline(always)]
 fn one_block<T: KernelExp>(block: &mut [T], inner: usize, kind: SoftmaxFn, max: &mut [T], sum: &mut [T]) {
     let mut rows = block.chunks_exact(inner);
     // A block holds at least one row (n > 0 here).
