@@ -90,13 +90,18 @@ fn inline(
         }
     }
     taken.extend(outputs.iter().cloned());
-    // Every other name the branch defines gets a name nothing else in the model has.
-    for name in crate::onnx::names_defined(&g) {
+    // Every other name the branch defines and the model has elsewhere gets a name neither has (in
+    // name order, so that the result does not depend on hashing).
+    let mut names: Vec<String> = crate::onnx::names_defined(&g).into_iter().collect();
+    names.sort();
+    let mut avoid: HashSet<String> = taken.iter().chain(&names).cloned().collect();
+    for name in names {
         if renames.contains_key(&name) {
             continue;
         }
         let kept = if taken.contains(&name) {
-            let fresh = fresh_name_in(taken, &name);
+            let fresh = fresh_name_in(&avoid, &name);
+            avoid.insert(fresh.clone());
             renames.insert(name, fresh.clone());
             fresh
         } else {
@@ -188,7 +193,8 @@ fn fold_one(
     let mut standalone = branch.clone();
     for name in &outer {
         let fact = facts.get(name).ok_or_else(|| anyhow::anyhow!("the outer value '{name}' it reads has no type"))?;
-        if let Some(value) = fact.concrete().filter(|_| fact.bytes().is_some_and(|b| b <= super::SMALL)) {
+        let small = fact.bytes().is_some_and(|b| b <= super::SMALL) && super::constants::exact_type(fact);
+        if let Some(value) = fact.concrete().filter(|_| small) {
             standalone.initializer.push(crate::onnx::tensor_to_proto(name, &value)?);
             constants.insert(name.clone());
             continue;
@@ -206,7 +212,9 @@ fn fold_one(
     // Names the passes made that an enclosing scope has (they saw only the values the branch reads).
     let mut taken = scope.reserved.clone();
     taken.extend(crate::onnx::names_defined_deep(&folded));
-    for name in crate::onnx::names_defined(&folded) {
+    let mut names: Vec<String> = crate::onnx::names_defined(&folded).into_iter().collect();
+    names.sort();
+    for name in names {
         if scope.reserved.contains(&name) {
             let fresh = fresh_name_in(&taken, &name);
             taken.insert(fresh.clone());

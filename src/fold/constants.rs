@@ -68,7 +68,7 @@ pub(crate) fn fold_constants(graph: &mut GraphProto, facts: &Facts, report: &mut
 
 /// Whether the fact's type is the one the model declares (a proxy type, bfloat16 held as float16,
 /// does not fold: its bits would be written as another type).
-fn exact_type(f: &super::facts::Fact) -> bool {
+pub(super) fn exact_type(f: &super::facts::Fact) -> bool {
     f.datum_type.is_tdim() || crate::npy::numpy_name(f.datum_type) == f.dtype_name
 }
 
