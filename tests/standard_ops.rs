@@ -593,6 +593,93 @@ mod lp_pool {
 }
 
 /// tract's own ops that sliceops fixes (src/graph/fixes/), against onnx's reference too.
+mod optional {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("OptionalHasElement");
+        check_op("OptionalGetElement");
+    }
+
+    #[test]
+    fn a_tensor_has_an_element_and_errors() {
+        let b = one_node(18, "OptionalHasElement", &[("x", DataType::Float, vec![S("n"), N(2)])], vec![]).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["Bool []"]);
+        let y = Model::load_bytes(&b).unwrap().run(vec![tensor2(&[[1f32, 2.]])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor0(true));
+        let b = one_node(18, "OptionalGetElement", &[("x", DataType::Int64, vec![S("n")])], vec![]).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["I64 [n]"]);
+        assert_error(&one_node(18, "OptionalGetElement", &[], vec![]).bytes(), &["'n'", "takes one input"]);
+    }
+}
+
+mod quant {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("QuantizeLinear");
+        check_op("DequantizeLinear");
+    }
+
+    fn node(op: &str, x: DataType, dims: Vec<D>, param: (DataType, Vec<D>), attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let again = |dims: &[D]| {
+            dims.iter()
+                .map(|d| {
+                    if let S(s) = d {
+                        S(s)
+                    } else if let N(n) = d {
+                        N(*n)
+                    } else {
+                        D::Unset
+                    }
+                })
+                .collect()
+        };
+        let inputs = [("x", x, dims), ("s", DataType::Float, again(&param.1)), ("zp", param.0, param.1)];
+        one_node(21, op, &inputs, attrs).bytes()
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let b = node("QuantizeLinear", DataType::Float, vec![S("b"), N(4)], (DataType::Int16, vec![N(4)]), vec![]);
+        assert_eq!(inferred(&b, &["y"]), ["I16 [b, 4]"]);
+        let b = node("DequantizeLinear", DataType::Uint16, vec![S("b"), N(4)], (DataType::Uint16, vec![]), vec![]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [b, 4]"]);
+        let b = node("DequantizeLinear", DataType::Int16, vec![N(3), N(4)], (DataType::Int16, vec![N(5)]), vec![]);
+        assert_error(&b, &["'n'", "5 values for 4 along axis 1"]);
+        let blocked = vec![("axis", A::I(0)), ("block_size", A::I(2))];
+        let b = node("QuantizeLinear", DataType::Float, vec![N(5), N(2)], (DataType::Int8, vec![N(2), N(2)]), blocked);
+        assert_error(&b, &["'n'", "dim 0 should be 3"]);
+        let b = node("QuantizeLinear", DataType::Float, vec![N(3)], (DataType::Int32, vec![]), vec![]);
+        assert_error(&b, &["'n'", "int8, uint8, int16 and uint16 are supported"]);
+        let b = node(
+            "QuantizeLinear",
+            DataType::Float,
+            vec![N(3)],
+            (DataType::Int8, vec![]),
+            vec![("block_size", A::I(-1))],
+        );
+        assert_error(&b, &["'n'", "block_size is -1"]);
+        // Per-axis parameters whose length is only known at run time.
+        let b = node(
+            "DequantizeLinear",
+            DataType::Int16,
+            vec![S("n")],
+            (DataType::Int16, vec![S("m")]),
+            vec![("axis", A::I(0))],
+        );
+        let model = Model::load_bytes(&b).unwrap();
+        let e = model.run(vec![tensor1(&[1i16, 2]), tensor1(&[1f32, 2., 3.]), tensor1(&[0i16, 0, 0])]).unwrap_err();
+        assert!(format!("{e:#}").contains("3 values for 2 along axis 0"), "{e:#}");
+        let y = model.run(vec![tensor1(&[1i16, 2]), tensor1(&[0.5f32, 2.]), tensor1(&[-1i16, 1])]).unwrap().remove(0).1;
+        assert_eq!(y, tensor1(&[1f32, 2.]));
+    }
+}
+
 mod fixes {
     use super::*;
     use D::{N, S};

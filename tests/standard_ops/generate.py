@@ -439,6 +439,34 @@ def encode(a):
     return dict(dtype=str(a.dtype), shape=list(a.shape), values=flat)
 
 
+# --- Optional*, 16-bit and blocked quantization ----------------------------------------------------
+
+def optional_quant_cases():
+    r = rng(17)
+    case("optional_has_element_no_input", "OptionalHasElement", 18, [], ["y"])
+    case("optional_has_element_empty_name", "OptionalHasElement", 18, [("", None)], ["y"])
+    case("optional_get_element_tensor", "OptionalGetElement", 18, [("x", f32(r, 2, 3))], ["y"])
+    x = f32(r, 3, 4, scale=300.0)
+    for dt, zp in [(np.int16, -120), (np.uint16, 30000)]:
+        name = np.dtype(dt).name
+        case(f"quantizelinear_{name}_per_axis", "QuantizeLinear", 21,
+             [("x", x), ("s", np.array([0.5, 2.0, 0.125, 1.0], dtype=np.float32)),
+              ("zp", np.array([zp, zp + 7, 0, zp], dtype=dt))], ["y"], axis=1)
+        q = r.integers(np.iinfo(dt).min, np.iinfo(dt).max, (3, 4), endpoint=True).astype(dt)
+        case(f"dequantizelinear_{name}", "DequantizeLinear", 21,
+             [("x", q), ("s", np.array(0.25, dtype=np.float32)), ("zp", np.array(zp, dtype=dt))], ["y"])
+    case("quantizelinear_int16_blocked_axis0", "QuantizeLinear", 21,
+         [("x", f32(r, 5, 2, scale=50.0)), ("s", np.array([[0.5, 1.0], [2.0, 0.25]], dtype=np.float32)),
+          ("zp", np.array([[3, -3], [0, 100]], dtype=np.int16))], ["y"], axis=0, block_size=3)
+    case("dequantizelinear_uint16_blocked_float16_out", "DequantizeLinear", 23,
+         [("x", np.arange(10, dtype=np.uint16).reshape(2, 5) * 1000),
+          ("s", np.array([[0.5, 2.0], [1.0, 0.25]], dtype=np.float32))], ["y"], axis=1, block_size=3,
+         output_dtype=onnx.TensorProto.FLOAT16)
+    case("quantizelinear_output_dtype_uint16_no_zero_point", "QuantizeLinear", 21,
+         [("x", f32(r, 6, scale=1000.0)), ("s", np.array(0.5, dtype=np.float32))], ["y"],
+         output_dtype=onnx.TensorProto.UINT16)
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -459,6 +487,7 @@ def main():
     tfidf_cases()
     binarizer_cases()
     fix_cases()
+    optional_quant_cases()
     out = []
     for c in CASES:
         model, given = build(c)

@@ -16,6 +16,8 @@
 //!   panicked), int64 indices read as such;
 //! - `Pad`: over a shape vector (MXNet's `reverse`), with pads computed from symbolic dims, and in
 //!   `wrap` mode (tract refused it; [`wrap_pad`]);
+//! - `QuantizeLinear`, `DequantizeLinear`: 16-bit integer types and blocked quantization (tract read
+//!   every zero point as 8 bits and refused `block_size`; [`quant`]);
 //! - `Range`: ONNX's exact length for negative steps;
 //! - `ReduceMax`, `ReduceMin`: minus and plus infinity over sets of floats that are empty or all
 //!   infinite (tract gave the largest finite float); booleans (opset 20) reduced as bytes (tract's
@@ -50,6 +52,7 @@ mod one_hot;
 mod pad;
 mod pad_params;
 pub mod params;
+mod quant;
 mod range;
 mod rec;
 mod reduce;
@@ -106,6 +109,8 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Mean", mean::mean);
     onnx.op_register.insert("OneHot", one_hot::one_hot);
     onnx.op_register.insert("Pad", pad::pad);
+    onnx.op_register.insert("QuantizeLinear", quant::quantize_linear);
+    onnx.op_register.insert("DequantizeLinear", quant::dequantize_linear);
     onnx.op_register.insert("Range", range::range);
     onnx.op_register.insert("Reshape", reshape::reshape);
     onnx.op_register.insert("Resize", resize::resize);

@@ -24,6 +24,8 @@
 //! - `MaxUnpool` (9, 11): `MaxPool`'s values written back at their indices, zeros elsewhere, the
 //!   output dims from the pooling or from `output_shape` (symbolic when known as dims, minted when
 //!   only known at run time);
+//! - `OptionalHasElement`, `OptionalGetElement` (15, 18): over the plain tensors tract carries (no
+//!   input: no element; a tensor: its element) ([`optional`]);
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `RoiAlign` (10, 16): regions of interest pooled to a fixed grid by bilinear samples, `avg` or
 //!   `max`, `half_pixel` or `output_half_pixel` coordinates;
@@ -51,6 +53,7 @@ pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
 pub mod max_unpool;
+pub mod optional;
 pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
@@ -78,6 +81,8 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("MaxUnpool", max_unpool::max_unpool);
     onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
+    onnx.op_register.insert("OptionalGetElement", optional::optional_get_element);
+    onnx.op_register.insert("OptionalHasElement", optional::optional_has_element);
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx.op_register.insert("RoiAlign", roi_align::roi_align);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
