@@ -74,7 +74,7 @@ fn a_chain_of_20k_alternating_slices_and_relus_runs() {
 
 /// The model without node names (tract names new nodes in an order that varies from run to run):
 /// each node's inputs, op and output facts, and the model's inputs and outputs. The ops our kernels
-/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`) are shown as the tract op
+/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`) are shown as the tract op
 /// each one replaces.
 fn structure(model: &TypedModel) -> String {
     let mut text = format!("inputs {:?} outputs {:?}\n", model.inputs, model.outputs);
@@ -88,6 +88,8 @@ fn structure(model: &TypedModel) -> String {
             format!("{:?}", pool.stock)
         } else if let Some(cube) = node.op_as::<sliceops::graph::CubePow>() {
             format!("{:?}", cube.stock)
+        } else if let Some(bin) = node.op_as::<sliceops::graph::BroadcastBin>() {
+            format!("{:?}", bin.stock)
         } else {
             format!("{:?}", node.op)
         };

@@ -7,7 +7,8 @@
 //! - a decomposed hard swish (`x * clip(x + 3, 0, 6) / 6`) runs as tract's `HardSwish`;
 //! - 2-D max pooling on f32 channel planes (`PlaneMaxPool`) gives the definition's values, in
 //!   every window, stride, padding and rounding mode;
-//! - `x^3` on f32 (`CubePow`) is `x·x·x`, within two roundings of the exact cube.
+//! - `x^3` on f32 (`CubePow`) is `x·x·x`, within two roundings of the exact cube;
+//! - `Add`/`Sub`/`Mul`/`Div` of broadcasting f32 operands (`BroadcastBin`) give the definition's bits.
 
 mod common;
 
@@ -496,4 +497,67 @@ fn a_cube_runs_as_two_multiplications() {
     // Other exponents stay tract's.
     let other = pow_model(2.5);
     assert!(!plan_ops(&other, &x).iter().any(|o| o == "CubePow"), "{:?}", plan_ops(&other, &x));
+}
+
+#[test]
+fn arithmetic_on_broadcasting_operands_runs_as_broadcast_bin_with_the_same_bits() {
+    // (op, shape of a, shape of b): broadcasting on an outer axis, on two, on the last (left to
+    // tract: runs of one value), and both ways at once.
+    let cases: [(&str, [usize; 4], [usize; 4], bool); 5] = [
+        ("Mul", [2, 3, 4, 5], [2, 1, 4, 5], true),
+        ("Add", [2, 3, 4, 5], [1, 3, 1, 5], true),
+        ("Sub", [1, 3, 4, 5], [2, 1, 4, 5], true),
+        ("Div", [2, 3, 4, 5], [2, 3, 1, 5], true),
+        ("Mul", [2, 3, 4, 5], [2, 3, 4, 1], false),
+    ];
+    let dims = |s: [usize; 4]| s.map(|d| D::N(d as i64));
+    for (op, sa, sb, ours) in cases {
+        let bytes = Builder::new(13)
+            .input("a", DataType::Float, &dims(sa))
+            .input("b", DataType::Float, &dims(sb))
+            .node(op, "", "bin", &["a", "b"], &["y"], vec![])
+            .output("y")
+            .bytes();
+        let m = Model::load_bytes(&bytes).unwrap();
+        let values = |s: [usize; 4], seed: usize| -> Tensor {
+            let n: usize = s.iter().product();
+            tensor1(&(0..n).map(|i| ((i * 31 + seed) % 17) as f32 / 4.0 + 0.5).collect::<Vec<_>>())
+                .into_shape(&s)
+                .unwrap()
+        };
+        let (a, b) = (values(sa, 1), values(sb, 5));
+        let plan = m.plan_for(&[a.clone(), b.clone()]).unwrap();
+        let names: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
+        assert_eq!(names.iter().any(|n| n == "BroadcastBin"), ours, "{op} {sa:?} {sb:?}: {names:?}");
+        let y = m.run(vec![a.clone(), b.clone()]).unwrap().remove(0).1;
+        // The definition, element by element, each input read at its broadcast index.
+        let out: Vec<usize> = sa.iter().zip(&sb).map(|(x, y)| *x.max(y)).collect();
+        assert_eq!(y.shape(), &out[..]);
+        let (pa, pb) = (a.try_as_plain_ram().unwrap(), b.try_as_plain_ram().unwrap());
+        let (va, vb) = (pa.as_slice::<f32>().unwrap(), pb.as_slice::<f32>().unwrap());
+        let at = |s: [usize; 4], ix: &[usize]| -> usize {
+            (0..4).fold(0, |acc, k| acc * s[k] + if s[k] == 1 { 0 } else { ix[k] })
+        };
+        let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        let mut k = 0;
+        for i0 in 0..out[0] {
+            for i1 in 0..out[1] {
+                for i2 in 0..out[2] {
+                    for i3 in 0..out[3] {
+                        let ix = [i0, i1, i2, i3];
+                        let (x, z) = (va[at(sa, &ix)], vb[at(sb, &ix)]);
+                        let want = match op {
+                            "Add" => x + z,
+                            "Sub" => x - z,
+                            "Mul" => x * z,
+                            // tract's optimizer makes a division a product by the reciprocal.
+                            _ => x * (1.0 / z),
+                        };
+                        assert_eq!(got[k].to_bits(), want.to_bits(), "{op} {sa:?} {sb:?} at {ix:?}");
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
 }

@@ -2,20 +2,23 @@
 //!
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
-//! that is not the last, `Resize`, 2-D max pooling, and `x^3`. [`use_our_kernels`] swaps them for ops of the same meaning,
+//! that is not the last, `Resize`, 2-D max pooling, `x^3`, and arithmetic on broadcasting operands. [`use_our_kernels`] swaps them for ops of the same meaning,
 //! inputs and facts that run our kernels; nothing else in the plan changes.
 
+mod broadcast;
 mod int_pow;
 mod maxpool;
 mod resize;
 mod softmax;
 
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::Softmax;
 
+pub use broadcast::BroadcastBin;
 pub use int_pow::CubePow;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
@@ -37,6 +40,8 @@ pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             PlaneMaxPool::replacing(pool).map(|op| Box::new(op) as _)
         } else if let Some(ew) = node.op_as::<ElementWiseOp>() {
             CubePow::replacing(ew).map(|op| Box::new(op) as _)
+        } else if let (Some(bin), [a, b]) = (node.op_as::<TypedBinOp>(), &*node.inputs) {
+            BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
         } else {
             None
         };
