@@ -148,6 +148,8 @@ pub(crate) fn fold_branches(
     // What a branch may not define: the names of every scope around it.
     let mut around = scope.reserved.clone();
     around.extend(crate::onnx::names_defined(graph));
+    // A branch has no inputs of the model's own: the input shapes do not apply to it.
+    let branch_options = FoldOptions { input_shapes: vec![], ..scope.options.clone() };
     for node in &mut graph.node {
         if !is_onnx(node) || op_type(node) != "If" {
             continue;
@@ -160,12 +162,7 @@ pub(crate) fn fold_branches(
                 report.kept_subgraphs.push(format!("{label}: nested more than {MAX_DEPTH} deep"));
                 continue;
             }
-            let inner = Scope {
-                options: &FoldOptions { input_shapes: vec![], ..scope.options.clone() },
-                depth: scope.depth + 1,
-                reserved: &around,
-                ..*scope
-            };
+            let inner = Scope { options: &branch_options, depth: scope.depth + 1, reserved: &around, ..*scope };
             match fold_one(shell, branch, facts, &inner) {
                 Ok((folded, sub)) => {
                     changed |= folded != *branch;

@@ -44,14 +44,6 @@ pub(crate) fn output_names(graph: &GraphProto) -> HashSet<String> {
     graph.output.iter().filter_map(|o| o.name.clone()).collect()
 }
 
-/// Every value a graph defines itself (inputs, initializers, node outputs): a subgraph defining `name`
-/// hides the outer value of that name.
-fn defines(graph: &GraphProto, name: &str) -> bool {
-    graph.input.iter().any(|i| i.name.as_deref() == Some(name))
-        || graph.initializer.iter().any(|t| t.name.as_deref() == Some(name))
-        || graph.node.iter().any(|n| n.output.iter().any(|o| o == name))
-}
-
 /// Makes every reader of `from` read `to` instead (node inputs, subgraphs reading it from the outer
 /// scope), except a graph output, which keeps its name.
 pub(crate) fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
@@ -63,7 +55,7 @@ pub(crate) fn rename_reads(graph: &mut GraphProto, from: &str, to: &str) {
         }
         for a in &mut n.attribute {
             for g in a.g.iter_mut().chain(a.graphs.iter_mut()) {
-                if !defines(g, from) {
+                if !crate::onnx::defined_names(g).any(|n| n == from) {
                     rename_reads(g, from, to);
                     for o in &mut g.output {
                         if o.name.as_deref() == Some(from) {

@@ -40,13 +40,19 @@ pub(crate) fn names_read(graph: &proto::GraphProto) -> HashSet<String> {
     used
 }
 
-/// The names a graph defines itself: its inputs, initializers (dense and sparse) and node outputs.
+/// The names a graph defines itself: its inputs, initializers (dense and sparse) and node outputs
+/// (a subgraph defining a name hides the outer value of that name).
+pub(crate) fn defined_names(graph: &proto::GraphProto) -> impl Iterator<Item = &str> {
+    let inputs = graph.input.iter().filter_map(|i| i.name.as_deref());
+    let dense = graph.initializer.iter().filter_map(|t| t.name.as_deref());
+    let sparse = graph.sparse_initializer.iter().filter_map(|s| s.values.as_ref()?.name.as_deref());
+    let outputs = graph.node.iter().flat_map(|n| n.output.iter().map(String::as_str).filter(|o| !o.is_empty()));
+    inputs.chain(dense).chain(sparse).chain(outputs)
+}
+
+/// [`defined_names`], as a set.
 pub(crate) fn names_defined(graph: &proto::GraphProto) -> HashSet<String> {
-    let mut defined: HashSet<String> = graph.input.iter().filter_map(|i| i.name.clone()).collect();
-    defined.extend(graph.initializer.iter().filter_map(|t| t.name.clone()));
-    defined.extend(graph.sparse_initializer.iter().filter_map(|s| s.values.as_ref()?.name.clone()));
-    defined.extend(graph.node.iter().flat_map(|n| n.output.iter().filter(|o| !o.is_empty()).cloned()));
-    defined
+    defined_names(graph).map(str::to_string).collect()
 }
 
 /// The names a subgraph reads from the scopes around it: what it or its own subgraphs read (graph
