@@ -115,10 +115,13 @@ fn a_real_detector_profile_maps_tract_nodes_to_onnx_nodes_and_op_types() {
     check_sums(&profile, 2.0);
     let nodes = profile["nodes"].as_array().unwrap();
     let find = |name: &str| nodes.iter().find(|n| n["name"] == name).unwrap_or_else(|| panic!("no node {name}"));
-    // A convolution's wired sub-nodes (`name.suffix`) map back to the ONNX Conv.
-    let conv = find("/model.0/conv/Conv.matmatmul");
-    assert_eq!(conv["onnx_node"], "/model.0/conv/Conv");
+    // A convolution's wired sub-nodes (`name.suffix`) map back to the ONNX Conv (a 1x1 one is
+    // tract's matrix product; the 3x3 ones are one `DirectConv` node under the Conv's own name).
+    let conv = find("/model.2/cv1/conv/Conv.einsum.split-over-1.4..8");
+    assert_eq!(conv["onnx_node"], "/model.2/cv1/conv/Conv");
     assert_eq!(conv["onnx_op"], "Conv");
+    let direct = find("/model.0/conv/Conv");
+    assert_eq!((&direct["op"], &direct["onnx_op"]), (&Value::from("DirectConv"), &Value::from("Conv")));
     assert_eq!(find("images")["op"], "Source");
     // Every node but the graph input comes from an ONNX node.
     let unmapped: Vec<&Value> = nodes.iter().filter(|n| n["onnx_node"].is_null()).map(|n| &n["name"]).collect();

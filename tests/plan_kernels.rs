@@ -8,7 +8,10 @@
 //! - 2-D max pooling on f32 channel planes (`PlaneMaxPool`) gives the definition's values, in
 //!   every window, stride, padding and rounding mode;
 //! - `x^3` on f32 (`CubePow`) is `x·x·x`, within two roundings of the exact cube;
-//! - `Add`/`Sub`/`Mul`/`Div` of broadcasting f32 operands (`BroadcastBin`) give the definition's bits.
+//! - `Add`/`Sub`/`Mul`/`Div` of broadcasting f32 operands (`BroadcastBin`) give the definition's bits;
+//! - a small f32 2-D convolution (`DirectConv`, put in place before code generation) gives the
+//!   definition's values within the float32 error bound of its sums, with its bias, padding and a
+//!   following `Relu` or `Clip` inside.
 
 mod common;
 
@@ -555,6 +558,116 @@ fn arithmetic_on_broadcasting_operands_runs_as_broadcast_bin_with_the_same_bits(
                         };
                         assert_eq!(got[k].to_bits(), want.to_bits(), "{op} {sa:?} {sb:?} at {ix:?}");
                         k += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A `Conv` (`[c_out, c_in, kh, kw]` kernel, pads, strides, dilations, group 1) over an f32 input
+/// of `shape`, then `after` (`Relu`, `Clip` 0..6, or nothing); the weights and bias deterministic.
+fn conv_model(
+    shape: [usize; 4],
+    kernel: [usize; 4],
+    strides: [i64; 2],
+    pads: [i64; 4],
+    after: &str,
+) -> (Model, Vec<f32>, Vec<f32>) {
+    // As many groups as input channels when the kernel takes one channel each (depthwise).
+    let group = if kernel[1] == 1 { shape[1] as i64 } else { 1 };
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+    let n: usize = kernel.iter().product();
+    let weights: Vec<f32> = (0..n).map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0).collect();
+    let bias: Vec<f32> = (0..kernel[0]).map(|i| i as f32 / 4.0 - 1.0).collect();
+    let attrs = vec![
+        ("kernel_shape", A::Is(vec![kernel[2] as i64, kernel[3] as i64])),
+        ("strides", A::Is(strides.to_vec())),
+        ("pads", A::Is(pads.to_vec())),
+        ("group", A::I(group)),
+    ];
+    let k: Vec<i64> = kernel.iter().map(|&d| d as i64).collect();
+    let b = Builder::new(13)
+        .input("x", DataType::Float, &dims)
+        .init_f32("w", &k, &weights)
+        .init_f32("b", &[kernel[0] as i64], &bias)
+        .init_f32("low", &[], &[0.0])
+        .init_f32("high", &[], &[6.0]);
+    let conv_out = if after.is_empty() { "y" } else { "c" };
+    let b = b.node("Conv", "", "conv", &["x", "w", "b"], &[conv_out], attrs);
+    let b = match after {
+        "Relu" => b.node("Relu", "", "relu", &["c"], &["y"], vec![]),
+        "Clip" => b.node("Clip", "", "clip", &["c", "low", "high"], &["y"], vec![]),
+        _ => b,
+    };
+    (Model::load_bytes(&b.output("y").bytes()).unwrap(), weights, bias)
+}
+
+/// A 2-D convolution of group 1 or depthwise with a kernel of more than one tap and strides up to 2
+/// runs as `DirectConv`, its bias and a following `Relu` or `Clip` fused and no `Pad` before it; its values
+/// are the definition's within the float32 error bound of the sum. A 1x1 kernel or a stride of 4
+/// stays tract's.
+#[test]
+fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
+    let cases = [
+        ([1, 3, 17, 23], [8, 3, 3, 3], [2, 2], [1, 1, 1, 1], "Relu", true),
+        ([2, 5, 9, 12], [6, 5, 3, 3], [1, 1], [1, 1, 1, 1], "Clip", true),
+        ([1, 4, 8, 30], [9, 4, 2, 5], [1, 2], [0, 2, 1, 0], "", true),
+        ([1, 6, 7, 7], [16, 6, 3, 1], [2, 1], [0, 0, 0, 0], "Relu", true),
+        ([1, 8, 6, 10], [4, 8, 1, 1], [1, 1], [0, 0, 0, 0], "Relu", false),
+        ([1, 3, 16, 16], [8, 3, 4, 4], [4, 4], [0, 0, 0, 0], "", false),
+        ([1, 12, 9, 21], [12, 1, 3, 3], [1, 1], [1, 1, 1, 1], "Relu", true),
+        ([2, 7, 10, 13], [7, 1, 5, 5], [2, 1], [2, 2, 2, 2], "Clip", true),
+    ];
+    for (shape, kernel, strides, pads, after, ours) in cases {
+        let (m, w, bias) = conv_model(shape, kernel, strides, pads, after);
+        let x = input(&shape, DataType::Float);
+        let names = plan_ops(&m, &x);
+        let what = format!("{shape:?} {kernel:?} {strides:?} {pads:?} {after}: {names:?}");
+        assert_eq!(names.iter().any(|n| n == "DirectConv"), ours, "{what}");
+        if ours {
+            // One node for the image, one for the convolution: bias, padding and clamp inside.
+            assert_eq!(names.len(), 2, "{what}");
+        }
+        let xs = x.cast_to::<f64>().unwrap().try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
+        let y = m.run(vec![x]).unwrap().remove(0).1;
+        let [n, c_in, h, wd] = shape;
+        let [c_out, c_per_out, kh, kw] = kernel;
+        let (sh, sw) = (strides[0] as usize, strides[1] as usize);
+        let (oh, ow) =
+            ((h + (pads[0] + pads[2]) as usize - kh) / sh + 1, (wd + (pads[1] + pads[3]) as usize - kw) / sw + 1);
+        assert_eq!(y.shape(), &[n, c_out, oh, ow], "{what}");
+        let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        let mut i = 0;
+        for b in 0..n {
+            for co in 0..c_out {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        let (mut sum, mut size) = (bias[co] as f64, (bias[co] as f64).abs());
+                        for ci in 0..c_per_out {
+                            // Depthwise: output channel co reads input channel co.
+                            let c = if c_per_out == 1 && c_in > 1 { co } else { ci };
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let y = (oy * sh + ky) as i64 - pads[0];
+                                    let xx = (ox * sw + kx) as i64 - pads[1];
+                                    if (0..h as i64).contains(&y) && (0..wd as i64).contains(&xx) {
+                                        let term = xs[((b * c_in + c) * h + y as usize) * wd + xx as usize]
+                                            * w[((co * c_per_out + ci) * kh + ky) * kw + kx] as f64;
+                                        sum += term;
+                                        size += term.abs();
+                                    }
+                                }
+                            }
+                        }
+                        let want = match after {
+                            "Relu" => sum.max(0.0),
+                            "Clip" => sum.clamp(0.0, 6.0),
+                            _ => sum,
+                        };
+                        let bound = (c_per_out * kh * kw + 1) as f64 * f32::EPSILON as f64 * size;
+                        assert!((got[i] as f64 - want).abs() <= bound, "{what} at {i}: {} vs {want}", got[i]);
+                        i += 1;
                     }
                 }
             }

@@ -2,6 +2,7 @@
 
 mod alloc;
 mod budget;
+mod conv;
 mod copy;
 mod exp;
 mod resample;
@@ -11,6 +12,7 @@ mod tensor;
 
 pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
+pub(crate) use conv::{conv2d, ConvGeometry, PackedConv};
 pub use copy::copy_view;
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};

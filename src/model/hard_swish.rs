@@ -42,13 +42,13 @@ impl TypedPass for HardSwishPass {
 }
 
 /// The name of `node`'s binary op (`Add`, `Mul`...) and its two inputs, if it is one.
-fn binary(node: &TypedNode) -> Option<(&'static str, [OutletId; 2])> {
+pub(super) fn binary(node: &TypedNode) -> Option<(&'static str, [OutletId; 2])> {
     let op = node.op_as::<TypedBinOp>()?;
     (node.inputs.len() == 2).then(|| (op.0.name(), [node.inputs[0], node.inputs[1]]))
 }
 
 /// The value of a constant outlet whose elements all equal one float32, if it is one.
-fn uniform(model: &TypedModel, outlet: OutletId) -> Option<f32> {
+pub(super) fn uniform(model: &TypedModel, outlet: OutletId) -> Option<f32> {
     let k = model.outlet_fact(outlet).ok()?.konst.clone()?;
     let values = k.try_as_plain_ram().ok()?.as_slice::<f32>().ok()?.to_vec();
     let first = *values.first()?;
@@ -56,7 +56,7 @@ fn uniform(model: &TypedModel, outlet: OutletId) -> Option<f32> {
 }
 
 /// For a binary node with one constant input equal to `value`: its other input.
-fn with_constant(model: &TypedModel, inputs: [OutletId; 2], value: f32) -> Option<OutletId> {
+pub(super) fn with_constant(model: &TypedModel, inputs: [OutletId; 2], value: f32) -> Option<OutletId> {
     match (uniform(model, inputs[0]), uniform(model, inputs[1])) {
         (_, Some(v)) if v == value => Some(inputs[0]),
         (Some(v), _) if v == value => Some(inputs[1]),
@@ -66,7 +66,7 @@ fn with_constant(model: &TypedModel, inputs: [OutletId; 2], value: f32) -> Optio
 
 /// The node making `outlet`, when `outlet` is its only output and read by one node only, not a model
 /// output.
-fn single_use_producer(model: &TypedModel, outlet: OutletId) -> Option<&TypedNode> {
+pub(super) fn single_use_producer(model: &TypedModel, outlet: OutletId) -> Option<&TypedNode> {
     let node = model.node(outlet.node);
     let only = node.outputs.len() == 1 && node.outputs[0].successors.len() == 1;
     let output = model.outputs.contains(&outlet);

@@ -3,9 +3,12 @@
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, and arithmetic on broadcasting operands. [`use_our_kernels`] swaps them for ops of the same meaning,
-//! inputs and facts that run our kernels; nothing else in the plan changes.
+//! inputs and facts that run our kernels; nothing else in the plan changes. [`DirectConv`] is the
+//! exception: the direct-convolution pass puts it in place before code generation, with the
+//! convolution's weights, bias and clamp inside (see `model::direct_conv`).
 
 mod broadcast;
+mod conv;
 mod int_pow;
 mod maxpool;
 mod resize;
@@ -19,6 +22,7 @@ use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::Softmax;
 
 pub use broadcast::BroadcastBin;
+pub use conv::DirectConv;
 pub use int_pow::CubePow;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
