@@ -23,7 +23,10 @@ pub(crate) type Signature = Vec<(DatumType, Vec<usize>)>;
 /// The plans a deferred branch made, by signature.
 pub(crate) type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>>;
 
-/// One branch of an [`IfOp`].
+/// The most plans a deferred branch keeps.
+const MAX_DEFERRED_PLANS: usize = 16;
+
+/// One branch of an [`IfOp`] (or the body of a [`super::LoopOp`]).
 #[derive(Debug, Clone)]
 pub enum Branch {
     /// Translated at analysis.
@@ -80,6 +83,11 @@ impl Branch {
                             return Err(NodeError::failed(node, op, format!("the {} cannot run: {why}", part(op))));
                         }
                         let p = crate::model::optimize::optimize(t.typed)?.into_runnable()?;
+                        // A loop whose values change shape at every iteration would keep one plan
+                        // per iteration: the oldest go.
+                        if cached.len() >= MAX_DEFERRED_PLANS {
+                            cached.remove(0);
+                        }
                         cached.push((signature, p.clone()));
                         p
                     }

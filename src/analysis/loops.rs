@@ -12,8 +12,9 @@
 //! (`true` when `cond` is not given) and fewer than `M` iterations ran (no bound when `M` is not
 //! given); after each iteration the condition is the body's `cond_out`.
 //!
-//! What bounds a loop: at most [`MAX_ITERATIONS`] iterations (a model looping forever, `M` and
-//! `cond` absent and `cond_out` always true, stops with an error naming the node), and the scan
+//! What bounds a loop: at most [`MAX_ITERATIONS`] iterations, counting those of the loops nested in
+//! its body (a model looping forever, `M` and `cond` absent and `cond_out` always true, stops with
+//! an error naming the node; nested loops cannot multiply the bound), and the scan
 //! outputs together at most the memory a value may take ([`crate::model::memory::value_limit`]),
 //! checked as they grow, before stacking.
 
@@ -23,8 +24,46 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
-/// The most iterations one run of a `Loop` makes: a loop not done by then is an error.
+/// The most iterations one run of a `Loop` makes, those of the loops inside its body included: a
+/// loop not done by then is an error. (A trivial body runs 4M iterations in about 5 s.)
 pub const MAX_ITERATIONS: u64 = 1 << 22;
+
+thread_local! {
+    /// How deep in loops this thread runs, and the iterations made since the outermost began.
+    static RUNNING: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// A loop running on this thread: the outermost starts the count of iterations, which the loops
+/// inside its body add to (a body's plan runs on the thread of the loop running it).
+struct Running;
+
+impl Running {
+    fn enter() -> Running {
+        RUNNING.with(|r| {
+            let (depth, count) = r.get();
+            r.set((depth + 1, if depth == 0 { 0 } else { count }));
+        });
+        Running
+    }
+
+    /// Counts one more iteration; false when that is more than [`MAX_ITERATIONS`].
+    fn tick(&self) -> bool {
+        RUNNING.with(|r| {
+            let (depth, count) = r.get();
+            r.set((depth, count + 1));
+            count < MAX_ITERATIONS
+        })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|r| {
+            let (depth, count) = r.get();
+            r.set((depth.saturating_sub(1), count));
+        });
+    }
+}
 
 /// A `Loop` whose body runs as a plan of its own.
 #[derive(Debug, Clone)]
@@ -153,11 +192,12 @@ impl EvalOp for LoopOp {
         let limit = crate::model::memory::value_limit();
         let mut scan_bytes: u64 = 0;
         let mut iteration: i64 = 0;
+        let running = Running::enter();
         while cond && max.is_none_or(|m| iteration < m) {
-            if iteration as u64 >= MAX_ITERATIONS {
+            if !running.tick() {
                 return Err(self.fail(format!(
-                    "still running after {MAX_ITERATIONS} iterations, the most a Loop makes (M {}, the condition \
-                     still true)",
+                    "still running after {MAX_ITERATIONS} iterations (its own and those of the loops inside its \
+                     body), the most a Loop makes (M {}, the condition still true)",
                     max.map_or("not given".to_string(), |m| m.to_string())
                 )));
             }

@@ -501,20 +501,31 @@ impl Translator<'_> {
             .map(|&i| self.target.outlet_fact(inputs[i]).cloned())
             .collect::<TractResult<_>>()
             .map_err(|e| e.to_string())?;
-        self.branch_with(body, graph, facts)
+        self.branch_with(body, graph, facts, true)
     }
 
-    /// A subgraph (`If` branch, `Loop` body) translated with `facts` for its inputs; what it finds
-    /// (fallbacks, symbols, requirements) is kept.
+    /// A subgraph (`If` branch, `Loop` body) translated with `facts` for its inputs; with `keep`,
+    /// what it finds (fallbacks, symbols, requirements) is kept (a `Loop` keeps what it needs of
+    /// the translation it uses: `loop_node.rs`).
     fn branch_with(
         &mut self,
         body: &InferenceModel,
         graph: &pb::GraphProto,
         facts: Vec<TypedFact>,
+        keep: bool,
     ) -> Result<Translated, String> {
         let index = super::node_index(graph);
         let symbols = self.target.symbols.clone();
         let result = translate(body, &index, self.opsets, facts, symbols, self.table.clone(), self.fold_bytes);
+        if !keep {
+            return match result {
+                Ok(t) if t.unknown.is_empty() && t.typed.outputs.len() == body.outputs.len() => Ok(t),
+                Ok(t) => {
+                    Err(t.unknown.values().next().cloned().unwrap_or_else(|| "an output cannot be computed".into()))
+                }
+                Err(e) => Err(crate::report::describe_error(&e)),
+            };
+        }
         if let Ok(t) = &result {
             for f in &t.fallbacks {
                 if !self.fallbacks.contains(f) {

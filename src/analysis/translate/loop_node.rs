@@ -44,14 +44,13 @@ impl Translator<'_> {
         let prefix = crate::analysis::bind::symbol_name(&node.name);
         let symbols = self.target.symbols.clone();
         let fresh = |what: String| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{what}")));
-        // Symbols minted inside the body are the body's: the outer table does not list them.
-        let table = self.table.clone();
-        let first_try = self.branch_with(&op.body, &op.graph, body_facts(&carried_in));
+        let first_try = self.branch_with(&op.body, &op.graph, body_facts(&carried_in), false);
         let (body, outline) = match first_try {
             Ok(t) => {
                 let outs = output_facts(&t)?;
                 self.check_body(op, &outs, &carried_in)?;
                 if (0..n).all(|i| outs[1 + i].shape == carried_in[i].shape) {
+                    self.keep_findings(&t, &known);
                     (Branch::Typed { model: Arc::new(t.typed), plan: Default::default() }, outs)
                 } else {
                     // The dims that change between iterations made symbols: typed once more.
@@ -64,14 +63,17 @@ impl Translator<'_> {
                             carried_in[i].datum_type.fact(&*dims)
                         })
                         .collect();
-                    let second = self.branch_with(&op.body, &op.graph, body_facts(&general));
+                    let second = self.branch_with(&op.body, &op.graph, body_facts(&general), false);
                     let typed = second.ok().and_then(|t| {
                         let outs = output_facts(&t).ok()?;
                         let holds = outs.len() == 1 + n + k && (0..n).all(|i| outs[1 + i] == general[i]);
                         holds.then_some((t, outs))
                     });
                     match typed {
-                        Some((t, outs)) => (Branch::Typed { model: Arc::new(t.typed), plan: Default::default() }, outs),
+                        Some((t, outs)) => {
+                            self.keep_findings(&t, &known);
+                            (Branch::Typed { model: Arc::new(t.typed), plan: Default::default() }, outs)
+                        }
                         None => (self.deferred(op, "the loop-carried shapes change between iterations".into()), outs),
                     }
                 }
@@ -92,15 +94,24 @@ impl Translator<'_> {
                 (self.deferred(op, reason), outs)
             }
         };
-        self.table = table;
-        let outer_only = |d: &TDim| -> bool {
-            d.symbols().iter().all(|s| known.contains(s)) && !matches!(body, Branch::Deferred { .. })
-        };
+        // A carried dim is known when the typed body keeps it, a scan dim when the typed body gives
+        // it in the outer model's symbols; a body translated only when it runs may change any of
+        // them (one iteration's shapes say nothing of the next's).
+        let typed = matches!(body, Branch::Typed { .. });
+        let outer_only = |d: &TDim| -> bool { typed && d.symbols().iter().all(|s| known.contains(s)) };
         let mut out_facts: TVec<TypedFact> = tvec![];
         for (i, f) in outline[1..1 + n].iter().enumerate() {
             let dims: TVec<TDim> = (f.shape.iter().zip(carried_in[i].shape.iter()))
                 .enumerate()
-                .map(|(axis, (d, initial))| if d == initial { d.clone() } else { fresh(format!("{i}_{axis}")) })
+                .map(
+                    |(axis, (d, initial))| {
+                        if typed && d == initial {
+                            d.clone()
+                        } else {
+                            fresh(format!("{i}_{axis}"))
+                        }
+                    },
+                )
                 .collect();
             out_facts.push(f.datum_type.fact(&*dims));
         }
@@ -130,6 +141,23 @@ impl Translator<'_> {
             self.target.add_edge(*input, InletId::new(id, ix))?;
         }
         Ok((0..node.outputs.len()).map(|slot| OutletId::new(id, slot)).collect())
+    }
+
+    /// What the body's translation found that holds of the outer model: the nodes that fell back
+    /// (notes), and the requirements on the outer model's symbols. (Symbols minted inside the body,
+    /// and those standing for dims that change between iterations, are the body's own.)
+    fn keep_findings(&mut self, t: &Translated, known: &HashSet<Symbol>) {
+        for f in &t.fallbacks {
+            if !self.fallbacks.contains(f) {
+                self.fallbacks.push(f.clone());
+            }
+        }
+        let outer = |d: &TDim| d.symbols().iter().all(|s| known.contains(s));
+        for r in &t.requirements {
+            if outer(&r.kept) && outer(&r.other) && !self.requirements.contains(r) {
+                self.requirements.push(r.clone());
+            }
+        }
     }
 
     /// The body's outputs checked against the Loop: their number, the condition a bool, the carried
