@@ -324,3 +324,41 @@ fn nested_loops_read_outer_scopes_and_share_the_iteration_bound() {
     assert!(e.contains("node 'loop' (Loop)") || e.contains("node 'inner' (Loop)"), "{e}");
     assert!(e.contains("still running after"), "{e}");
 }
+
+#[test]
+fn scan_outputs_past_what_the_process_can_allocate_are_refused() {
+    use common::cli::{scratch, sliceops_limited, Limits};
+    // Each iteration scans a 64 MiB value made outside the loop; 1,000 iterations would take 64 GiB,
+    // under a 1 GiB address space.
+    let body = Builder::new(13)
+        .input("i", DataType::Int64, &[])
+        .input("c", DataType::Bool, &[])
+        .node("Identity", "", "cond", &["c"], &["c_out"], vec![])
+        .node("Identity", "", "id", &["big"], &["scan"], vec![])
+        .output("c_out")
+        .output("scan")
+        .graph("body");
+    let bytes = Builder::new(13)
+        .init_i64("shape", &[1 << 24])
+        .init_i64("M", &[1000])
+        .input("x", DataType::Float, &[N(1)])
+        .node("ConstantOfShape", "", "huge", &["shape"], &["big"], vec![])
+        .node("Loop", "", "loop", &["M", ""], &["scans"], vec![("body", A::G(body))])
+        .node("Identity", "", "keep", &["x"], &["y"], vec![])
+        .output("scans")
+        .output("y")
+        .bytes();
+    let d = scratch("loop_op", "scan_outputs_past_what_the_process_can_allocate_are_refused");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, &bytes).unwrap();
+    sliceops::npy::write_npy(&d.join("x.npy"), &floats(&[1], &[0.0])).unwrap();
+    let (model, x) = (model.display().to_string(), format!("x={}", d.join("x.npy").display()));
+    let limits = Limits { file_size: None, address_space: Some(1 << 30) };
+    let run = sliceops_limited(&["infer", &model], limits);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let out = d.join("out").display().to_string();
+    let run = sliceops_limited(&["run", &model, "--input", &x, "--output-dir", &out], limits);
+    let line = run.error();
+    assert!(line.starts_with("error: node 'loop' (Loop)"), "{line}");
+    assert!(line.contains("its scan outputs take more than this process can allocate"), "{line}");
+}
