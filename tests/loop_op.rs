@@ -362,3 +362,54 @@ fn scan_outputs_past_what_the_process_can_allocate_are_refused() {
     assert!(line.starts_with("error: node 'loop' (Loop)"), "{line}");
     assert!(line.contains("its scan outputs take more than this process can allocate"), "{line}");
 }
+
+#[test]
+fn loops_and_ifs_nest_either_way() {
+    // An If in the body (adding w on even iterations, -w on odd ones), the Loop in an If's branch;
+    // w read from the main graph through both.
+    let even = Builder::new(13).node("Identity", "", "pos", &["w"], &["r"], vec![]).output("r").graph("then");
+    let odd = Builder::new(13).node("Neg", "", "neg", &["w"], &["r2"], vec![]).output("r2").graph("else");
+    let body = Builder::new(13)
+        .input("i", DataType::Int64, &[])
+        .input("c", DataType::Bool, &[])
+        .input("acc", DataType::Float, &[N(2)])
+        .init("two", DataType::Int64, &[], 2i64.to_le_bytes().to_vec())
+        .init("zero", DataType::Int64, &[], 0i64.to_le_bytes().to_vec())
+        .node("Identity", "", "cond", &["c"], &["c_out"], vec![])
+        .node("Mod", "", "mod", &["i", "two"], &["m"], vec![])
+        .node("Equal", "", "eq", &["m", "zero"], &["is_even"], vec![])
+        .if_node("step", "is_even", &["d"], even, odd)
+        .node("Add", "", "add", &["acc", "d"], &["acc_out"], vec![])
+        .output("c_out")
+        .output("acc_out")
+        .output("acc_out")
+        .graph("body");
+    let looping = Builder::new(13)
+        .node("Loop", "", "loop", &["M", "", "x"], &["a", "s"], vec![("body", A::G(body))])
+        .output("a")
+        .output("s")
+        .graph("then");
+    let once = Builder::new(13)
+        .node("Identity", "", "same", &["x"], &["a2"], vec![])
+        .node("Unsqueeze", "", "one", &["x", "ax"], &["s2"], vec![])
+        .output("a2")
+        .output("s2")
+        .graph("else");
+    let bytes = Builder::new(13)
+        .input("flag", DataType::Bool, &[])
+        .input("M", DataType::Int64, &[])
+        .input("x", DataType::Float, &[N(2)])
+        .input("w", DataType::Float, &[N(2)])
+        .init_i64("ax", &[0])
+        .if_node("choose", "flag", &["acc", "scans"], looping, once)
+        .output("acc")
+        .output("scans")
+        .bytes();
+    let inputs = |flag: bool| vec![tensor0(flag), tensor0(5i64), floats(&[2], &[1.0, 2.0]), floats(&[2], &[0.5, -1.0])];
+    let out = run(&bytes, inputs(true));
+    assert_eq!(out[0], floats(&[2], &[1.5, 1.0]));
+    let rows: Vec<f32> = [[1.5, 1.0], [1.0, 2.0]].iter().cycle().take(5).flatten().copied().collect();
+    assert_eq!(out[1], floats(&[5, 2], &rows));
+    let out = run(&bytes, inputs(false));
+    assert_eq!(out[1], floats(&[1, 2], &[1.0, 2.0]));
+}
