@@ -413,3 +413,65 @@ fn loops_and_ifs_nest_either_way() {
     let out = run(&bytes, inputs(false));
     assert_eq!(out[1], floats(&[1, 2], &[1.0, 2.0]));
 }
+
+#[test]
+fn a_carried_value_doubling_at_every_iteration_is_refused_before_it_is_allocated() {
+    use common::cli::{scratch, sliceops_limited, Limits};
+    // s = concat(s, s): the body is translated for each length, each translation's values weighed
+    // against what the process can allocate (1 GiB of address space here).
+    let body = Builder::new(13)
+        .input("i", DataType::Int64, &[])
+        .input("c", DataType::Bool, &[])
+        .input("s", DataType::Float, &[N(1)])
+        .node("Identity", "", "cond", &["c"], &["c_out"], vec![])
+        .node("Concat", "", "cat", &["s", "s"], &["s_out"], vec![("axis", A::I(0))])
+        .output("c_out")
+        .output("s_out")
+        .graph("body");
+    let bytes = Builder::new(13)
+        .init_i64("M", &[100])
+        .input("s0", DataType::Float, &[N(1)])
+        .node("Loop", "", "loop", &["M", "", "s0"], &["s"], vec![("body", A::G(body))])
+        .output("s")
+        .bytes();
+    let d = scratch("loop_op", "a_carried_value_doubling_at_every_iteration_is_refused_before_it_is_allocated");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, &bytes).unwrap();
+    sliceops::npy::write_npy(&d.join("s0.npy"), &floats(&[1], &[3.0])).unwrap();
+    let (model, s0) = (model.display().to_string(), format!("s0={}", d.join("s0.npy").display()));
+    let limits = Limits { file_size: None, address_space: Some(1 << 30) };
+    let out = d.join("out").display().to_string();
+    let run = sliceops_limited(&["run", &model, "--input", &s0, "--output-dir", &out], limits);
+    let line = run.error();
+    assert!(line.starts_with("error: node 'loop' (Loop)"), "{line}");
+    assert!(line.contains("more than this process can allocate"), "{line}");
+}
+
+#[test]
+fn a_body_translated_at_every_iteration_is_bounded() {
+    // s = concat(s, s[0:1]): the dims of the body cannot follow a symbol for s's length (the slice's
+    // is min(1, n)), so the body is translated for each length.
+    let body = Builder::new(13)
+        .input("i", DataType::Int64, &[])
+        .input("c", DataType::Bool, &[])
+        .input("s", DataType::Float, &[N(1)])
+        .init_i64("st", &[0])
+        .init_i64("en", &[1])
+        .node("Identity", "", "cond", &["c"], &["c_out"], vec![])
+        .node("Slice", "", "head", &["s", "st", "en"], &["h"], vec![])
+        .node("Concat", "", "cat", &["s", "h"], &["s_out"], vec![("axis", A::I(0))])
+        .output("c_out")
+        .output("s_out")
+        .graph("body");
+    let bytes = Builder::new(13)
+        .input("M", DataType::Int64, &[])
+        .input("s0", DataType::Float, &[N(1)])
+        .node("Loop", "", "loop", &["M", "", "s0"], &["s"], vec![("body", A::G(body))])
+        .output("s")
+        .bytes();
+    let out = run(&bytes, vec![tensor0(300i64), floats(&[1], &[3.0])]);
+    assert_eq!(out[0], floats(&[301], &[3.0; 301]));
+    let bound = sliceops::analysis::MAX_TRANSLATIONS;
+    let e = run_error(&bytes, vec![tensor0(bound as i64 + 10), floats(&[1], &[3.0])]);
+    assert!(e.contains("node 'loop' (Loop)") && e.contains(&format!("was translated {bound} times")), "{e}");
+}

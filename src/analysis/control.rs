@@ -52,6 +52,18 @@ pub enum Branch {
 impl Branch {
     /// Runs the branch (or loop body) of node `node`, an `op`, on `inputs`.
     pub(crate) fn run(&self, node: &str, op: &str, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        self.run_counting(node, op, inputs, &mut 0)
+    }
+
+    /// [`Branch::run`], adding 1 to `translations` when a deferred branch is translated for these
+    /// inputs' shapes.
+    pub(crate) fn run_counting(
+        &self,
+        node: &str,
+        op: &str,
+        inputs: TVec<TValue>,
+        translations: &mut u64,
+    ) -> TractResult<TVec<TValue>> {
         let plan = match self {
             Branch::Typed { model, plan } => {
                 let mut cached = plan.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,6 +94,10 @@ impl Branch {
                         if let Some(why) = t.unknown.values().next() {
                             return Err(NodeError::failed(node, op, format!("the {} cannot run: {why}", part(op))));
                         }
+                        *translations += 1;
+                        // Its shapes are concrete: a value it cannot allocate is refused before it runs.
+                        crate::model::memory::check_values(&t.typed)
+                            .map_err(|e| NodeError::failed(node, op, format!("the {} ({reason}): {e:#}", part(op))))?;
                         let p = crate::model::optimize::optimize(t.typed)?.into_runnable()?;
                         // A loop whose values change shape at every iteration would keep one plan
                         // per iteration: the oldest go.

@@ -16,7 +16,9 @@
 //! its body (a model looping forever, `M` and `cond` absent and `cond_out` always true, stops with
 //! an error naming the node; nested loops cannot multiply the bound), and the scan
 //! outputs together at most the memory a value may take ([`crate::model::memory::value_limit`]),
-//! checked as they grow, before stacking.
+//! checked as they grow, before stacking; a body translated when it runs is translated at most
+//! [`MAX_TRANSLATIONS`] times a run, each translation's values weighed against that limit before
+//! its plan runs (a carried value doubling at every iteration is refused, not allocated).
 
 use super::control::Branch;
 use crate::error::NodeError;
@@ -27,6 +29,11 @@ use tract_onnx::tract_core::internal::*;
 /// The most iterations one run of a `Loop` makes, those of the loops inside its body included: a
 /// loop not done by then is an error. (A trivial body runs 4M iterations in about 5 s.)
 pub const MAX_ITERATIONS: u64 = 1 << 22;
+
+/// The most times one run of a `Loop` translates a body kept as parsed (once for each new set of
+/// input shapes): a body whose values change shape at every iteration costs a translation each
+/// (about 0.25 ms for a small body: 16,384 take about 4 s).
+pub const MAX_TRANSLATIONS: u64 = 1 << 14;
 
 thread_local! {
     /// How deep in loops this thread runs, and the iterations made since the outermost began.
@@ -193,6 +200,7 @@ impl EvalOp for LoopOp {
         let mut scan_bytes: u64 = 0;
         let mut iteration: i64 = 0;
         let running = Running::enter();
+        let mut translations = 0u64;
         while cond && max.is_none_or(|m| iteration < m) {
             if !running.tick() {
                 return Err(self.fail(format!(
@@ -204,7 +212,14 @@ impl EvalOp for LoopOp {
             let mut body_inputs: TVec<TValue> = tvec![tensor0(iteration).into(), tensor0(cond).into()];
             body_inputs.extend(carried.iter().cloned());
             body_inputs.extend(outer.iter().cloned());
-            let mut outputs = self.body.run(&self.node, "Loop", body_inputs)?;
+            let mut outputs = self.body.run_counting(&self.node, "Loop", body_inputs, &mut translations)?;
+            if translations > MAX_TRANSLATIONS {
+                return Err(self.fail(format!(
+                    "its body, translated for the shapes of each iteration, was translated {MAX_TRANSLATIONS} \
+                     times after {} iterations: the most a Loop does",
+                    iteration + 1
+                )));
+            }
             if outputs.len() != 1 + self.carried + self.scans {
                 return Err(self.fail(format!("the body returned {} values", outputs.len())));
             }

@@ -24,7 +24,7 @@ pub(crate) use bind::symbol_name;
 pub use bind::{Binding, DeclaredDim, DeclaredInput};
 pub(crate) use budget::bytes_of;
 pub use control::{Branch, IfOp};
-pub use loops::{LoopOp, MAX_ITERATIONS};
+pub use loops::{LoopOp, MAX_ITERATIONS, MAX_TRANSLATIONS};
 pub use opaque::Opaque;
 pub use require::{AssumeShape, Requirement};
 use symbols::SymbolTable;
