@@ -141,6 +141,18 @@ fn output_facts_follow_from_the_body() {
     assert_eq!(inferred(&bytes, &["acc", "scans"]), ["F32 [2]", "F32 [4, 2]"]);
     let out = run(&bytes, vec![floats(&[2], &[0.0, 0.0]), floats(&[2], &[1.0, 1.0])]);
     assert_eq!(out[1], floats(&[4, 2], &[0.0, 0.0, 2.0, 2.0, 6.0, 6.0, 12.0, 12.0]));
+    // M a dim: as many iterations as x has values.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("n")])
+        .input("w", DataType::Float, &[D::S("n")])
+        .node("Shape", "", "shape", &["x"], &["M"], vec![])
+        .node("Loop", "", "loop", &["M", "", "x"], &["acc", "scans"], vec![("body", A::G(counting_body(true)))])
+        .output("acc")
+        .output("scans")
+        .bytes();
+    assert_eq!(inferred(&bytes, &["acc", "scans"]), ["F32 [n]", "F32 [n, n]"]);
+    let out = run(&bytes, vec![floats(&[3], &[0.0; 3]), floats(&[3], &[1.0; 3])]);
+    assert_eq!(out[1], floats(&[3, 3], &[0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 6.0, 6.0, 6.0]));
 }
 
 /// `while v < limit: v *= 2`, scanning v; `limit` read from the outer graph, no trip count.

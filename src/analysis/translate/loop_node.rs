@@ -189,13 +189,22 @@ impl Translator<'_> {
         Branch::Deferred { model: op.body.clone(), graph: op.graph.clone(), reason, plans: Default::default() }
     }
 
-    /// The number of iterations, when known before running: `M` (at least 0) when it is a constant,
+    /// The number of iterations, when known before running: `M` (at least 0) when it is a constant
+    /// or a dim,
     /// `cond` is absent or a constant true and the typed body's condition output is a constant true.
     fn trip_count(&self, op: &LoopBody, facts: &[TypedFact], body: &Branch) -> Option<TDim> {
         if !op.has_m {
             return None;
         }
-        let m = facts[0].konst.as_ref()?.cast_to_scalar::<i64>().ok()?;
+        // A constant, or a dim (`Shape(x)[0]`) proved non-negative.
+        let m = match crate::graph::dims_of(facts[0].konst.as_ref()?).ok()?.as_slice() {
+            [d] => match d.as_i64() {
+                Some(v) => TDim::Val(v.max(0)),
+                None if d.prove_positive_or_zero() => d.clone(),
+                None => return None,
+            },
+            _ => return None,
+        };
         if op.has_cond {
             let cond = facts[1].konst.as_ref()?.cast_to_scalar::<bool>().ok()?;
             if !cond {
@@ -204,6 +213,6 @@ impl Translator<'_> {
         }
         let Branch::Typed { model, .. } = body else { return None };
         let cond_out = model.outlet_fact(model.outputs[0]).ok()?.konst.as_ref()?.cast_to_scalar::<bool>().ok()?;
-        cond_out.then_some(TDim::Val(m.max(0)))
+        cond_out.then_some(m)
     }
 }
