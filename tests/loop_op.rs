@@ -257,6 +257,33 @@ fn malformed_loops_are_errors_naming_the_node() {
         .bytes();
     let e = load_error(&bytes);
     assert!(e.contains("node 'loop' (Loop)") && e.contains("the body takes 3 inputs"), "{e}");
+    // M not an integer, cond not a bool, the body's condition not a bool.
+    for (m_type, cond_type, cast, want) in [
+        (DataType::Float, DataType::Bool, false, "M must be one integer, got F32 of shape []"),
+        (DataType::Int64, DataType::Int64, false, "cond must be one bool, got I64 of shape []"),
+        (DataType::Int64, DataType::Bool, true, "the body's condition output is F32, not bool"),
+    ] {
+        let body = Builder::new(13).input("i", DataType::Int64, &[]).input("c", DataType::Bool, &[]).input(
+            "v",
+            DataType::Float,
+            &[N(2)],
+        );
+        let body = if cast {
+            body.node("Cast", "", "cond", &["c"], &["c_out"], vec![("to", A::I(DataType::Float as i64))])
+        } else {
+            body.node("Identity", "", "cond", &["c"], &["c_out"], vec![])
+        };
+        let body = body.node("Identity", "", "id", &["v"], &["v_out"], vec![]).output("c_out").output("v_out");
+        let bytes = Builder::new(13)
+            .input("M", m_type, &[])
+            .input("C", cond_type, &[])
+            .input("v", DataType::Float, &[N(2)])
+            .node("Loop", "", "loop", &["M", "C", "v"], &["y"], vec![("body", A::G(body.graph("body")))])
+            .output("y")
+            .bytes();
+        let e = load_error(&bytes);
+        assert!(e.contains("node 'loop' (Loop)") && e.contains(want), "{e}");
+    }
     // M not one value, at run time.
     let bytes = Builder::new(13)
         .input("M", DataType::Int64, &[D::S("n")])

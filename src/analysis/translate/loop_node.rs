@@ -9,6 +9,11 @@ use std::collections::HashSet;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
+/// A value's type and shape, for errors.
+fn describe(f: &TypedFact) -> String {
+    format!("{:?} of shape {:?}", f.datum_type, f.shape.dims())
+}
+
 /// The facts of a translated body's outputs.
 fn output_facts(t: &Translated) -> TractResult<Vec<TypedFact>> {
     t.typed.outputs.iter().map(|o| t.typed.outlet_fact(*o).cloned()).collect()
@@ -25,10 +30,10 @@ impl Translator<'_> {
             inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
         let one = |f: &TypedFact| f.shape.volume().as_i64() == Some(1);
         if op.has_m && (!(facts[0].datum_type.is_integer() || facts[0].datum_type.is_tdim()) || !one(&facts[0])) {
-            return Err(op.label.err(format!("M must be one integer, got {:?}", facts[0])));
+            return Err(op.label.err(format!("M must be one integer, got {}", describe(&facts[0]))));
         }
         if op.has_cond && (facts[first - 1].datum_type != DatumType::Bool || !one(&facts[first - 1])) {
-            return Err(op.label.err(format!("cond must be one bool, got {:?}", facts[first - 1])));
+            return Err(op.label.err(format!("cond must be one bool, got {}", describe(&facts[first - 1]))));
         }
         let carried_in: Vec<TypedFact> =
             facts[first..first + n].iter().map(|f| f.datum_type.fact(f.shape.clone())).collect();

@@ -30,11 +30,13 @@ pub fn loop_(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Inf
         Some(g) => g.clone(),
         None => return Err(label.err("Loop has no 'body' graph attribute")),
     };
-    if graph.input.len() != carried + 2 {
+    // Initializers listed among the inputs (IR < 4) are not the Loop's to give.
+    let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    let declared = graph.input.iter().filter(|i| !initializers.contains(i.name.as_str())).count();
+    if declared != carried + 2 {
         return Err(label.err(format!(
-            "the body takes {} inputs; a Loop with {carried} loop-carried values gives it {} (iteration number, \
-             condition, the values)",
-            graph.input.len(),
+            "the body takes {declared} inputs; a Loop with {carried} loop-carried values gives it {} (iteration \
+             number, condition, the values)",
             carried + 2
         )));
     }
@@ -74,7 +76,7 @@ pub fn loop_(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Inf
     let ParseResult { model: body, unresolved_inputs, .. } =
         ctx.parse_graph(&graph).map_err(|e| label.err(format!("its body: {e:#}")))?;
     if body.inputs.len() != carried + 2 + unresolved_inputs.len() {
-        return Err(label.err("a body input is also one of the body's initializers"));
+        return Err(label.err("the body's inputs are not the values the Loop gives it"));
     }
     let op = LoopBody {
         label,
