@@ -23,7 +23,10 @@ pub(crate) type Signature = Vec<(DatumType, Vec<usize>)>;
 /// The plans a deferred branch made, by signature.
 pub(crate) type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>>;
 
-/// One branch of an [`IfOp`].
+/// The most plans a deferred branch keeps.
+const MAX_DEFERRED_PLANS: usize = 16;
+
+/// One branch of an [`IfOp`] (or the body of a [`super::LoopOp`]).
 #[derive(Debug, Clone)]
 pub enum Branch {
     /// Translated at analysis.
@@ -47,7 +50,20 @@ pub enum Branch {
 }
 
 impl Branch {
-    fn run(&self, node: &str, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    /// Runs the branch (or loop body) of node `node`, an `op`, on `inputs`.
+    pub(crate) fn run(&self, node: &str, op: &str, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        self.run_counting(node, op, inputs, &mut 0)
+    }
+
+    /// [`Branch::run`], adding 1 to `translations` when a deferred branch is translated for these
+    /// inputs' shapes.
+    pub(crate) fn run_counting(
+        &self,
+        node: &str,
+        op: &str,
+        inputs: TVec<TValue>,
+        translations: &mut u64,
+    ) -> TractResult<TVec<TValue>> {
         let plan = match self {
             Branch::Typed { model, plan } => {
                 let mut cached = plan.lock().unwrap_or_else(|e| e.into_inner());
@@ -73,12 +89,21 @@ impl Branch {
                             .map_err(|e| {
                                 // Of the kind the branch's own error is, if it names a node.
                                 let kind = NodeError::find(&e).map_or(NodeErrorKind::Failed, |n| n.kind);
-                                NodeError::of_kind(node, "If", kind, format!("the branch taken ({reason}): {e:#}"))
+                                NodeError::of_kind(node, op, kind, format!("the {} ({reason}): {e:#}", part(op)))
                             })?;
                         if let Some(why) = t.unknown.values().next() {
-                            return Err(NodeError::failed(node, "If", format!("the branch taken cannot run: {why}")));
+                            return Err(NodeError::failed(node, op, format!("the {} cannot run: {why}", part(op))));
                         }
+                        *translations += 1;
+                        // Its shapes are concrete: a value it cannot allocate is refused before it runs.
+                        crate::model::memory::check_values(&t.typed)
+                            .map_err(|e| NodeError::failed(node, op, format!("the {} ({reason}): {e:#}", part(op))))?;
                         let p = crate::model::optimize::optimize(t.typed)?.into_runnable()?;
+                        // A loop whose values change shape at every iteration would keep one plan
+                        // per iteration: the oldest go.
+                        if cached.len() >= MAX_DEFERRED_PLANS {
+                            cached.remove(0);
+                        }
                         cached.push((signature, p.clone()));
                         p
                     }
@@ -86,6 +111,15 @@ impl Branch {
             }
         };
         plan.run(inputs)
+    }
+}
+
+/// What a [`Branch`] is to an op, in its errors.
+fn part(op: &str) -> &'static str {
+    if op == "Loop" {
+        "body"
+    } else {
+        "branch taken"
     }
 }
 
@@ -153,7 +187,7 @@ impl EvalOp for IfOp {
         let (branch, mapping) =
             if cond { (&self.then_branch, &self.then_inputs) } else { (&self.else_branch, &self.else_inputs) };
         let branch_inputs: TVec<TValue> = mapping.iter().map(|&i| inputs[i].clone()).collect();
-        let outputs = branch.run(&self.node, branch_inputs)?;
+        let outputs = branch.run(&self.node, "If", branch_inputs)?;
         // The facts may come from what a branch declares: its types, ranks and dims given as values
         // are checked here.
         let same = outputs.iter().zip(&self.facts).all(|(o, f)| {

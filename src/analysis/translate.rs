@@ -17,6 +17,7 @@
 use super::opaque::Opaque;
 use super::require::{self, AssumeShape, Requirement};
 use super::symbols::{Origin, SymbolTable};
+use crate::graph::ops::loop_body::LoopBody;
 use crate::model::guard;
 use std::collections::{HashMap, HashSet};
 use tract_onnx::pb;
@@ -61,6 +62,8 @@ pub struct Translated {
     /// `int32`, and what is computed from them), by outlet of the parsed model.
     pub dtypes: HashMap<OutletId, DatumType>,
 }
+
+mod loop_node;
 
 /// The ONNX nodes by the name the parsed model gives them.
 pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
@@ -191,9 +194,10 @@ impl Translator<'_> {
         let mark = self.target.nodes.len();
         let outcome = match self.over_budget(node)? {
             Some(deferred) => Ok(deferred),
-            None => match node.op_as::<tract_onnx::ops::logic::If>() {
-                Some(op) => self.if_node(node, op),
-                None => self.typed_outputs(node, &op_type),
+            None => match (node.op_as::<tract_onnx::ops::logic::If>(), node.op_as::<LoopBody>()) {
+                (Some(op), _) => self.if_node(node, op),
+                (_, Some(op)) => self.loop_node(node, op),
+                _ => self.typed_outputs(node, &op_type),
             }
             .map(|outlets| (outlets, String::new())),
         };
@@ -295,7 +299,8 @@ impl Translator<'_> {
                 .map(|i| self.target.outlet_fact(*i).ok().and_then(|f| f.konst.clone()).map(|k| k.into_tvalue()))
                 .collect();
             let Some(inputs) = inputs else { continue };
-            if node.op.state(&EvalContext::out_of_plan())?.is_some() {
+            // A loop may run long (a bounded number of iterations, but many): it runs with the model.
+            if node.op.state(&EvalContext::out_of_plan())?.is_some() || node.op_is::<super::LoopOp>() {
                 continue;
             }
             let bytes = |f: &TypedFact| -> Option<u64> {
@@ -496,9 +501,31 @@ impl Translator<'_> {
             .map(|&i| self.target.outlet_fact(inputs[i]).cloned())
             .collect::<TractResult<_>>()
             .map_err(|e| e.to_string())?;
+        self.branch_with(body, graph, facts, true)
+    }
+
+    /// A subgraph (`If` branch, `Loop` body) translated with `facts` for its inputs; with `keep`,
+    /// what it finds (fallbacks, symbols, requirements) is kept (a `Loop` keeps what it needs of
+    /// the translation it uses: `loop_node.rs`).
+    fn branch_with(
+        &mut self,
+        body: &InferenceModel,
+        graph: &pb::GraphProto,
+        facts: Vec<TypedFact>,
+        keep: bool,
+    ) -> Result<Translated, String> {
         let index = super::node_index(graph);
         let symbols = self.target.symbols.clone();
         let result = translate(body, &index, self.opsets, facts, symbols, self.table.clone(), self.fold_bytes);
+        if !keep {
+            return match result {
+                Ok(t) if t.unknown.is_empty() && t.typed.outputs.len() == body.outputs.len() => Ok(t),
+                Ok(t) => {
+                    Err(t.unknown.values().next().cloned().unwrap_or_else(|| "an output cannot be computed".into()))
+                }
+                Err(e) => Err(crate::report::describe_error(&e)),
+            };
+        }
         if let Ok(t) = &result {
             for f in &t.fallbacks {
                 if !self.fallbacks.contains(f) {
@@ -968,7 +995,7 @@ impl Translator<'_> {
     fn opaque(&mut self, node: &InferenceNode, op_type: &str, reason: &str) -> TractResult<Option<TVec<OutletId>>> {
         // An `If` that `if_node` could not type has branches returning other types or ranks, or none
         // it can tell: tract's rules would pick one branch's, wrong whenever the other is taken.
-        if node.op_is::<tract_onnx::ops::logic::If>() {
+        if node.op_is::<tract_onnx::ops::logic::If>() || node.op_is::<LoopBody>() {
             return Ok(None);
         }
         let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();

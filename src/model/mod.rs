@@ -10,7 +10,7 @@ mod feeds;
 mod fuse_chain;
 mod guard;
 mod hard_swish;
-mod memory;
+pub(crate) mod memory;
 mod names;
 pub(crate) mod optimize;
 mod overrides;

@@ -20,6 +20,8 @@
 //!   grouped query heads ([`linear_attention`]);
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
 //!   class indices, weights, `ignore_index`, reductions ([`loss`]);
+//! - `Loop` (1-27): the body parsed with the outer values it reads; analysed and run by
+//!   `analysis` (its `loops.rs`), as `If` is;
 //! - `LpPool` (2-22): `(Σ |x|^p)^(1/p)` pooling, as tract's sum pooling between two powers;
 //! - `MaxUnpool` (9, 11): `MaxPool`'s values written back at their indices, zeros elsewhere, the
 //!   output dims from the pooling or from `output_shape` (symbolic when known as dims, minted when
@@ -50,6 +52,7 @@ pub mod deform_conv;
 pub mod det;
 pub(crate) mod elements;
 pub mod linear_attention;
+pub mod loop_body;
 pub mod loss;
 pub mod lp_pool;
 pub mod max_unpool;
@@ -77,6 +80,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("DeformConv", deform_conv::deform_conv);
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
+    onnx.op_register.insert("Loop", loop_body::loop_);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);
     onnx.op_register.insert("MaxUnpool", max_unpool::max_unpool);
     onnx.op_register.insert("NegativeLogLikelihoodLoss", loss::loss);
