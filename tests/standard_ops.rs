@@ -1536,3 +1536,70 @@ mod binarizer {
         assert_error(&binarizer(DataType::Float, vec![N(3)], ""), &["'n'", "Binarizer is an ai.onnx.ml operator"]);
     }
 }
+
+mod optimizers {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Adagrad");
+        check_op("Adam");
+        check_op("Momentum");
+    }
+
+    /// `op` over R, T and `tensors` float tensors named `t0`, `t1`, ... of `dims`, with `outputs`.
+    fn optimizer(op: &str, tensors: usize, dims: Vec<D>, outputs: &[&str], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut b = Builder::new(21).import("ai.onnx.preview.training", 1).input("r", DataType::Float, &[]).input(
+            "t",
+            DataType::Int64,
+            &[],
+        );
+        let names: Vec<String> = (0..tensors).map(|i| format!("t{i}")).collect();
+        for n in &names {
+            b = b.input(n, DataType::Float, &dims);
+        }
+        let mut ins = vec!["r", "t"];
+        ins.extend(names.iter().map(String::as_str));
+        b = b.node(op, "ai.onnx.preview.training", "n", &ins, outputs, attrs);
+        for o in outputs {
+            b = b.output(o);
+        }
+        b.bytes()
+    }
+
+    #[test]
+    fn symbolic_shapes_are_kept() {
+        let adam = optimizer("Adam", 8, vec![S("batch"), N(3)], &["x1", "x2", "v1", "v2", "h1", "h2"], vec![]);
+        assert_eq!(inferred(&adam, &["x1", "h2"]), ["F32 [batch, 3]", "F32 [batch, 3]"]);
+        let m = vec![
+            ("alpha", A::F(0.9)),
+            ("beta", A::F(0.1)),
+            ("norm_coefficient", A::F(0.0)),
+            ("mode", A::S("nesterov")),
+        ];
+        let momentum = optimizer("Momentum", 3, vec![S("n")], &["x", "v"], m);
+        assert_eq!(inferred(&momentum, &["x", "v"]), ["F32 [n]", "F32 [n]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let e = optimizer("Adagrad", 4, vec![N(2)], &["x", "h"], vec![]);
+        assert_error(&e, &["'n'", "6 inputs: expected R, T and 3 tensors for each one optimized"]);
+        let e = optimizer("Adagrad", 3, vec![N(2)], &["x"], vec![]);
+        assert_error(&e, &["'n'", "1 outputs for 1 tensors: expected 2"]);
+        let e = optimizer("Momentum", 3, vec![N(2)], &["x", "v"], vec![("alpha", A::F(0.9))]);
+        assert_error(&e, &["'n'", "attribute mode is required"]);
+        let m =
+            vec![("alpha", A::F(0.9)), ("beta", A::F(0.1)), ("norm_coefficient", A::F(0.0)), ("mode", A::S("heavy"))];
+        let e = optimizer("Momentum", 3, vec![N(2)], &["x", "v"], m);
+        assert_error(&e, &["'n'", "mode is \"heavy\""]);
+        // Tensors of one group must agree, at run time too.
+        let adagrad = optimizer("Adagrad", 3, vec![D::Unset], &["x", "h"], vec![]);
+        let model = Model::load_bytes(&adagrad).unwrap();
+        let e = model
+            .run(vec![tensor0(0.1f32), tensor0(1i64), tensor1(&[1f32, 2.]), tensor1(&[1f32]), tensor1(&[1f32, 2.])])
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("the tensors of group 1 differ"), "{e:#}");
+    }
+}

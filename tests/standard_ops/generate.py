@@ -341,6 +341,41 @@ def binarizer_cases():
          threshold=1.5)
 
 
+def optimizer_cases():
+    r = rng(41)
+    dom = "ai.onnx.preview.training"
+    lr, f64 = np.array(0.1, dtype=np.float32), np.float64
+
+    def t(v):
+        return np.array(v, dtype=np.int64)
+
+    def pos(*shape):
+        return np.abs(f32(r, *shape)) + np.float32(0.0625)
+
+    x1, g1, h1, x2, g2, h2 = f32(r, 3, 4), f32(r, 3, 4), pos(3, 4), f32(r, 5), f32(r, 5), pos(5)
+    case("adagrad_two_groups_decay", "Adagrad", 1,
+         [("R", lr), ("T", t(3)), ("X1", x1), ("X2", x2), ("G1", g1), ("G2", g2), ("H1", h1), ("H2", h2)],
+         ["X1_new", "X2_new", "H1_new", "H2_new"], domain=dom, decay_factor=0.1, norm_coefficient=0.01)
+    case("adagrad_float64_defaults", "Adagrad", 1,
+         [("R", lr.astype(f64)), ("T", t(0)), ("X", x1.astype(f64)), ("G", g1.astype(f64)), ("H", h1.astype(f64))],
+         ["X_new", "H_new"], domain=dom)
+    v1, v2 = f32(r, 3, 4), f32(r, 5)
+    # Two groups: the reference returns a single group's Adam update as float64 when T > 0.
+    case("adam_two_groups_corrected", "Adam", 1,
+         [("R", lr), ("T", t(2)), ("X1", x1), ("X2", x2), ("G1", g1), ("G2", g2), ("V1", v1), ("V2", v2),
+          ("H1", h1), ("H2", h2)],
+         ["X1_new", "X2_new", "V1_new", "V2_new", "H1_new", "H2_new"], domain=dom, alpha=0.8, beta=0.95,
+         epsilon=1e-4, norm_coefficient=0.02, norm_coefficient_post=0.05)
+    case("adam_first_step_defaults", "Adam", 1, [("R", lr), ("T", t(0)), ("X", x1), ("G", g1), ("V", v1), ("H", h1)],
+         ["X_new", "V_new", "H_new"], domain=dom)
+    case("momentum_standard_first_step", "Momentum", 1, [("R", lr), ("T", t(0)), ("X", x1), ("G", g1), ("V", v1)],
+         ["X_new", "V_new"], domain=dom, alpha=0.9, beta=0.5, norm_coefficient=0.01, mode="standard")
+    case("momentum_nesterov_two_groups", "Momentum", 1,
+         [("R", lr), ("T", t(4)), ("X1", x1), ("X2", x2), ("G1", g1), ("G2", g2), ("V1", v1), ("V2", v2)],
+         ["X1_new", "X2_new", "V1_new", "V2_new"], domain=dom, alpha=0.7, beta=0.3, norm_coefficient=0.0,
+         mode="nesterov")
+
+
 def fix_cases():
     r = rng(17)
     # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states. tract's
@@ -486,6 +521,7 @@ def main():
     deform_conv_cases()
     tfidf_cases()
     binarizer_cases()
+    optimizer_cases()
     fix_cases()
     optional_quant_cases()
     out = []

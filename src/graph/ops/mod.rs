@@ -24,6 +24,8 @@
 //! - `MaxUnpool` (9, 11): `MaxPool`'s values written back at their indices, zeros elsewhere, the
 //!   output dims from the pooling or from `output_shape` (symbolic when known as dims, minted when
 //!   only known at run time);
+//! - `Adagrad`, `Adam`, `Momentum` (`ai.onnx.preview.training` 1): one optimizer step over groups
+//!   of tensors ([`optimizers`]);
 //! - `OptionalHasElement`, `OptionalGetElement` (15, 18): over the plain tensors tract carries (no
 //!   input: no element; a tensor: its element) ([`optional`]);
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
@@ -53,6 +55,7 @@ pub mod linear_attention;
 pub mod loss;
 pub mod lp_pool;
 pub mod max_unpool;
+pub mod optimizers;
 pub mod optional;
 pub mod reverse_sequence;
 pub mod roi_align;
@@ -66,7 +69,10 @@ use tract_onnx::Onnx;
 
 /// Registers every op of this module (replacing tract-onnx's builder where it has one).
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("Adagrad", optimizers::optimizer);
+    onnx.op_register.insert("Adam", optimizers::optimizer);
     onnx.op_register.insert("AffineGrid", affine_grid::affine_grid);
+    onnx.op_register.insert("Momentum", optimizers::optimizer);
     onnx.op_register.insert("Attention", attention::attention);
     onnx.op_register.insert("Binarizer", binarizer::binarizer);
     onnx.op_register.insert("BitCast", bitcast::bitcast);
