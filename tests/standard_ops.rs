@@ -1603,3 +1603,42 @@ mod optimizers {
         assert!(format!("{e:#}").contains("the tensors of group 1 differ"), "{e:#}");
     }
 }
+
+mod batch_norm_training {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("BatchNormalization");
+    }
+
+    fn batch_norm(x: Vec<D>, c: D, outputs: &[&str], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut b = Builder::new(15).input("x", DataType::Float, &x);
+        for p in ["scale", "b", "mean", "var"] {
+            b = b.input(p, DataType::Float, std::slice::from_ref(&c));
+        }
+        b = b.node("BatchNormalization", "", "n", &["x", "scale", "b", "mean", "var"], outputs, attrs);
+        for o in outputs {
+            b = b.output(o);
+        }
+        b.bytes()
+    }
+
+    #[test]
+    fn symbolic_shapes_and_errors() {
+        let train = || vec![("training_mode", A::I(1))];
+        let b = batch_norm(vec![S("batch"), N(3), S("len")], N(3), &["y", "rm", "rv"], train());
+        assert_eq!(inferred(&b, &["y", "rm", "rv"]), ["F32 [batch, 3, len]", "F32 [3]", "F32 [3]"]);
+        let only_y = batch_norm(vec![S("batch"), N(3)], N(3), &["y"], train());
+        assert_eq!(inferred(&only_y, &["y"]), ["F32 [batch, 3]"]);
+        let mode = batch_norm(vec![N(2), N(3)], N(3), &["y"], vec![("training_mode", A::I(2))]);
+        assert_error(&mode, &["'n'", "training_mode is 2: it must be 0 or 1"]);
+        assert_error(&batch_norm(vec![N(3)], N(3), &["y"], train()), &["'n'", "X must have rank 2 or more"]);
+        // Parameters of another length than X's channels, at run time.
+        let model = Model::load_bytes(&batch_norm(vec![N(1), D::Unset], D::Unset, &["y"], train())).unwrap();
+        let p = || tensor1(&[1f32, 2.]);
+        let e = model.run(vec![tensor2(&[[1f32, 2., 3.]]), p(), p(), p(), p()]).unwrap_err();
+        assert!(format!("{e:#}").contains("scale is [2], expected [3] (X's channels)"), "{e:#}");
+    }
+}

@@ -502,6 +502,23 @@ def optional_quant_cases():
          output_dtype=onnx.TensorProto.UINT16)
 
 
+def batchnorm_cases():
+    r = rng(43)
+    # training_mode=1: the batch's own mean and biased variance (tract refused it).
+    x4, x3 = f32(r, 2, 3, 4, 5), f32(r, 4, 2, 3, scale=3.0)
+    scale, bias, mean, var = f32(r, 3), f32(r, 3), f32(r, 3), np.abs(f32(r, 3)) + np.float32(0.5)
+    case("batchnorm_training_4d", "BatchNormalization", 15,
+         [("X", x4), ("scale", scale), ("B", bias), ("mean", mean), ("var", var)],
+         ["Y", "running_mean", "running_var"], training_mode=1)
+    case("batchnorm_training_3d_momentum_epsilon", "BatchNormalization", 15,
+         [("X", x3), ("scale", scale[:2]), ("B", bias[:2]), ("mean", mean[:2]), ("var", var[:2])],
+         ["Y", "running_mean", "running_var"], training_mode=1, momentum=0.5, epsilon=0.01)
+    case("batchnorm_training_float64", "BatchNormalization", 15,
+         [("X", x4.astype(np.float64)), ("scale", scale.astype(np.float64)), ("B", bias.astype(np.float64)),
+          ("mean", mean.astype(np.float64)), ("var", var.astype(np.float64))],
+         ["Y", "running_mean", "running_var"], training_mode=1)
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -524,6 +541,7 @@ def main():
     optimizer_cases()
     fix_cases()
     optional_quant_cases()
+    batchnorm_cases()
     out = []
     for c in CASES:
         model, given = build(c)

@@ -2,6 +2,8 @@
 //! models: each builder handles what tract refuses (symbolic dims, shape parameters computed from
 //! `Shape`, exact integer values) and hands everything else to tract's own builder.
 //!
+//! - `BatchNormalization`: `training_mode=1`, normalized with the batch's statistics, with the
+//!   running mean and variance (tract refused it; [`batch_norm`]);
 //! - `BitShift`: shifts by the width or more (or by a negative amount) move every bit out, as onnx's
 //!   reference computes (tract shifted modulo the width);
 //! - `Celu`: with its `alpha` (tract left out the multiplication by it);
@@ -35,6 +37,7 @@
 //!   parameters ([`params`]).
 
 mod axes;
+mod batch_norm;
 mod bit_shift;
 mod cast;
 mod celu;
@@ -96,6 +99,7 @@ pub fn stock(op_type: &'static str) -> Builder {
 
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("BatchNormalization", batch_norm::batch_norm);
     onnx.op_register.insert("BitShift", bit_shift::bit_shift);
     onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("Celu", celu::celu);
