@@ -1642,3 +1642,43 @@ mod batch_norm_training {
         assert!(format!("{e:#}").contains("scale is [2], expected [3] (X's channels)"), "{e:#}");
     }
 }
+
+mod dft {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("DFT");
+    }
+
+    fn dft(opset: i64, x: Vec<D>, extra: &[(&str, DataType, Vec<D>)], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut b = Builder::new(opset).input("x", DataType::Float, &x);
+        let mut ins = vec!["x"];
+        for (name, dt, dims) in extra {
+            if !name.is_empty() {
+                b = b.input(name, *dt, dims);
+            }
+            ins.push(name);
+        }
+        b.node("DFT", "", "n", &ins, &["y"], attrs).output("y").bytes()
+    }
+
+    #[test]
+    fn symbolic_shapes_and_errors() {
+        let b = dft(17, vec![S("batch"), S("len"), N(1)], &[], vec![("onesided", A::I(1))]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, len/2+1, 2]"]);
+        let b = dft(17, vec![S("batch"), N(3), S("len"), N(2)], &[], vec![("axis", A::I(-2))]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, 3, len, 2]"]);
+        let irfft = dft(19, vec![S("batch"), S("bins"), N(2)], &[], vec![("inverse", A::I(1)), ("onesided", A::I(1))]);
+        assert_eq!(inferred(&irfft, &["y"]), ["F32 [batch, 2*(bins-1), 1]"]);
+        assert_error(&dft(17, vec![N(4), N(1)], &[], vec![("axis", A::I(1))]), &["'n'", "axis 1 is out of range"]);
+        assert_error(&dft(17, vec![N(4), N(3)], &[], vec![("axis", A::I(0))]), &["'n'", "the last axis must be 1"]);
+        assert_error(&dft(17, vec![N(4), N(1)], &[], vec![("inverse", A::I(3))]), &["'n'", "inverse is 3"]);
+        // dft_length out of range, at run time.
+        let len = dft(20, vec![N(4), N(1)], &[("len", DataType::Int64, vec![]), ("", DataType::Int64, vec![])], vec![]);
+        let model = Model::load_bytes(&len).unwrap();
+        let e = model.run(vec![tensor2(&[[1f32], [2.], [3.], [4.]]), tensor0(0i64)]).unwrap_err();
+        assert!(format!("{e:#}").contains("dft_length is 0"), "{e:#}");
+    }
+}

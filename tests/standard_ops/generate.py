@@ -519,6 +519,23 @@ def batchnorm_cases():
          ["Y", "running_mean", "running_var"], training_mode=1)
 
 
+def dft_cases():
+    r = rng(47)
+    f64 = np.float64
+    ax = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
+    n = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
+    real, cplx = f32(r, 2, 5, 1).astype(f64), f32(r, 2, 3, 4, 2).astype(f64)
+    case("dft_length_pads", "DFT", 20, [("x", real), ("dft_length", n(8)), ("axis", ax(1))], ["y"])
+    case("dft_length_cuts_onesided", "DFT", 20, [("x", real), ("dft_length", n(3)), ("axis", ax(-2))], ["y"],
+         onesided=1)
+    case("dft17_axis2_complex", "DFT", 17, [("x", cplx)], ["y"], axis=2)
+    case("dft_inverse_default_axis", "DFT", 20, [("x", cplx)], ["y"], inverse=1)
+    case("dft_irfft_length", "DFT", 20, [("x", cplx), ("dft_length", n(7)), ("axis", ax(2))], ["y"], inverse=1,
+         onesided=1)
+    # float32: transformed in float64 here, in float32 by the reference.
+    case("dft_float32_rfft", "DFT", 20, [("x", f32(r, 3, 16, 1))], ["y"], rtol=1e-5, onesided=1)
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -542,6 +559,7 @@ def main():
     fix_cases()
     optional_quant_cases()
     batchnorm_cases()
+    dft_cases()
     out = []
     for c in CASES:
         model, given = build(c)

@@ -9,6 +9,8 @@
 //! - `Celu`: with its `alpha` (tract left out the multiplication by it);
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
+//! - `DFT`: transformed in `f64` and rounded once, `dft_length` honoured, opset 17's `axis` typed
+//!   (tract transformed float32 in float32; [`dft`]);
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
@@ -42,6 +44,7 @@ mod bit_shift;
 mod cast;
 mod celu;
 mod constant_of_shape;
+mod dft;
 mod expand;
 mod extremum;
 mod fill;
@@ -104,6 +107,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("Celu", celu::celu);
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
+    onnx.op_register.insert("DFT", dft::dft);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
