@@ -685,6 +685,16 @@ mod fixes {
     use D::{N, S};
 
     #[test]
+    fn plain_gru_has_exact_activations() {
+        // The reference cases of the plain GRU kernel (the GRU cases above are checked with them).
+        let all = cases();
+        let plain: Vec<&Value> = all.iter().filter(|c| c["name"].as_str().unwrap().starts_with("gru_plain")).collect();
+        assert_eq!(plain.len(), 3);
+        let failures: Vec<String> = plain.iter().filter_map(|c| check_case(c).err()).collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
     fn recurrent_ops_in_reverse() {
         for op in ["RNN", "GRU", "LSTM"] {
             check_op(op);

@@ -536,6 +536,22 @@ def dft_cases():
     case("dft_float32_rfft", "DFT", 20, [("x", f32(r, 3, 16, 1))], ["y"], rtol=1e-5, onesided=1)
 
 
+def gru_cases():
+    r = rng(53)
+    # The plain GRU kernel: exact sigmoid and tanh, compared at the default two-ulp tolerance.
+    x, h0 = f32(r, 4, 2, 3), f32(r, 2, 2, 5, scale=0.5)
+    w, rr, b = f32(r, 2, 15, 3, scale=2.0), f32(r, 2, 15, 5), f32(r, 2, 30)
+    case("gru_plain_bidirectional_bias_state", "GRU", 22,
+         [("X", x), ("W", w), ("R", rr), ("B", b), ("", None), ("initial_h", h0)], ["Y", "Y_h"],
+         direction="bidirectional", hidden_size=5)
+    case("gru_plain_linear_before_reset_batch_first", "GRU", 22,
+         [("X", np.ascontiguousarray(x.transpose(1, 0, 2))), ("W", w[:1]), ("R", rr[:1]), ("B", b[:1])],
+         ["Y", "Y_h"], hidden_size=5, linear_before_reset=1, layout=1)
+    # Saturated update gates: H stays near zero, where tract's approximate sigmoid was 1e-6 off.
+    big = np.full((1, 15, 3), 6.0, dtype=np.float32)
+    case("gru_plain_saturated", "GRU", 22, [("X", np.abs(x)), ("W", big), ("R", rr[:1])], ["", "Y_h"], hidden_size=5)
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -560,6 +576,7 @@ def main():
     optional_quant_cases()
     batchnorm_cases()
     dft_cases()
+    gru_cases()
     out = []
     for c in CASES:
         model, given = build(c)

@@ -29,7 +29,9 @@
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
 //!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
-//!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`);
+//!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`); a small `GRU` of the plain
+//!   form likewise as [`gru::GruOp`], with exact sigmoid and tanh (tract's approximate sigmoid was
+//!   1e-6 off near saturation);
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
@@ -51,6 +53,7 @@ mod fill;
 mod flatten;
 mod gather;
 mod generated;
+mod gru;
 mod lstm;
 mod matmul;
 mod mean;
