@@ -1692,3 +1692,100 @@ mod dft {
         assert!(format!("{e:#}").contains("dft_length is 0"), "{e:#}");
     }
 }
+
+mod tree_ensemble {
+    use super::*;
+    use D::{N, S};
+
+    fn floats(v: &[f32]) -> A {
+        A::T(tract_onnx::pb::TensorProto {
+            dims: vec![v.len() as i64],
+            data_type: DataType::Float as i32,
+            float_data: v.to_vec(),
+            ..Default::default()
+        })
+    }
+
+    fn modes(v: &[u8]) -> A {
+        A::T(tract_onnx::pb::TensorProto {
+            dims: vec![v.len() as i64],
+            data_type: DataType::Uint8 as i32,
+            raw_data: v.to_vec(),
+            ..Default::default()
+        })
+    }
+
+    /// Tree 1: node 0 `x0 <= 2` (true: node 1, false: leaf 2); node 1 `x1 in {5, 7}`, NaN true (true:
+    /// leaf 0, false: leaf 1). Tree 2: node 2, whose branches are both leaf 3. Leaves: target 0 +1,
+    /// target 1 +2, target 0 +4, target 1 +0.5.
+    fn model(x: Vec<D>, changes: Vec<(&'static str, A)>) -> Vec<u8> {
+        let mut attrs: Vec<(&str, A)> = vec![
+            ("nodes_featureids", A::Is(vec![0, 1, 0])),
+            ("nodes_splits", floats(&[2.0, 0.0, 0.0])),
+            ("nodes_modes", modes(&[0, 6, 0])),
+            ("nodes_truenodeids", A::Is(vec![1, 0, 3])),
+            ("nodes_falsenodeids", A::Is(vec![2, 1, 3])),
+            ("nodes_trueleafs", A::Is(vec![0, 1, 1])),
+            ("nodes_falseleafs", A::Is(vec![1, 1, 1])),
+            ("nodes_missing_value_tracks_true", A::Is(vec![0, 1, 0])),
+            ("membership_values", floats(&[5.0, 7.0, f32::NAN])),
+            ("leaf_targetids", A::Is(vec![0, 1, 0, 1])),
+            ("leaf_weights", floats(&[1.0, 2.0, 4.0, 0.5])),
+            ("tree_roots", A::Is(vec![0, 2])),
+            ("n_targets", A::I(2)),
+        ];
+        for (name, a) in changes {
+            attrs.retain(|(n, _)| *n != name);
+            attrs.push((name, a));
+        }
+        Builder::new(21)
+            .import("ai.onnx.ml", 5)
+            .input("x", DataType::Float, &x)
+            .node("TreeEnsemble", "ai.onnx.ml", "n", &["x"], &["y"], attrs)
+            .output("y")
+            .bytes()
+    }
+
+    fn run(bytes: &[u8]) -> Tensor {
+        let x = tensor2(&[[1f32, 5.], [3., f32::NAN], [2., 6.], [0., f32::NAN]]);
+        Model::load_bytes(bytes).unwrap().run(vec![x]).unwrap().remove(0).1
+    }
+
+    #[test]
+    fn aggregations_membership_and_missing_values() {
+        let sum = run(&model(vec![N(4), N(2)], vec![]));
+        assert_eq!(sum, tensor2(&[[1f32, 0.5], [4., 0.5], [0., 2.5], [1., 0.5]]));
+        let average = run(&model(vec![N(4), N(2)], vec![("aggregate_function", A::I(0))]));
+        assert_eq!(average, tensor2(&[[0.5f32, 0.25], [2., 0.25], [0., 1.25], [0.5, 0.25]]));
+        // MAX starts from the lowest float32: a target no leaf reaches keeps it.
+        let max = run(&model(vec![N(4), N(2)], vec![("aggregate_function", A::I(3))]));
+        assert_eq!(max, tensor2(&[[1f32, 0.5], [4., 0.5], [f32::MIN, 2.], [1., 0.5]]));
+        let logistic = run(&model(vec![N(4), N(2)], vec![("post_transform", A::I(2))]));
+        let want: Vec<f32> = [1f32, 0.5, 4., 0.5, 0., 2.5, 1., 0.5].iter().map(|v| 1. / (1. + (-v).exp())).collect();
+        assert_eq!(logistic, tract_ndarray::Array2::from_shape_vec((4, 2), want).unwrap().into_tensor());
+        let zero = run(&model(vec![N(4), N(2)], vec![("post_transform", A::I(3))]));
+        let values = zero.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        assert_eq!(values[4..6], [0., 1.]);
+    }
+
+    #[test]
+    fn symbolic_shape_and_errors() {
+        assert_eq!(inferred(&model(vec![S("batch"), N(2)], vec![]), &["y"]), ["F32 [batch, 2]"]);
+        let cycle = model(
+            vec![N(4), N(2)],
+            vec![("nodes_truenodeids", A::Is(vec![1, 0, 3])), ("nodes_trueleafs", A::Is(vec![0, 0, 1]))],
+        );
+        assert_error(&cycle, &["'n'", "the trees have a cycle through node"]);
+        let far = model(vec![N(4), N(2)], vec![("nodes_falsenodeids", A::Is(vec![9, 1, 3]))]);
+        assert_error(&far, &["'n'", "node 0: false leaf 9 is out of range (4 leafs)"]);
+        let target = model(vec![N(4), N(2)], vec![("leaf_targetids", A::Is(vec![0, 1, 2, 1]))]);
+        assert_error(&target, &["'n'", "leaf 2 has target 2, out of range for 2 targets"]);
+        let sets = model(vec![N(4), N(2)], vec![("membership_values", floats(&[5.0]))]);
+        assert_error(&sets, &["'n'", "membership_values has no NaN-ended set for node 1"]);
+        let mode = model(vec![N(4), N(2)], vec![("nodes_modes", modes(&[0, 6, 9]))]);
+        assert_error(&mode, &["'n'", "node 2 has mode 9"]);
+        assert_error(&model(vec![N(4), N(1)], vec![]), &["'n'", "feature id 1 is out of range for X's 1 columns"]);
+        let probit = model(vec![N(4), N(2)], vec![("post_transform", A::I(4))]);
+        assert_error(&probit, &["'n'", "post_transform PROBIT is not supported"]);
+    }
+}

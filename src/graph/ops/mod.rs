@@ -35,6 +35,8 @@
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
 //! - `TfIdfVectorizer` (9): counts of a pool's n-grams (with skips) in rows of integer tokens, as
 //!   term frequencies, presence or weighted counts ([`tfidf`]; string pools are refused);
+//! - `TreeEnsemble` (`ai.onnx.ml` 5): decision tree ensembles, every node mode incl. set membership,
+//!   the four aggregations, checked indices and acyclic trees ([`tree_ensemble`]);
 //! - `Unique` (11): distinct elements or slices, sorted or in order of first occurrence, with
 //!   indices, inverse indices and counts; their number a symbol bound when the node runs;
 //! - `Upsample` (9): built as the `Resize` of opset 10 it became ([`upsample`]).
@@ -62,6 +64,7 @@ pub mod roi_align;
 pub mod swiglu;
 pub mod tensor_scatter;
 pub mod tfidf;
+pub mod tree_ensemble;
 pub mod unique;
 pub mod upsample;
 
@@ -94,6 +97,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
     onnx.op_register.insert("TfIdfVectorizer", tfidf::tfidf);
+    onnx.op_register.insert("TreeEnsemble", tree_ensemble::tree_ensemble);
     onnx.op_register.insert("Unique", unique::unique);
     onnx.op_register.insert("Upsample", upsample::upsample);
 }
