@@ -685,6 +685,16 @@ mod fixes {
     use D::{N, S};
 
     #[test]
+    fn plain_gru_has_exact_activations() {
+        // The reference cases of the plain GRU kernel (the GRU cases above are checked with them).
+        let all = cases();
+        let plain: Vec<&Value> = all.iter().filter(|c| c["name"].as_str().unwrap().starts_with("gru_plain")).collect();
+        assert_eq!(plain.len(), 3);
+        let failures: Vec<String> = plain.iter().filter_map(|c| check_case(c).err()).collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
     fn recurrent_ops_in_reverse() {
         for op in ["RNN", "GRU", "LSTM"] {
             check_op(op);
@@ -1534,5 +1544,248 @@ mod binarizer {
             &["'n'", "X must be float, double, int32 or int64"],
         );
         assert_error(&binarizer(DataType::Float, vec![N(3)], ""), &["'n'", "Binarizer is an ai.onnx.ml operator"]);
+    }
+}
+
+mod optimizers {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("Adagrad");
+        check_op("Adam");
+        check_op("Momentum");
+    }
+
+    /// `op` over R, T and `tensors` float tensors named `t0`, `t1`, ... of `dims`, with `outputs`.
+    fn optimizer(op: &str, tensors: usize, dims: Vec<D>, outputs: &[&str], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut b = Builder::new(21).import("ai.onnx.preview.training", 1).input("r", DataType::Float, &[]).input(
+            "t",
+            DataType::Int64,
+            &[],
+        );
+        let names: Vec<String> = (0..tensors).map(|i| format!("t{i}")).collect();
+        for n in &names {
+            b = b.input(n, DataType::Float, &dims);
+        }
+        let mut ins = vec!["r", "t"];
+        ins.extend(names.iter().map(String::as_str));
+        b = b.node(op, "ai.onnx.preview.training", "n", &ins, outputs, attrs);
+        for o in outputs {
+            b = b.output(o);
+        }
+        b.bytes()
+    }
+
+    #[test]
+    fn symbolic_shapes_are_kept() {
+        let adam = optimizer("Adam", 8, vec![S("batch"), N(3)], &["x1", "x2", "v1", "v2", "h1", "h2"], vec![]);
+        assert_eq!(inferred(&adam, &["x1", "h2"]), ["F32 [batch, 3]", "F32 [batch, 3]"]);
+        let m = vec![
+            ("alpha", A::F(0.9)),
+            ("beta", A::F(0.1)),
+            ("norm_coefficient", A::F(0.0)),
+            ("mode", A::S("nesterov")),
+        ];
+        let momentum = optimizer("Momentum", 3, vec![S("n")], &["x", "v"], m);
+        assert_eq!(inferred(&momentum, &["x", "v"]), ["F32 [n]", "F32 [n]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let e = optimizer("Adagrad", 4, vec![N(2)], &["x", "h"], vec![]);
+        assert_error(&e, &["'n'", "6 inputs: expected R, T and 3 tensors for each one optimized"]);
+        let e = optimizer("Adagrad", 3, vec![N(2)], &["x"], vec![]);
+        assert_error(&e, &["'n'", "1 outputs for 1 tensors: expected 2"]);
+        let e = optimizer("Momentum", 3, vec![N(2)], &["x", "v"], vec![("alpha", A::F(0.9))]);
+        assert_error(&e, &["'n'", "attribute mode is required"]);
+        let m =
+            vec![("alpha", A::F(0.9)), ("beta", A::F(0.1)), ("norm_coefficient", A::F(0.0)), ("mode", A::S("heavy"))];
+        let e = optimizer("Momentum", 3, vec![N(2)], &["x", "v"], m);
+        assert_error(&e, &["'n'", "mode is \"heavy\""]);
+        // Tensors of one group must agree, at run time too.
+        let adagrad = optimizer("Adagrad", 3, vec![D::Unset], &["x", "h"], vec![]);
+        let model = Model::load_bytes(&adagrad).unwrap();
+        let e = model
+            .run(vec![tensor0(0.1f32), tensor0(1i64), tensor1(&[1f32, 2.]), tensor1(&[1f32]), tensor1(&[1f32, 2.])])
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("the tensors of group 1 differ"), "{e:#}");
+    }
+}
+
+mod batch_norm_training {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("BatchNormalization");
+    }
+
+    fn batch_norm(x: Vec<D>, c: D, outputs: &[&str], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut b = Builder::new(15).input("x", DataType::Float, &x);
+        for p in ["scale", "b", "mean", "var"] {
+            b = b.input(p, DataType::Float, std::slice::from_ref(&c));
+        }
+        b = b.node("BatchNormalization", "", "n", &["x", "scale", "b", "mean", "var"], outputs, attrs);
+        for o in outputs {
+            b = b.output(o);
+        }
+        b.bytes()
+    }
+
+    #[test]
+    fn symbolic_shapes_and_errors() {
+        let train = || vec![("training_mode", A::I(1))];
+        let b = batch_norm(vec![S("batch"), N(3), S("len")], N(3), &["y", "rm", "rv"], train());
+        assert_eq!(inferred(&b, &["y", "rm", "rv"]), ["F32 [batch, 3, len]", "F32 [3]", "F32 [3]"]);
+        let only_y = batch_norm(vec![S("batch"), N(3)], N(3), &["y"], train());
+        assert_eq!(inferred(&only_y, &["y"]), ["F32 [batch, 3]"]);
+        let mode = batch_norm(vec![N(2), N(3)], N(3), &["y"], vec![("training_mode", A::I(2))]);
+        assert_error(&mode, &["'n'", "training_mode is 2: it must be 0 or 1"]);
+        assert_error(&batch_norm(vec![N(3)], N(3), &["y"], train()), &["'n'", "X must have rank 2 or more"]);
+        // Parameters of another length than X's channels, at run time.
+        let model = Model::load_bytes(&batch_norm(vec![N(1), D::Unset], D::Unset, &["y"], train())).unwrap();
+        let p = || tensor1(&[1f32, 2.]);
+        let e = model.run(vec![tensor2(&[[1f32, 2., 3.]]), p(), p(), p(), p()]).unwrap_err();
+        assert!(format!("{e:#}").contains("scale is [2], expected [3] (X's channels)"), "{e:#}");
+    }
+}
+
+mod dft {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn reference_cases() {
+        check_op("DFT");
+    }
+
+    fn dft(opset: i64, x: Vec<D>, extra: &[(&str, DataType, Vec<D>)], attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut b = Builder::new(opset).input("x", DataType::Float, &x);
+        let mut ins = vec!["x"];
+        for (name, dt, dims) in extra {
+            if !name.is_empty() {
+                b = b.input(name, *dt, dims);
+            }
+            ins.push(name);
+        }
+        b.node("DFT", "", "n", &ins, &["y"], attrs).output("y").bytes()
+    }
+
+    #[test]
+    fn symbolic_shapes_and_errors() {
+        let b = dft(17, vec![S("batch"), S("len"), N(1)], &[], vec![("onesided", A::I(1))]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, len/2+1, 2]"]);
+        let b = dft(17, vec![S("batch"), N(3), S("len"), N(2)], &[], vec![("axis", A::I(-2))]);
+        assert_eq!(inferred(&b, &["y"]), ["F32 [batch, 3, len, 2]"]);
+        let irfft = dft(19, vec![S("batch"), S("bins"), N(2)], &[], vec![("inverse", A::I(1)), ("onesided", A::I(1))]);
+        assert_eq!(inferred(&irfft, &["y"]), ["F32 [batch, 2*(bins-1), 1]"]);
+        assert_error(&dft(17, vec![N(4), N(1)], &[], vec![("axis", A::I(1))]), &["'n'", "axis 1 is out of range"]);
+        assert_error(&dft(17, vec![N(4), N(3)], &[], vec![("axis", A::I(0))]), &["'n'", "the last axis must be 1"]);
+        assert_error(&dft(17, vec![N(4), N(1)], &[], vec![("inverse", A::I(3))]), &["'n'", "inverse is 3"]);
+        // dft_length out of range, at run time.
+        let len = dft(20, vec![N(4), N(1)], &[("len", DataType::Int64, vec![]), ("", DataType::Int64, vec![])], vec![]);
+        let model = Model::load_bytes(&len).unwrap();
+        let e = model.run(vec![tensor2(&[[1f32], [2.], [3.], [4.]]), tensor0(0i64)]).unwrap_err();
+        assert!(format!("{e:#}").contains("dft_length is 0"), "{e:#}");
+    }
+}
+
+mod tree_ensemble {
+    use super::*;
+    use D::{N, S};
+
+    fn floats(v: &[f32]) -> A {
+        A::T(tract_onnx::pb::TensorProto {
+            dims: vec![v.len() as i64],
+            data_type: DataType::Float as i32,
+            float_data: v.to_vec(),
+            ..Default::default()
+        })
+    }
+
+    fn modes(v: &[u8]) -> A {
+        A::T(tract_onnx::pb::TensorProto {
+            dims: vec![v.len() as i64],
+            data_type: DataType::Uint8 as i32,
+            raw_data: v.to_vec(),
+            ..Default::default()
+        })
+    }
+
+    /// Tree 1: node 0 `x0 <= 2` (true: node 1, false: leaf 2); node 1 `x1 in {5, 7}`, NaN true (true:
+    /// leaf 0, false: leaf 1). Tree 2: node 2, whose branches are both leaf 3. Leaves: target 0 +1,
+    /// target 1 +2, target 0 +4, target 1 +0.5.
+    fn model(x: Vec<D>, changes: Vec<(&'static str, A)>) -> Vec<u8> {
+        let mut attrs: Vec<(&str, A)> = vec![
+            ("nodes_featureids", A::Is(vec![0, 1, 0])),
+            ("nodes_splits", floats(&[2.0, 0.0, 0.0])),
+            ("nodes_modes", modes(&[0, 6, 0])),
+            ("nodes_truenodeids", A::Is(vec![1, 0, 3])),
+            ("nodes_falsenodeids", A::Is(vec![2, 1, 3])),
+            ("nodes_trueleafs", A::Is(vec![0, 1, 1])),
+            ("nodes_falseleafs", A::Is(vec![1, 1, 1])),
+            ("nodes_missing_value_tracks_true", A::Is(vec![0, 1, 0])),
+            ("membership_values", floats(&[5.0, 7.0, f32::NAN])),
+            ("leaf_targetids", A::Is(vec![0, 1, 0, 1])),
+            ("leaf_weights", floats(&[1.0, 2.0, 4.0, 0.5])),
+            ("tree_roots", A::Is(vec![0, 2])),
+            ("n_targets", A::I(2)),
+        ];
+        for (name, a) in changes {
+            attrs.retain(|(n, _)| *n != name);
+            attrs.push((name, a));
+        }
+        Builder::new(21)
+            .import("ai.onnx.ml", 5)
+            .input("x", DataType::Float, &x)
+            .node("TreeEnsemble", "ai.onnx.ml", "n", &["x"], &["y"], attrs)
+            .output("y")
+            .bytes()
+    }
+
+    fn run(bytes: &[u8]) -> Tensor {
+        let x = tensor2(&[[1f32, 5.], [3., f32::NAN], [2., 6.], [0., f32::NAN]]);
+        Model::load_bytes(bytes).unwrap().run(vec![x]).unwrap().remove(0).1
+    }
+
+    #[test]
+    fn aggregations_membership_and_missing_values() {
+        let sum = run(&model(vec![N(4), N(2)], vec![]));
+        assert_eq!(sum, tensor2(&[[1f32, 0.5], [4., 0.5], [0., 2.5], [1., 0.5]]));
+        let average = run(&model(vec![N(4), N(2)], vec![("aggregate_function", A::I(0))]));
+        assert_eq!(average, tensor2(&[[0.5f32, 0.25], [2., 0.25], [0., 1.25], [0.5, 0.25]]));
+        // MAX starts from the lowest float32: a target no leaf reaches keeps it.
+        let max = run(&model(vec![N(4), N(2)], vec![("aggregate_function", A::I(3))]));
+        assert_eq!(max, tensor2(&[[1f32, 0.5], [4., 0.5], [f32::MIN, 2.], [1., 0.5]]));
+        let logistic = run(&model(vec![N(4), N(2)], vec![("post_transform", A::I(2))]));
+        let want: Vec<f32> = [1f32, 0.5, 4., 0.5, 0., 2.5, 1., 0.5].iter().map(|v| 1. / (1. + (-v).exp())).collect();
+        assert_eq!(logistic, tract_ndarray::Array2::from_shape_vec((4, 2), want).unwrap().into_tensor());
+        let zero = run(&model(vec![N(4), N(2)], vec![("post_transform", A::I(3))]));
+        let values = zero.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        assert_eq!(values[4..6], [0., 1.]);
+    }
+
+    #[test]
+    fn symbolic_shape_and_errors() {
+        assert_eq!(inferred(&model(vec![S("batch"), N(2)], vec![]), &["y"]), ["F32 [batch, 2]"]);
+        let cycle = model(
+            vec![N(4), N(2)],
+            vec![("nodes_truenodeids", A::Is(vec![1, 0, 3])), ("nodes_trueleafs", A::Is(vec![0, 0, 1]))],
+        );
+        assert_error(&cycle, &["'n'", "the trees have a cycle through node"]);
+        let far = model(vec![N(4), N(2)], vec![("nodes_falsenodeids", A::Is(vec![9, 1, 3]))]);
+        assert_error(&far, &["'n'", "node 0: false leaf 9 is out of range (4 leafs)"]);
+        let target = model(vec![N(4), N(2)], vec![("leaf_targetids", A::Is(vec![0, 1, 2, 1]))]);
+        assert_error(&target, &["'n'", "leaf 2 has target 2, out of range for 2 targets"]);
+        let sets = model(vec![N(4), N(2)], vec![("membership_values", floats(&[5.0]))]);
+        assert_error(&sets, &["'n'", "membership_values has no NaN-ended set for node 1"]);
+        let mode = model(vec![N(4), N(2)], vec![("nodes_modes", modes(&[0, 6, 9]))]);
+        assert_error(&mode, &["'n'", "node 2 has mode 9"]);
+        assert_error(&model(vec![N(4), N(1)], vec![]), &["'n'", "feature id 1 is out of range for X's 1 columns"]);
+        let probit = model(vec![N(4), N(2)], vec![("post_transform", A::I(4))]);
+        assert_error(&probit, &["'n'", "post_transform PROBIT is not supported"]);
     }
 }

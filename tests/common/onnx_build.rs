@@ -35,6 +35,8 @@ pub enum A {
     Fs(Vec<f32>),
     /// a subgraph
     G(pb::GraphProto),
+    /// a tensor
+    T(pb::TensorProto),
 }
 
 fn shape_proto(dims: &[D]) -> pb::TensorShapeProto {
@@ -160,6 +162,10 @@ impl Builder {
                     A::G(g) => {
                         p.r#type = AttributeType::Graph as i32;
                         p.g = Some(g);
+                    }
+                    A::T(t) => {
+                        p.r#type = AttributeType::Tensor as i32;
+                        p.t = Some(t);
                     }
                 }
                 p

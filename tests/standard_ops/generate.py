@@ -341,6 +341,41 @@ def binarizer_cases():
          threshold=1.5)
 
 
+def optimizer_cases():
+    r = rng(41)
+    dom = "ai.onnx.preview.training"
+    lr, f64 = np.array(0.1, dtype=np.float32), np.float64
+
+    def t(v):
+        return np.array(v, dtype=np.int64)
+
+    def pos(*shape):
+        return np.abs(f32(r, *shape)) + np.float32(0.0625)
+
+    x1, g1, h1, x2, g2, h2 = f32(r, 3, 4), f32(r, 3, 4), pos(3, 4), f32(r, 5), f32(r, 5), pos(5)
+    case("adagrad_two_groups_decay", "Adagrad", 1,
+         [("R", lr), ("T", t(3)), ("X1", x1), ("X2", x2), ("G1", g1), ("G2", g2), ("H1", h1), ("H2", h2)],
+         ["X1_new", "X2_new", "H1_new", "H2_new"], domain=dom, decay_factor=0.1, norm_coefficient=0.01)
+    case("adagrad_float64_defaults", "Adagrad", 1,
+         [("R", lr.astype(f64)), ("T", t(0)), ("X", x1.astype(f64)), ("G", g1.astype(f64)), ("H", h1.astype(f64))],
+         ["X_new", "H_new"], domain=dom)
+    v1, v2 = f32(r, 3, 4), f32(r, 5)
+    # Two groups: the reference returns a single group's Adam update as float64 when T > 0.
+    case("adam_two_groups_corrected", "Adam", 1,
+         [("R", lr), ("T", t(2)), ("X1", x1), ("X2", x2), ("G1", g1), ("G2", g2), ("V1", v1), ("V2", v2),
+          ("H1", h1), ("H2", h2)],
+         ["X1_new", "X2_new", "V1_new", "V2_new", "H1_new", "H2_new"], domain=dom, alpha=0.8, beta=0.95,
+         epsilon=1e-4, norm_coefficient=0.02, norm_coefficient_post=0.05)
+    case("adam_first_step_defaults", "Adam", 1, [("R", lr), ("T", t(0)), ("X", x1), ("G", g1), ("V", v1), ("H", h1)],
+         ["X_new", "V_new", "H_new"], domain=dom)
+    case("momentum_standard_first_step", "Momentum", 1, [("R", lr), ("T", t(0)), ("X", x1), ("G", g1), ("V", v1)],
+         ["X_new", "V_new"], domain=dom, alpha=0.9, beta=0.5, norm_coefficient=0.01, mode="standard")
+    case("momentum_nesterov_two_groups", "Momentum", 1,
+         [("R", lr), ("T", t(4)), ("X1", x1), ("X2", x2), ("G1", g1), ("G2", g2), ("V1", v1), ("V2", v2)],
+         ["X1_new", "X2_new", "V1_new", "V2_new"], domain=dom, alpha=0.7, beta=0.3, norm_coefficient=0.0,
+         mode="nesterov")
+
+
 def fix_cases():
     r = rng(17)
     # Recurrent ops in the reverse direction (tract ran them forward): Y and the final states. tract's
@@ -467,6 +502,56 @@ def optional_quant_cases():
          output_dtype=onnx.TensorProto.UINT16)
 
 
+def batchnorm_cases():
+    r = rng(43)
+    # training_mode=1: the batch's own mean and biased variance (tract refused it).
+    x4, x3 = f32(r, 2, 3, 4, 5), f32(r, 4, 2, 3, scale=3.0)
+    scale, bias, mean, var = f32(r, 3), f32(r, 3), f32(r, 3), np.abs(f32(r, 3)) + np.float32(0.5)
+    case("batchnorm_training_4d", "BatchNormalization", 15,
+         [("X", x4), ("scale", scale), ("B", bias), ("mean", mean), ("var", var)],
+         ["Y", "running_mean", "running_var"], training_mode=1)
+    case("batchnorm_training_3d_momentum_epsilon", "BatchNormalization", 15,
+         [("X", x3), ("scale", scale[:2]), ("B", bias[:2]), ("mean", mean[:2]), ("var", var[:2])],
+         ["Y", "running_mean", "running_var"], training_mode=1, momentum=0.5, epsilon=0.01)
+    case("batchnorm_training_float64", "BatchNormalization", 15,
+         [("X", x4.astype(np.float64)), ("scale", scale.astype(np.float64)), ("B", bias.astype(np.float64)),
+          ("mean", mean.astype(np.float64)), ("var", var.astype(np.float64))],
+         ["Y", "running_mean", "running_var"], training_mode=1)
+
+
+def dft_cases():
+    r = rng(47)
+    f64 = np.float64
+    ax = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
+    n = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
+    real, cplx = f32(r, 2, 5, 1).astype(f64), f32(r, 2, 3, 4, 2).astype(f64)
+    case("dft_length_pads", "DFT", 20, [("x", real), ("dft_length", n(8)), ("axis", ax(1))], ["y"])
+    case("dft_length_cuts_onesided", "DFT", 20, [("x", real), ("dft_length", n(3)), ("axis", ax(-2))], ["y"],
+         onesided=1)
+    case("dft17_axis2_complex", "DFT", 17, [("x", cplx)], ["y"], axis=2)
+    case("dft_inverse_default_axis", "DFT", 20, [("x", cplx)], ["y"], inverse=1)
+    case("dft_irfft_length", "DFT", 20, [("x", cplx), ("dft_length", n(7)), ("axis", ax(2))], ["y"], inverse=1,
+         onesided=1)
+    # float32: transformed in float64 here, in float32 by the reference.
+    case("dft_float32_rfft", "DFT", 20, [("x", f32(r, 3, 16, 1))], ["y"], rtol=1e-5, onesided=1)
+
+
+def gru_cases():
+    r = rng(53)
+    # The plain GRU kernel: exact sigmoid and tanh, compared at the default two-ulp tolerance.
+    x, h0 = f32(r, 4, 2, 3), f32(r, 2, 2, 5, scale=0.5)
+    w, rr, b = f32(r, 2, 15, 3, scale=2.0), f32(r, 2, 15, 5), f32(r, 2, 30)
+    case("gru_plain_bidirectional_bias_state", "GRU", 22,
+         [("X", x), ("W", w), ("R", rr), ("B", b), ("", None), ("initial_h", h0)], ["Y", "Y_h"],
+         direction="bidirectional", hidden_size=5)
+    case("gru_plain_linear_before_reset_batch_first", "GRU", 22,
+         [("X", np.ascontiguousarray(x.transpose(1, 0, 2))), ("W", w[:1]), ("R", rr[:1]), ("B", b[:1])],
+         ["Y", "Y_h"], hidden_size=5, linear_before_reset=1, layout=1)
+    # Saturated update gates: H stays near zero, where tract's approximate sigmoid was 1e-6 off.
+    big = np.full((1, 15, 3), 6.0, dtype=np.float32)
+    case("gru_plain_saturated", "GRU", 22, [("X", np.abs(x)), ("W", big), ("R", rr[:1])], ["", "Y_h"], hidden_size=5)
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -486,8 +571,12 @@ def main():
     deform_conv_cases()
     tfidf_cases()
     binarizer_cases()
+    optimizer_cases()
     fix_cases()
     optional_quant_cases()
+    batchnorm_cases()
+    dft_cases()
+    gru_cases()
     out = []
     for c in CASES:
         model, given = build(c)

@@ -296,7 +296,7 @@ impl EvalOp for LstmOp {
 }
 
 /// A weight matrix (`W` or `R` of one direction: a row per gate) as the gate loop reads it.
-enum Weights<'a> {
+pub(super) enum Weights<'a> {
     /// As given: each gate is a dot product with its row.
     Rows(&'a [f32]),
     /// Transposed (a row per input element): each input element adds its scaled row to all the
@@ -306,7 +306,7 @@ enum Weights<'a> {
 
 impl<'a> Weights<'a> {
     /// `m`, `gates` rows, to be applied `uses` times.
-    fn of(m: &'a [f32], gates: usize, uses: usize) -> Weights<'a> {
+    pub(super) fn of(m: &'a [f32], gates: usize, uses: usize) -> Weights<'a> {
         if uses < 4 {
             return Weights::Rows(m);
         }
@@ -321,7 +321,7 @@ impl<'a> Weights<'a> {
     }
 
     /// `acc += m · v`.
-    fn add_product(&self, acc: &mut [f32], v: &[f32]) {
+    pub(super) fn add_product(&self, acc: &mut [f32], v: &[f32]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // Safety: the CPU has AVX2, checked just above: the one requirement of calling a

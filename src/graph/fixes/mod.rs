@@ -2,11 +2,15 @@
 //! models: each builder handles what tract refuses (symbolic dims, shape parameters computed from
 //! `Shape`, exact integer values) and hands everything else to tract's own builder.
 //!
+//! - `BatchNormalization`: `training_mode=1`, normalized with the batch's statistics, with the
+//!   running mean and variance (tract refused it; [`batch_norm`]);
 //! - `BitShift`: shifts by the width or more (or by a negative amount) move every bit out, as onnx's
 //!   reference computes (tract shifted modulo the width);
 //! - `Celu`: with its `alpha` (tract left out the multiplication by it);
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
+//! - `DFT`: transformed in `f64` and rounded once, `dft_length` honoured, opset 17's `axis` typed
+//!   (tract transformed float32 in float32; [`dft`]);
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
@@ -25,7 +29,9 @@
 //! - `RNN`, `GRU`, `LSTM`: zero initial states over a symbolic batch, and the reverse direction
 //!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
 //!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
-//!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`);
+//!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`); a small `GRU` of the plain
+//!   form likewise as [`gru::GruOp`], with exact sigmoid and tanh (tract's approximate sigmoid was
+//!   1e-6 off near saturation);
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
@@ -35,16 +41,19 @@
 //!   parameters ([`params`]).
 
 mod axes;
+mod batch_norm;
 mod bit_shift;
 mod cast;
 mod celu;
 mod constant_of_shape;
+mod dft;
 mod expand;
 mod extremum;
 mod fill;
 mod flatten;
 mod gather;
 mod generated;
+mod gru;
 mod lstm;
 mod matmul;
 mod mean;
@@ -96,10 +105,12 @@ pub fn stock(op_type: &'static str) -> Builder {
 
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("BatchNormalization", batch_norm::batch_norm);
     onnx.op_register.insert("BitShift", bit_shift::bit_shift);
     onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("Celu", celu::celu);
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
+    onnx.op_register.insert("DFT", dft::dft);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {

@@ -9,6 +9,7 @@
 //! back (its `Y_h` and `Y_c` are the states after the last step it takes, the first time step, as the
 //! specification says). Anything else is tract's.
 
+use super::gru::GruOp;
 use super::lstm::LstmOp;
 use super::stock_node::{Fix, StockNode};
 use std::collections::HashMap;
@@ -34,8 +35,17 @@ pub struct RecFix {
     reverse: bool,
     /// Whether the node has its `Y` output (the first).
     y_output: bool,
-    /// Our kernel, for an `LSTM` of the plain form.
-    ours: Option<LstmOp>,
+    /// Our kernel, for an `LSTM` or a `GRU` of the plain form.
+    ours: Option<Ours>,
+}
+
+/// Our kernels for the plain forms.
+#[derive(Debug, Clone)]
+pub enum Ours {
+    /// An `LSTM`'s.
+    Lstm(LstmOp),
+    /// A `GRU`'s.
+    Gru(GruOp),
 }
 
 /// tract's op for a node with its missing initial states given as inputs.
@@ -90,7 +100,10 @@ pub fn rec(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
     } else {
         None
     };
-    let ours = LstmOp::plain(node, label);
+    let ours = match LstmOp::plain(node, label.clone()) {
+        Some(op) => Some(Ours::Lstm(op)),
+        None => GruOp::plain(node, label).map(Ours::Gru),
+    };
     if with_states.is_none() && !reverse && ours.is_none() {
         return Ok(stock);
     }
@@ -136,7 +149,10 @@ impl Fix for RecFix {
             let all_f32 =
                 inputs.iter().map(|i| target.outlet_fact(*i)).all(|f| f.is_ok_and(|f| f.datum_type == DatumType::F32));
             if all_f32 && x.rank() == 3 && w.rank() == 3 && r.rank() == 3 && LstmOp::small(&w, &r) {
-                return target.wire_node(&node.name, op.clone(), &inputs);
+                return match op {
+                    Ours::Lstm(op) => target.wire_node(&node.name, op.clone(), &inputs),
+                    Ours::Gru(op) => target.wire_node(&node.name, op.clone(), &inputs),
+                };
             }
         }
         if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {

@@ -26,6 +26,8 @@
 //! - `MaxUnpool` (9, 11): `MaxPool`'s values written back at their indices, zeros elsewhere, the
 //!   output dims from the pooling or from `output_shape` (symbolic when known as dims, minted when
 //!   only known at run time);
+//! - `Adagrad`, `Adam`, `Momentum` (`ai.onnx.preview.training` 1): one optimizer step over groups
+//!   of tensors ([`optimizers`]);
 //! - `OptionalHasElement`, `OptionalGetElement` (15, 18): over the plain tensors tract carries (no
 //!   input: no element; a tensor: its element) ([`optional`]);
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
@@ -35,6 +37,8 @@
 //! - `TensorScatter` (24): a key/value cache written from per-batch positions, linear or circular;
 //! - `TfIdfVectorizer` (9): counts of a pool's n-grams (with skips) in rows of integer tokens, as
 //!   term frequencies, presence or weighted counts ([`tfidf`]; string pools are refused);
+//! - `TreeEnsemble` (`ai.onnx.ml` 5): decision tree ensembles, every node mode incl. set membership,
+//!   the four aggregations, checked indices and acyclic trees ([`tree_ensemble`]);
 //! - `Unique` (11): distinct elements or slices, sorted or in order of first occurrence, with
 //!   indices, inverse indices and counts; their number a symbol bound when the node runs;
 //! - `Upsample` (9): built as the `Resize` of opset 10 it became ([`upsample`]).
@@ -56,12 +60,14 @@ pub mod loop_body;
 pub mod loss;
 pub mod lp_pool;
 pub mod max_unpool;
+pub mod optimizers;
 pub mod optional;
 pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
 pub mod tensor_scatter;
 pub mod tfidf;
+pub mod tree_ensemble;
 pub mod unique;
 pub mod upsample;
 
@@ -69,7 +75,10 @@ use tract_onnx::Onnx;
 
 /// Registers every op of this module (replacing tract-onnx's builder where it has one).
 pub fn register(onnx: &mut Onnx) {
+    onnx.op_register.insert("Adagrad", optimizers::optimizer);
+    onnx.op_register.insert("Adam", optimizers::optimizer);
     onnx.op_register.insert("AffineGrid", affine_grid::affine_grid);
+    onnx.op_register.insert("Momentum", optimizers::optimizer);
     onnx.op_register.insert("Attention", attention::attention);
     onnx.op_register.insert("Binarizer", binarizer::binarizer);
     onnx.op_register.insert("BitCast", bitcast::bitcast);
@@ -92,6 +101,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
     onnx.op_register.insert("TensorScatter", tensor_scatter::tensor_scatter);
     onnx.op_register.insert("TfIdfVectorizer", tfidf::tfidf);
+    onnx.op_register.insert("TreeEnsemble", tree_ensemble::tree_ensemble);
     onnx.op_register.insert("Unique", unique::unique);
     onnx.op_register.insert("Upsample", upsample::upsample);
 }
