@@ -191,9 +191,10 @@ impl Translator<'_> {
         let mark = self.target.nodes.len();
         let outcome = match self.over_budget(node)? {
             Some(deferred) => Ok(deferred),
-            None => match node.op_as::<tract_onnx::ops::logic::If>() {
-                Some(op) => self.if_node(node, op),
-                None => self.typed_outputs(node, &op_type),
+            None => match (node.op_as::<tract_onnx::ops::logic::If>(), node.op_as::<crate::graph::ScanInference>()) {
+                (Some(op), _) => self.if_node(node, op),
+                (_, Some(op)) => self.scan_node(node, op),
+                _ => self.typed_outputs(node, &op_type),
             }
             .map(|outlets| (outlets, String::new())),
         };
@@ -601,6 +602,40 @@ impl Translator<'_> {
         Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
     }
 
+    /// A `Scan` ([`crate::graph::ScanInference`]): its body translated with the facts the node's
+    /// inputs give it, run by tract's `Scan`.
+    fn scan_node(&mut self, node: &InferenceNode, op: &crate::graph::ScanInference) -> TractResult<TVec<OutletId>> {
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let body_facts = op.body_facts(&facts)?;
+        let index = super::node_index(&op.graph);
+        let symbols = self.target.symbols.clone();
+        let t = translate(&op.body, &index, self.opsets, body_facts, symbols, self.table.clone(), self.fold_bytes)
+            .map_err(|e| {
+                let kind = crate::error::NodeError::find(&e).map_or(crate::error::NodeErrorKind::Failed, |n| n.kind);
+                crate::error::NodeError::of_kind(&op.label.node, "Scan", kind, format!("the body: {e:#}"))
+            })?;
+        for f in &t.fallbacks {
+            if !self.fallbacks.contains(f) {
+                self.fallbacks.push(f.clone());
+            }
+        }
+        if let Some(why) = t.unknown.values().next() {
+            return Err(crate::error::NodeError::failed(&op.label.node, "Scan", format!("the body: {why}")));
+        }
+        if t.typed.outputs.len() != op.body.outputs.len() {
+            return Err(crate::error::NodeError::failed(&op.label.node, "Scan", "a body output cannot be computed"));
+        }
+        self.table = t.table.clone();
+        for r in &t.requirements {
+            if !self.requirements.contains(r) {
+                self.requirements.push(r.clone());
+            }
+        }
+        op.wire_typed(&mut self.target, &node.name, &inputs, t.typed)
+    }
+
     /// The node's own translation, after unifying what it requires equal.
     fn typed_outputs(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<TVec<OutletId>> {
         let proto = self.nodes.get(node.name.as_str()).copied();
@@ -969,6 +1004,10 @@ impl Translator<'_> {
         // An `If` that `if_node` could not type has branches returning other types or ranks, or none
         // it can tell: tract's rules would pick one branch's, wrong whenever the other is taken.
         if node.op_is::<tract_onnx::ops::logic::If>() {
+            return Ok(None);
+        }
+        // A `Scan` whose body cannot be translated has nothing to run it: its outputs are unknown.
+        if node.op_is::<crate::graph::ScanInference>() {
             return Ok(None);
         }
         let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();

@@ -26,6 +26,8 @@
 //!   (tract ran it forward); a small `LSTM` of the plain form runs as one op, [`lstm::LstmOp`],
 //!   instead of tract's `Scan` (per-step overhead), which also gives `layout=1` with two directions
 //!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`);
+//! - `Scan`: body inputs without types (they take the Scan inputs'), opset 8's batched form, typed
+//!   per node rather than after tract's analysis of the whole model ([`scan`]);
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
@@ -60,6 +62,9 @@ mod reshape;
 mod reshape_params;
 mod resize;
 mod rotary;
+mod scan;
+mod scan_batch;
+mod scan_wire;
 mod space_to_depth;
 mod split;
 mod squeeze;
@@ -73,6 +78,8 @@ pub use cast::SymbolicCast;
 pub use pad::ShapePad;
 pub use reshape::ReshapeAs;
 pub(crate) use resize::resize_named;
+pub use scan::{ScanForm, ScanInference};
+pub use scan_batch::BatchScan;
 pub(crate) use swish::wire_swish;
 pub use sympad::SymbolicPad;
 
@@ -115,6 +122,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Reshape", reshape::reshape);
     onnx.op_register.insert("Resize", resize::resize);
     onnx.op_register.insert("RotaryEmbedding", rotary::rotary_embedding);
+    onnx.op_register.insert("Scan", scan::scan);
     for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean"] {
         onnx.op_register.insert(op, reduce::reduce);
     }
