@@ -549,8 +549,10 @@ impl Translator<'_> {
             let branch_inputs: TVec<OutletId> = mapping.iter().map(|&i| inputs[i]).collect();
             return control::inline(&mut self.target, &t.typed, &branch_inputs, &node.name);
         }
-        let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs);
-        let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs);
+        // Either branch may not be taken: one typed on an assumption about dims (a squeezed dim
+        // taken as 1) is analysed when it is taken instead, as one that cannot be typed.
+        let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs).and_then(unassumed);
+        let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs).and_then(unassumed);
         // A branch that cannot be translated counts with what its graph declares it returns (checked
         // when it runs): taking the other branch's facts alone would be wrong where the two differ.
         let outline = |t: &Result<Translated, String>, graph: &pb::GraphProto| -> Option<control::Outline> {
@@ -1090,6 +1092,20 @@ impl Translator<'_> {
         let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts, reason: reason.clone(), deferred: true };
         Ok(Some((self.add_opaque(op, &inputs)?, reason)))
     }
+}
+
+/// The translated branch, or why it holds only on an assumption about its input dims.
+fn unassumed(t: Translated) -> Result<Translated, String> {
+    for node in &t.typed.nodes {
+        if node.op_as::<crate::graph::ParamOp>().is_some_and(|p| p.assumed) {
+            return Err(format!(
+                "node '{}' ({}) needs dims that are known only when it runs",
+                node.name,
+                node.op.name()
+            ));
+        }
+    }
+    Ok(t)
 }
 
 /// The type a `Cast` node casts to.

@@ -76,6 +76,7 @@ mod wrap_pad;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
+pub use params::ParamOp;
 pub use reshape::ReshapeAs;
 pub(crate) use resize::resize_named;
 pub use scan::{ScanForm, ScanInference};
