@@ -498,3 +498,26 @@ fn a_branch_known_to_be_taken_squeezes_a_dim_known_only_when_it_runs() {
     let err = format!("{:#}", m.run(vec![tensor1(&[2i64, 3])]).unwrap_err());
     assert!(err.contains("'squeeze'") && err.contains("only dims of 1 can be squeezed"), "{err}");
 }
+
+#[test]
+fn an_if_on_a_value_with_branches_of_different_ranks_runs_with_the_values() {
+    // `If(c)` returns the scalar `a` or the vector `b` of 1: the rank of `y` depends on the value of
+    // `c`, so the plan for these inputs is made from their values.
+    let then_branch =
+        Builder::new(13).node("Identity", "", "t", &["a"], &["then_y"], vec![]).output("then_y").graph("then");
+    let else_branch =
+        Builder::new(13).node("Identity", "", "e", &["b"], &["else_y"], vec![]).output("else_y").graph("else");
+    let bytes = Builder::new(13)
+        .input("c", DataType::Bool, &[])
+        .input("a", DataType::Float, &[])
+        .input("b", DataType::Float, &[D::N(1)])
+        .init_f32("k", &[3], &[1., 2., 3.])
+        .if_node("branch", "c", &["y"], then_branch, else_branch)
+        .node("Add", "", "add", &["y", "k"], &["z"], vec![])
+        .output("z")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let run = |c: bool| m.run(vec![tensor0(c), tensor0(10f32), tensor1(&[20f32])]).unwrap().remove(0).1;
+    assert_eq!(run(true), tensor1(&[11f32, 12., 13.]));
+    assert_eq!(run(false), tensor1(&[21f32, 22., 23.]));
+}

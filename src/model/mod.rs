@@ -427,6 +427,31 @@ impl Model {
         })
     }
 
+    /// A plan for these very inputs, values included, when the one for their shapes cannot be made
+    /// because a value's type or rank depends on their values (an `If` on a value whose branches
+    /// return different ranks): `None` when their values do not help either. Not kept: it holds
+    /// for these values only.
+    fn plan_for_values(&self, inputs: &[Tensor]) -> anyhow::Result<Option<Arc<TypedRunnableModel>>> {
+        if !self.proxies.replaced.is_empty() {
+            return Ok(None);
+        }
+        let values = inputs.iter().map(|t| Arc::new(t.clone())).collect();
+        let Ok(analysis) = analysis::analyse(
+            &self.source(),
+            &Binding::Values(values),
+            &self.assumptions,
+            analysis::Options::default(),
+        ) else {
+            return Ok(None);
+        };
+        if first_unknown(&self.graph, &analysis.unknown).is_some() {
+            return Ok(None);
+        }
+        let optimized = guard("optimizing the model", || optimize::optimize(analysis.typed))?;
+        memory::check_values(&optimized)?;
+        guard("planning the model", || crate::threads::plan(optimized, self.threads)).map(Some)
+    }
+
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
     /// (plans made before are dropped). `Some(n)`: tract's kernels run on `n` threads (its
     /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
@@ -482,7 +507,10 @@ impl Model {
     /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
     pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
         self.check_inputs(&inputs)?;
-        let plan = self.plan_for(&inputs)?;
+        let plan = match self.plan_for(&inputs) {
+            Ok(plan) => plan,
+            Err(e) => self.plan_for_values(&inputs)?.ok_or(e)?,
+        };
         let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
         let names = self.output_names();
         names
