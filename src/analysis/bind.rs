@@ -117,7 +117,7 @@ pub fn input_facts(
         if given.len() != inputs.len() {
             bail!("the model takes {} inputs, got {}", inputs.len(), given.len());
         }
-        return given.iter().map(TypedFact::try_from).collect::<TractResult<_>>().map_err(Into::into);
+        return given.iter().map(TypedFact::try_from).collect::<TractResult<_>>();
     }
     let Binding::Declared(overrides) = binding else { unreachable!("handled above") };
     for input in inputs {

@@ -416,7 +416,7 @@ impl Model {
                 None => {
                     let analysis = self.analyse_for(&signature)?;
                     if let Some((value, why)) = first_unknown(&self.graph, &analysis.unknown) {
-                        bail!("value '{value}' cannot be computed: {why}");
+                        return Err(Unknown(format!("value '{value}' cannot be computed: {why}")).into());
                     }
                     analysis.typed
                 }
@@ -509,7 +509,8 @@ impl Model {
         self.check_inputs(&inputs)?;
         let plan = match self.plan_for(&inputs) {
             Ok(plan) => plan,
-            Err(e) => self.plan_for_values(&inputs)?.ok_or(e)?,
+            Err(e) if e.downcast_ref::<Unknown>().is_some() => self.plan_for_values(&inputs)?.ok_or(e)?,
+            Err(e) => return Err(e),
         };
         let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
         let names = self.output_names();
@@ -557,6 +558,18 @@ fn onnx_tensor(name: &str, t: Tensor) -> anyhow::Result<Tensor> {
 
 /// The unknown value to report: the first in graph order (the one nearest the cause), whichever the
 /// hash map holds first.
+/// A plan that cannot be made because a value's type or shape is unknown for these input shapes.
+#[derive(Debug)]
+struct Unknown(String);
+
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unknown {}
+
 fn first_unknown<'a>(graph: &pb::GraphProto, unknown: &'a HashMap<String, String>) -> Option<(&'a String, &'a String)> {
     let in_order = graph.node.iter().flat_map(|n| &n.output).find_map(|o| unknown.get_key_value(o));
     in_order.or_else(|| unknown.iter().min_by_key(|(name, _)| *name))
