@@ -464,3 +464,60 @@ fn every_onnx_element_type_is_analysed_by_name() {
     assert!(err.contains("bfloat16") && err.contains("run does not"), "{err}");
     let _ = pb::ModelProto::default();
 }
+
+/// `If(size(shape) == 2)`, known when analysing: its branch squeezes axis 0 of
+/// `ConstantOfShape(shape)`, a dim known only when the model runs.
+fn known_if_squeezing_a_runtime_dim() -> Vec<u8> {
+    let then_branch = Builder::new(13)
+        .init_i64("axes", &[0])
+        .node("Squeeze", "", "squeeze", &["x", "axes"], &["then_y"], vec![])
+        .output("then_y")
+        .graph("then");
+    let else_branch =
+        Builder::new(13).node("Identity", "", "same", &["x"], &["else_y"], vec![]).output("else_y").graph("else");
+    Builder::new(13)
+        .input("shape", DataType::Int64, &[D::N(2)])
+        .init_i64("two", &[2])
+        .node("ConstantOfShape", "", "zeros", &["shape"], &["x"], vec![])
+        .node("Size", "", "size", &["shape"], &["n"], vec![])
+        .node("Equal", "", "is_two", &["n", "two"], &["cond"], vec![])
+        .if_node("branch", "cond", &["y"], then_branch, else_branch)
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn a_branch_known_to_be_taken_squeezes_a_dim_known_only_when_it_runs() {
+    // The dim is 1 or the model is wrong: the branch is typed (rank 1) and the run checks it.
+    let m = Model::load_bytes(&known_if_squeezing_a_runtime_dim()).unwrap();
+    let facts = m.infer().unwrap();
+    let y = facts.iter().find(|f| f.name == "y").unwrap();
+    assert_eq!(y.shape.len(), 1, "{y:?}");
+    let out = m.run(vec![tensor1(&[1i64, 3])]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[0f32, 0., 0.]));
+    let err = format!("{:#}", m.run(vec![tensor1(&[2i64, 3])]).unwrap_err());
+    assert!(err.contains("'squeeze'") && err.contains("only dims of 1 can be squeezed"), "{err}");
+}
+
+#[test]
+fn an_if_on_a_value_with_branches_of_different_ranks_runs_with_the_values() {
+    // `If(c)` returns the scalar `a` or the vector `b` of 1: the rank of `y` depends on the value of
+    // `c`, so the plan for these inputs is made from their values.
+    let then_branch =
+        Builder::new(13).node("Identity", "", "t", &["a"], &["then_y"], vec![]).output("then_y").graph("then");
+    let else_branch =
+        Builder::new(13).node("Identity", "", "e", &["b"], &["else_y"], vec![]).output("else_y").graph("else");
+    let bytes = Builder::new(13)
+        .input("c", DataType::Bool, &[])
+        .input("a", DataType::Float, &[])
+        .input("b", DataType::Float, &[D::N(1)])
+        .init_f32("k", &[3], &[1., 2., 3.])
+        .if_node("branch", "c", &["y"], then_branch, else_branch)
+        .node("Add", "", "add", &["y", "k"], &["z"], vec![])
+        .output("z")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let run = |c: bool| m.run(vec![tensor0(c), tensor0(10f32), tensor1(&[20f32])]).unwrap().remove(0).1;
+    assert_eq!(run(true), tensor1(&[11f32, 12., 13.]));
+    assert_eq!(run(false), tensor1(&[21f32, 22., 23.]));
+}

@@ -1789,3 +1789,230 @@ mod tree_ensemble {
         assert_error(&probit, &["'n'", "post_transform PROBIT is not supported"]);
     }
 }
+
+mod scan {
+    //! `Scan` (src/graph/fixes/scan.rs): expected values checked against onnxruntime, which
+    //! implements the scan axes and directions onnx's reference refuses.
+    use super::*;
+    use D::{N, S};
+
+    /// `s_out = s + x_t`, `y_t = s_out * w`, `w` read from the outer graph; the body's inputs
+    /// typed `[2]` floats, or untyped as function-expanded models leave them.
+    fn body(typed: bool) -> tract_onnx::pb::GraphProto {
+        let b = Builder::new(11);
+        let b = if typed {
+            b.input("s", DataType::Float, &[N(2)]).input("xt", DataType::Float, &[N(2)])
+        } else {
+            b.input_untyped("s").input_untyped("xt")
+        };
+        b.node("Add", "", "add", &["s", "xt"], &["s_out"], vec![])
+            .node("Mul", "", "mul", &["s_out", "w"], &["y_t"], vec![])
+            .output("s_out")
+            .output("y_t")
+            .graph("body")
+    }
+
+    /// A model computing `Scan(s0, x)` with `body`, `w = [1, 10]`.
+    fn model(opset: i64, s0: &[D], x: &[D], body: tract_onnx::pb::GraphProto, attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let mut attrs = attrs;
+        attrs.push(("body", A::G(body)));
+        attrs.push(("num_scan_inputs", A::I(1)));
+        let inputs: &[&str] = if opset < 9 { &["", "s0", "x"] } else { &["s0", "x"] };
+        Builder::new(opset)
+            .input("s0", DataType::Float, s0)
+            .input("x", DataType::Float, x)
+            .init_f32("w", &[2], &[1., 10.])
+            .node("Scan", "", "n", inputs, &["s", "y"], attrs)
+            .output("s")
+            .output("y")
+            .bytes()
+    }
+
+    fn run(bytes: &[u8], inputs: Vec<Tensor>) -> Vec<Tensor> {
+        let outputs = Model::load_bytes(bytes).unwrap().run(inputs).unwrap();
+        outputs.into_iter().map(|(_, t)| t).collect()
+    }
+
+    fn x23() -> Tensor {
+        tract_ndarray::arr2(&[[1f32, 2., 3.], [4., 5., 6.]]).into_tensor()
+    }
+
+    #[test]
+    fn axes_and_directions() {
+        let reverse = vec![
+            ("scan_input_axes", A::Is(vec![1])),
+            ("scan_input_directions", A::Is(vec![1])),
+            ("scan_output_axes", A::Is(vec![1])),
+            ("scan_output_directions", A::Is(vec![1])),
+        ];
+        let b = model(11, &[N(2)], &[N(2), N(3)], body(true), reverse);
+        let out = run(&b, vec![tensor1(&[0f32, 0.]), x23()]);
+        assert_eq!(out[0], tensor1(&[6f32, 15.]));
+        assert_eq!(out[1], tract_ndarray::arr2(&[[6f32, 5., 3.], [150., 110., 60.]]).into_tensor());
+        let negative = vec![("scan_input_axes", A::Is(vec![-1])), ("scan_output_axes", A::Is(vec![-1]))];
+        let b = model(11, &[N(2)], &[N(2), N(3)], body(true), negative);
+        let out = run(&b, vec![tensor1(&[0f32, 0.]), x23()]);
+        assert_eq!(out[0], tensor1(&[6f32, 15.]));
+        assert_eq!(out[1], tract_ndarray::arr2(&[[1f32, 3., 6.], [40., 90., 150.]]).into_tensor());
+    }
+
+    #[test]
+    fn untyped_body_inputs_take_the_scan_inputs_types() {
+        let b = model(16, &[N(2)], &[N(3), N(2)], body(false), vec![]);
+        let x = tract_ndarray::arr2(&[[1f32, 4.], [2., 5.], [3., 6.]]).into_tensor();
+        let out = run(&b, vec![tensor1(&[0f32, 0.]), x]);
+        assert_eq!(out[0], tensor1(&[6f32, 15.]));
+        assert_eq!(out[1], tract_ndarray::arr2(&[[1f32, 40.], [3., 90.], [6., 150.]]).into_tensor());
+    }
+
+    #[test]
+    fn opset_8_batches() {
+        let b = model(8, &[N(2), N(2)], &[N(2), N(3), N(2)], body(false), vec![("directions", A::Is(vec![1]))]);
+        let x = tract_ndarray::Array::from_shape_vec(vec![2, 3, 2], (0..12).map(|v| v as f32).collect()).unwrap();
+        let out = run(&b, vec![tract_ndarray::arr2(&[[0f32, 0.], [1., 1.]]).into_tensor(), x.into_tensor()]);
+        assert_eq!(out[0], tract_ndarray::arr2(&[[6f32, 9.], [25., 28.]]).into_tensor());
+        let y = tract_ndarray::arr3(&[[[4f32, 50.], [6., 80.], [6., 90.]], [[11., 120.], [19., 210.], [25., 280.]]]);
+        assert_eq!(out[1], y.into_tensor());
+    }
+
+    #[test]
+    fn an_empty_scan_returns_the_initial_states() {
+        let b = model(16, &[N(2)], &[N(0), N(2)], body(false), vec![]);
+        let out = run(&b, vec![tensor1(&[1f32, 2.]), Tensor::zero::<f32>(&[0, 2]).unwrap()]);
+        assert_eq!(out[0], tensor1(&[1f32, 2.]));
+        assert_eq!(out[1].shape(), &[0, 2]);
+    }
+
+    #[test]
+    fn symbolic_shapes_are_exact() {
+        let sum = Builder::new(16)
+            .input_untyped("s")
+            .input_untyped("xt")
+            .node("Add", "", "add", &["s", "xt"], &["s_out"], vec![])
+            .output("s_out")
+            .output("s_out")
+            .graph("body");
+        let attrs = vec![("scan_input_axes", A::Is(vec![1])), ("scan_output_axes", A::Is(vec![1]))];
+        let b = Builder::new(16)
+            .input("s0", DataType::Float, &[S("n")])
+            .input("x", DataType::Float, &[S("n"), S("t")])
+            .node("Scan", "", "n", &["s0", "x"], &["s", "y"], {
+                let mut a = attrs;
+                a.push(("body", A::G(sum)));
+                a.push(("num_scan_inputs", A::I(1)));
+                a
+            })
+            .output("s")
+            .output("y")
+            .bytes();
+        assert_eq!(inferred(&b, &["s", "y"]), ["F32 [n]", "F32 [n, t]"]);
+        let b = model(8, &[S("b"), N(2)], &[S("b"), S("t"), N(2)], body(false), vec![]);
+        assert_eq!(inferred(&b, &["s", "y"]), ["F32 [b, 2]", "F32 [b, t, 2]"]);
+    }
+
+    #[test]
+    fn errors() {
+        let with = |attrs| model(16, &[N(2)], &[N(3), N(2)], body(true), attrs);
+        let scan = |num: i64| {
+            let attrs = vec![("body", A::G(body(true))), ("num_scan_inputs", A::I(num))];
+            Builder::new(16)
+                .input("s0", DataType::Float, &[N(2)])
+                .input("x", DataType::Float, &[N(3), N(2)])
+                .init_f32("w", &[2], &[1., 10.])
+                .node("Scan", "", "n", &["s0", "x"], &["s", "y"], attrs)
+                .output("s")
+                .bytes()
+        };
+        assert_error(&scan(0), &["node 'n' (Scan)", "num_scan_inputs is 0: it must be 1 to the body's 2 inputs"]);
+        assert_error(&scan(3), &["node 'n' (Scan)", "num_scan_inputs is 3"]);
+        let b = with(vec![("scan_input_directions", A::Is(vec![2]))]);
+        assert_error(&b, &["node 'n' (Scan)", "scan_input_directions is [2]: each direction is 0 or 1"]);
+        let b = with(vec![("scan_input_axes", A::Is(vec![0, 1]))]);
+        assert_error(&b, &["node 'n' (Scan)", "scan_input_axes has 2 values, expected 1"]);
+        let b = with(vec![("scan_input_axes", A::Is(vec![2]))]);
+        assert_error(&b, &["node 'n' (Scan)", "scan input 0 has rank 2: no scan axis 2"]);
+        let b = with(vec![("scan_output_axes", A::Is(vec![-3]))]);
+        assert_error(&b, &["node 'n' (Scan)", "scan output 0 has rank 2: no scan axis -3"]);
+        // The state is a scalar, the body returns it added to a slice of 2.
+        let b = model(16, &[], &[N(3), N(2)], body(false), vec![]);
+        assert_error(&b, &["node 'n' (Scan)", "state 0: the body takes F32 [] and returns F32 [2]"]);
+        // The body declares int64 where the Scan gives float.
+        let typed = Builder::new(16)
+            .input("s", DataType::Int64, &[N(2)])
+            .input("xt", DataType::Float, &[N(2)])
+            .node("Identity", "", "id", &["xt"], &["s_out"], vec![])
+            .output("s_out")
+            .output("s_out")
+            .graph("body");
+        let b = model(16, &[N(2)], &[N(3), N(2)], typed, vec![]);
+        assert_error(&b, &["node 'n' (Scan)", "body input 0 is declared I64, the Scan gives F32"]);
+        let b = model(8, &[N(1), N(2)], &[N(2), N(3), N(2)], body(false), vec![]);
+        assert_error(&b, &["node 'n' (Scan)", "input 1 has batch 2, the first 1"]);
+        let lens = seq_lens(DataType::Float);
+        assert_error(&lens, &["node 'n' (Scan)", "sequence_lens is F32 of rank 1: integers of rank 1"]);
+        let m = Model::load_bytes(&seq_lens(DataType::Int64)).unwrap();
+        let x = Tensor::zero::<f32>(&[2, 3, 2]).unwrap();
+        let e = m.run(vec![tensor1(&[1i64, 4]), Tensor::zero::<f32>(&[2, 2]).unwrap(), x]).unwrap_err();
+        assert!(format!("{e:#}").contains("sequence_lens is [1, 4]: each length is 0 to 3"), "{e:#}");
+    }
+
+    /// Opset 8 with `sequence_lens` of type `dt`, scanning in reverse.
+    fn seq_lens(dt: DataType) -> Vec<u8> {
+        Builder::new(8)
+            .input("lens", dt, &[N(2)])
+            .input("s0", DataType::Float, &[N(2), N(2)])
+            .input("x", DataType::Float, &[N(2), N(3), N(2)])
+            .init_f32("w", &[2], &[1., 10.])
+            .node(
+                "Scan",
+                "",
+                "n",
+                &["lens", "s0", "x"],
+                &["s", "y"],
+                vec![("body", A::G(body(false))), ("num_scan_inputs", A::I(1)), ("directions", A::Is(vec![1]))],
+            )
+            .output("s")
+            .output("y")
+            .bytes()
+    }
+
+    #[test]
+    fn opset_8_sequence_lengths() {
+        let m = Model::load_bytes(&seq_lens(DataType::Int64)).unwrap();
+        let x = tract_ndarray::Array::from_shape_vec(vec![2, 3, 2], (0..12).map(|v| v as f32).collect()).unwrap();
+        let s0 = tract_ndarray::arr2(&[[0f32, 0.], [1., 1.]]).into_tensor();
+        let run = |lens: &[i64]| -> Vec<Tensor> {
+            let out = m.run(vec![tensor1(lens), s0.clone(), x.clone().into_tensor()]).unwrap();
+            out.into_iter().map(|(_, t)| t).collect()
+        };
+        // Entry 0 scans [2, 3] then [0, 1]; its last position is padding.
+        let out = run(&[2, 3]);
+        assert_eq!(out[0], tract_ndarray::arr2(&[[2f32, 4.], [25., 28.]]).into_tensor());
+        let y = tract_ndarray::arr3(&[[[2f32, 30.], [2., 40.], [0., 0.]], [[11., 120.], [19., 210.], [25., 280.]]]);
+        assert_eq!(out[1], y.into_tensor());
+        // A length of 0 leaves the initial state and zeros.
+        let out = run(&[0, 3]);
+        assert_eq!(out[0], tract_ndarray::arr2(&[[0f32, 0.], [25., 28.]]).into_tensor());
+        let y = tract_ndarray::arr3(&[[[0f32, 0.], [0., 0.], [0., 0.]], [[11., 120.], [19., 210.], [25., 280.]]]);
+        assert_eq!(out[1], y.into_tensor());
+    }
+
+    #[test]
+    fn scan_inputs_of_different_lengths_are_refused() {
+        let body = Builder::new(16)
+            .input_untyped("s")
+            .input_untyped("a")
+            .input_untyped("b")
+            .node("Sum", "", "sum", &["s", "a", "b"], &["s_out"], vec![])
+            .output("s_out")
+            .graph("body");
+        let b = Builder::new(16)
+            .input("s0", DataType::Float, &[N(2)])
+            .input("a", DataType::Float, &[N(3), N(2)])
+            .input("b", DataType::Float, &[N(4), N(2)])
+            .node("Scan", "", "n", &["s0", "a", "b"], &["s"], vec![("body", A::G(body)), ("num_scan_inputs", A::I(2))])
+            .output("s")
+            .bytes();
+        assert_error(&b, &["node 'n' (Scan)", "scan input 1 has length 4, scan input 0 3"]);
+    }
+}

@@ -12,6 +12,7 @@ use super::symbols::{Origin, SymbolTable};
 use crate::symbolic::parse_dim;
 use anyhow::{bail, Context};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tract_onnx::pb::{self, tensor_shape_proto::dimension::Value as DimValue};
 use tract_onnx::prelude::*;
 
@@ -81,6 +82,9 @@ pub enum Binding {
     Declared(HashMap<String, Vec<String>>),
     /// The element types and shapes of the tensors a run is given, in input order.
     Concrete(Vec<(DatumType, Vec<usize>)>),
+    /// The tensors a run is given, values included, in input order: for a model whose types or
+    /// ranks depend on its inputs' values (an `If` on a value, its branches of different ranks).
+    Values(Vec<Arc<Tensor>>),
 }
 
 /// A symbol name made of letters, digits and `_`, starting with a letter.
@@ -108,6 +112,12 @@ pub fn input_facts(
             facts.push(dt.fact(shape));
         }
         return Ok(facts);
+    }
+    if let Binding::Values(given) = binding {
+        if given.len() != inputs.len() {
+            bail!("the model takes {} inputs, got {}", inputs.len(), given.len());
+        }
+        return given.iter().map(TypedFact::try_from).collect::<TractResult<_>>();
     }
     let Binding::Declared(overrides) = binding else { unreachable!("handled above") };
     for input in inputs {

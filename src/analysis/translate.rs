@@ -194,10 +194,16 @@ impl Translator<'_> {
         let mark = self.target.nodes.len();
         let outcome = match self.over_budget(node)? {
             Some(deferred) => Ok(deferred),
-            None => match (node.op_as::<tract_onnx::ops::logic::If>(), node.op_as::<LoopBody>()) {
-                (Some(op), _) => self.if_node(node, op),
-                (_, Some(op)) => self.loop_node(node, op),
-                _ => self.typed_outputs(node, &op_type),
+            None => {
+                if let Some(op) = node.op_as::<tract_onnx::ops::logic::If>() {
+                    self.if_node(node, op)
+                } else if let Some(op) = node.op_as::<LoopBody>() {
+                    self.loop_node(node, op)
+                } else if let Some(op) = node.op_as::<crate::graph::ScanInference>() {
+                    self.scan_node(node, op)
+                } else {
+                    self.typed_outputs(node, &op_type)
+                }
             }
             .map(|outlets| (outlets, String::new())),
         };
@@ -575,8 +581,10 @@ impl Translator<'_> {
             let branch_inputs: TVec<OutletId> = mapping.iter().map(|&i| inputs[i]).collect();
             return control::inline(&mut self.target, &t.typed, &branch_inputs, &node.name);
         }
-        let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs);
-        let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs);
+        // Either branch may not be taken: one typed on an assumption about dims (a squeezed dim
+        // taken as 1) is analysed when it is taken instead, as one that cannot be typed.
+        let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs).and_then(unassumed);
+        let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs).and_then(unassumed);
         // A branch that cannot be translated counts with what its graph declares it returns (checked
         // when it runs): taking the other branch's facts alone would be wrong where the two differ.
         let outline = |t: &Result<Translated, String>, graph: &pb::GraphProto| -> Option<control::Outline> {
@@ -626,6 +634,40 @@ impl Translator<'_> {
             self.target.add_edge(*input, InletId::new(id, ix))?;
         }
         Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
+    }
+
+    /// A `Scan` ([`crate::graph::ScanInference`]): its body translated with the facts the node's
+    /// inputs give it, run by tract's `Scan`.
+    fn scan_node(&mut self, node: &InferenceNode, op: &crate::graph::ScanInference) -> TractResult<TVec<OutletId>> {
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let facts: Vec<TypedFact> =
+            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let body_facts = op.body_facts(&facts)?;
+        let index = super::node_index(&op.graph);
+        let symbols = self.target.symbols.clone();
+        let t = translate(&op.body, &index, self.opsets, body_facts, symbols, self.table.clone(), self.fold_bytes)
+            .map_err(|e| {
+                let kind = crate::error::NodeError::find(&e).map_or(crate::error::NodeErrorKind::Failed, |n| n.kind);
+                crate::error::NodeError::of_kind(&op.label.node, "Scan", kind, format!("the body: {e:#}"))
+            })?;
+        for f in &t.fallbacks {
+            if !self.fallbacks.contains(f) {
+                self.fallbacks.push(f.clone());
+            }
+        }
+        if let Some(why) = t.unknown.values().next() {
+            return Err(crate::error::NodeError::failed(&op.label.node, "Scan", format!("the body: {why}")));
+        }
+        if t.typed.outputs.len() != op.body.outputs.len() {
+            return Err(crate::error::NodeError::failed(&op.label.node, "Scan", "a body output cannot be computed"));
+        }
+        self.table = t.table.clone();
+        for r in &t.requirements {
+            if !self.requirements.contains(r) {
+                self.requirements.push(r.clone());
+            }
+        }
+        op.wire_typed(&mut self.target, &node.name, &inputs, t.typed)
     }
 
     /// The node's own translation, after unifying what it requires equal.
@@ -998,6 +1040,10 @@ impl Translator<'_> {
         if node.op_is::<tract_onnx::ops::logic::If>() || node.op_is::<LoopBody>() {
             return Ok(None);
         }
+        // A `Scan` whose body cannot be translated has nothing to run it: its outputs are unknown.
+        if node.op_is::<crate::graph::ScanInference>() {
+            return Ok(None);
+        }
         let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
         let facts: Vec<TypedFact> =
             inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
@@ -1078,6 +1124,20 @@ impl Translator<'_> {
         let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts, reason: reason.clone(), deferred: true };
         Ok(Some((self.add_opaque(op, &inputs)?, reason)))
     }
+}
+
+/// The translated branch, or why it holds only on an assumption about its input dims.
+fn unassumed(t: Translated) -> Result<Translated, String> {
+    for node in &t.typed.nodes {
+        if node.op_as::<crate::graph::ParamOp>().is_some_and(|p| p.assumed) {
+            return Err(format!(
+                "node '{}' ({}) needs dims that are known only when it runs",
+                node.name,
+                node.op.name()
+            ));
+        }
+    }
+    Ok(t)
 }
 
 /// The type a `Cast` node casts to.

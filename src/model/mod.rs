@@ -417,7 +417,7 @@ impl Model {
                 None => {
                     let analysis = self.analyse_for(&signature)?;
                     if let Some((value, why)) = first_unknown(&self.graph, &analysis.unknown) {
-                        bail!("value '{value}' cannot be computed: {why}");
+                        return Err(Unknown(format!("value '{value}' cannot be computed: {why}")).into());
                     }
                     analysis.typed
                 }
@@ -426,6 +426,31 @@ impl Model {
             memory::check_values(&optimized)?;
             guard("planning the model", || crate::threads::plan(optimized, self.threads))
         })
+    }
+
+    /// A plan for these very inputs, values included, when the one for their shapes cannot be made
+    /// because a value's type or rank depends on their values (an `If` on a value whose branches
+    /// return different ranks): `None` when their values do not help either. Not kept: it holds
+    /// for these values only.
+    fn plan_for_values(&self, inputs: &[Tensor]) -> anyhow::Result<Option<Arc<TypedRunnableModel>>> {
+        if !self.proxies.replaced.is_empty() {
+            return Ok(None);
+        }
+        let values = inputs.iter().map(|t| Arc::new(t.clone())).collect();
+        let Ok(analysis) = analysis::analyse(
+            &self.source(),
+            &Binding::Values(values),
+            &self.assumptions,
+            analysis::Options::default(),
+        ) else {
+            return Ok(None);
+        };
+        if first_unknown(&self.graph, &analysis.unknown).is_some() {
+            return Ok(None);
+        }
+        let optimized = guard("optimizing the model", || optimize::optimize(analysis.typed))?;
+        memory::check_values(&optimized)?;
+        guard("planning the model", || crate::threads::plan(optimized, self.threads)).map(Some)
     }
 
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
@@ -483,7 +508,11 @@ impl Model {
     /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
     pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
         self.check_inputs(&inputs)?;
-        let plan = self.plan_for(&inputs)?;
+        let plan = match self.plan_for(&inputs) {
+            Ok(plan) => plan,
+            Err(e) if e.downcast_ref::<Unknown>().is_some() => self.plan_for_values(&inputs)?.ok_or(e)?,
+            Err(e) => return Err(e),
+        };
         let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
         let names = self.output_names();
         names
@@ -530,6 +559,18 @@ fn onnx_tensor(name: &str, t: Tensor) -> anyhow::Result<Tensor> {
 
 /// The unknown value to report: the first in graph order (the one nearest the cause), whichever the
 /// hash map holds first.
+/// A plan that cannot be made because a value's type or shape is unknown for these input shapes.
+#[derive(Debug)]
+struct Unknown(String);
+
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unknown {}
+
 fn first_unknown<'a>(graph: &pb::GraphProto, unknown: &'a HashMap<String, String>) -> Option<(&'a String, &'a String)> {
     let in_order = graph.node.iter().flat_map(|n| &n.output).find_map(|o| unknown.get_key_value(o));
     in_order.or_else(|| unknown.iter().min_by_key(|(name, _)| *name))

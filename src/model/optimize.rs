@@ -57,7 +57,9 @@ fn codegen() -> Optimizer {
 fn run_optimizer(optimizer: &Optimizer, model: &mut TypedModel) -> TractResult<()> {
     let _proofs = model.symbols.proof_cache_session();
     let mut session = optimizer.session();
-    let mut state = Applied::default();
+    // No pass needs more rewrites than a few per node: past that it is going round in circles.
+    let limit = model.nodes.len().saturating_mul(8).saturating_add(256);
+    let mut state = Applied { limit, ..Applied::default() };
     model.compact()?;
     loop {
         let before = state.count;
@@ -81,11 +83,16 @@ fn run_optimizer(optimizer: &Optimizer, model: &mut TypedModel) -> TractResult<(
 }
 
 /// What the driver keeps across passes: the number of patches applied, and the watchdog keys of the
-/// patches that must not be applied twice (a pass may propose them again forever otherwise).
+/// patches that must not be applied twice (a pass may propose them again forever otherwise); the
+/// patches each pass applied, and how many a pass may apply before it is stopped (tract's
+/// `ChangeAxes` can move an axis of a `Scan` back and forth forever; every patch keeps the model
+/// correct, so stopping a pass only leaves it less rewritten).
 #[derive(Default)]
 struct Applied {
     count: usize,
     seen: HashSet<String>,
+    by_pass: HashMap<String, usize>,
+    limit: usize,
 }
 
 /// One sweep of one pass: every patch it proposes, applied as it comes.
@@ -95,9 +102,18 @@ fn run_pass(
     state: &mut Applied,
     model: &mut TypedModel,
 ) -> TractResult<()> {
+    let key = format!("{pass:?}");
+    if state.by_pass.get(&key).is_some_and(|n| *n >= state.limit) {
+        return Ok(());
+    }
     pass.reset()?;
     let mut names = NameIndex::of(model.nodes.iter().map(|n| n.name.clone()));
     while let Some(mut patch) = pass.next(session, model)? {
+        let applied = state.by_pass.entry(key.clone()).or_default();
+        if *applied >= state.limit {
+            break;
+        }
+        *applied += 1;
         if let Some(watchdog) = patch.dont_apply_twice.take() {
             if !state.seen.insert(watchdog) {
                 continue;

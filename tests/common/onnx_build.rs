@@ -202,6 +202,12 @@ impl Builder {
         self.node("ATen", "org.pytorch.aten", name, inputs, &[output], attrs)
     }
 
+    /// Adds a graph input with no declared type (a Scan body's may take the Scan input's).
+    pub fn input_untyped(mut self, name: &str) -> Self {
+        self.graph.input.push(pb::ValueInfoProto { name: name.into(), ..Default::default() });
+        self
+    }
+
     /// Adds a graph output (no declared type).
     pub fn output(mut self, name: &str) -> Self {
         self.graph.output.push(pb::ValueInfoProto { name: name.into(), ..Default::default() });

@@ -32,6 +32,8 @@
 //!   the specification's `Y` (tract's is `[batch, 2*seq, 1, hidden]`); a small `GRU` of the plain
 //!   form likewise as [`gru::GruOp`], with exact sigmoid and tanh (tract's approximate sigmoid was
 //!   1e-6 off near saturation);
+//! - `Scan`: body inputs without types (they take the Scan inputs'), opset 8's batched form, typed
+//!   per node rather than after tract's analysis of the whole model ([`scan`]);
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
@@ -69,6 +71,9 @@ mod reshape;
 mod reshape_params;
 mod resize;
 mod rotary;
+mod scan;
+mod scan_batch;
+mod scan_wire;
 mod space_to_depth;
 mod split;
 mod squeeze;
@@ -80,8 +85,11 @@ mod wrap_pad;
 
 pub use cast::SymbolicCast;
 pub use pad::ShapePad;
+pub use params::ParamOp;
 pub use reshape::ReshapeAs;
 pub(crate) use resize::resize_named;
+pub use scan::{ScanForm, ScanInference};
+pub use scan_batch::BatchScan;
 pub(crate) use swish::wire_swish;
 pub use sympad::SymbolicPad;
 
@@ -126,6 +134,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Reshape", reshape::reshape);
     onnx.op_register.insert("Resize", resize::resize);
     onnx.op_register.insert("RotaryEmbedding", rotary::rotary_embedding);
+    onnx.op_register.insert("Scan", scan::scan);
     for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean"] {
         onnx.op_register.insert(op, reduce::reduce);
     }

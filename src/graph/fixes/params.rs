@@ -160,11 +160,18 @@ impl Fix for Box<dyn ParamRule> {
         let shapes = this.fix.outputs(&inlets).map_err(|r| this.refused(r))?;
         let exact = shapes.iter().all(|s| s.iter().all(Option::is_some));
         let params_known = (0..inputs.len()).filter(|i| this.fix.is_param(*i)).all(|i| facts[i].konst.is_some());
+        // Whether tract refused integer parameters over symbolic dims: the rule's dims then hold
+        // only for the dims it needs (a squeezed dim of 1), which the run checks.
+        let mut assumed = false;
         if params_known {
-            // tract's own op, in a copy of the model. Constant integers are tract's to type (what it
-            // refuses stays refused); when it cannot take symbolic values, the rule's exact dims.
-            let symbolic =
+            // tract's own op, in a copy of the model. Constant integers over concrete shapes are
+            // tract's to type (what it refuses stays refused); when it cannot take symbolic values or
+            // symbolic dims (a Squeeze of a dim known only when the model runs, which must then be 1),
+            // the rule's exact dims, checked when the node runs.
+            let param_values =
                 (0..inputs.len()).filter(|i| this.fix.is_param(*i)).any(|i| !matches!(inlets[i].ints(), Ok(Some(_))));
+            let dims = (0..inputs.len()).any(|i| !this.fix.is_param(i) && facts[i].shape.as_concrete().is_none());
+            let symbolic = param_values || dims;
             let mut attempt = target.clone();
             match this.stock.to_typed(source, node, &mut attempt, mapping) {
                 Ok(outlets) => {
@@ -172,7 +179,7 @@ impl Fix for Box<dyn ParamRule> {
                     return Ok(outlets);
                 }
                 Err(e) if !exact || !symbolic => return Err(e),
-                Err(_) => {}
+                Err(_) => assumed = !param_values,
             }
         }
         let types = this.fix.datum_types(&inlets, shapes.len()).map_err(|m| this.invalid(m))?;
@@ -205,6 +212,7 @@ impl Fix for Box<dyn ParamRule> {
             op: this.op.clone(),
             facts: out_facts,
             fresh,
+            assumed,
         };
         target.wire_node(&node.name, op, &inputs)
     }
@@ -226,6 +234,10 @@ pub struct ParamOp {
     pub facts: TVec<TypedFact>,
     /// Whether some output dim is a fresh symbol, bound when the node runs.
     pub fresh: bool,
+    /// Whether its facts hold only for some values of its input dims (tract refused them
+    /// symbolic; the rule's dims need, say, a squeezed dim of 1): a branch that may not be taken
+    /// is not typed on such an assumption.
+    pub assumed: bool,
 }
 
 impl PartialEq for ParamOp {
