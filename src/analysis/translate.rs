@@ -639,9 +639,7 @@ impl Translator<'_> {
     /// A `Scan` ([`crate::graph::ScanInference`]): its body translated with the facts the node's
     /// inputs give it, run by tract's `Scan`.
     fn scan_node(&mut self, node: &InferenceNode, op: &crate::graph::ScanInference) -> TractResult<TVec<OutletId>> {
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = self.typed_inputs(node)?;
         let body_facts = op.body_facts(&facts)?;
         let index = super::node_index(&op.graph);
         let symbols = self.target.symbols.clone();
@@ -670,13 +668,16 @@ impl Translator<'_> {
         op.wire_typed(&mut self.target, &node.name, &inputs, t.typed)
     }
 
+    /// The node's inputs in the typed model being built, and their facts there.
+    fn typed_inputs(&self, node: &InferenceNode) -> TractResult<(TVec<OutletId>, Vec<TypedFact>)> {
+        crate::graph::typed_inputs::typed_inputs(node, &self.target, &self.mapping)
+    }
+
     /// The node's own translation, after unifying what it requires equal.
     fn typed_outputs(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<TVec<OutletId>> {
         let proto = self.nodes.get(node.name.as_str()).copied();
         let attr = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.i);
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = self.typed_inputs(node)?;
         let refs: Vec<&TypedFact> = facts.iter().collect();
         let (rewrites, reqs) = require::rewrites(op_type, &attr, &refs, &node.name);
         let mut replaced: Vec<(OutletId, OutletId)> = vec![];
@@ -1044,9 +1045,7 @@ impl Translator<'_> {
         if node.op_is::<crate::graph::ScanInference>() {
             return Ok(None);
         }
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = self.typed_inputs(node)?;
         let observed: Vec<InferenceFact> = node
             .op
             .observe_outlets(self.source, node)
@@ -1113,9 +1112,7 @@ impl Translator<'_> {
         if node.inputs.is_empty() || node.op_is::<crate::graph::SliceInference>() {
             return Ok(None);
         }
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = self.typed_inputs(node)?;
         if facts.iter().any(|f| f.konst.is_none()) {
             return Ok(None);
         }

@@ -22,12 +22,10 @@ fn output_facts(t: &Translated) -> TractResult<Vec<TypedFact>> {
 impl Translator<'_> {
     /// A `Loop`: a [`LoopOp`] running its body, typed here when the facts allow.
     pub(super) fn loop_node(&mut self, node: &InferenceNode, op: &LoopBody) -> TractResult<TVec<OutletId>> {
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        let (inputs, facts) = self.typed_inputs(node)?;
         let (first, n, k) = (op.first_carried(), op.carried, op.scans);
         let outer = op.body.inputs.len().checked_sub(2 + n).context("the body has too few inputs")?;
         ensure!(inputs.len() == first + n + outer, "the Loop node has {} inputs, its body reads {outer}", inputs.len());
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| self.target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
         let one = |f: &TypedFact| f.shape.volume().as_i64() == Some(1);
         if op.has_m && (!(facts[0].datum_type.is_integer() || facts[0].datum_type.is_tdim()) || !one(&facts[0])) {
             return Err(op.label.err(format!("M must be one integer, got {}", describe(&facts[0]))));

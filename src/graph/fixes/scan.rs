@@ -307,9 +307,7 @@ impl InferenceOp for ScanInference {
         target: &mut TypedModel,
         mapping: &HashMap<OutletId, OutletId>,
     ) -> TractResult<TVec<OutletId>> {
-        let inputs: TVec<OutletId> = node.inputs.iter().map(|o| mapping[o]).collect();
-        let facts: Vec<TypedFact> =
-            inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
+        let (inputs, facts) = crate::graph::typed_inputs::typed_inputs(node, target, mapping)?;
         let body = self.body_by_tract(self.body_facts(&facts)?)?;
         self.wire_typed(target, &node.name, &inputs, body)
     }
