@@ -6,6 +6,7 @@
 mod common;
 
 use common::onnx_build::{Builder, A, D};
+use common::{inferred, load_error};
 use sliceops::Model;
 use tract_onnx::pb;
 use tract_onnx::pb::tensor_proto::DataType;
@@ -70,28 +71,6 @@ fn run_error(bytes: &[u8], inputs: Vec<Tensor>) -> String {
         Ok(_) => panic!("the model ran"),
         Err(e) => format!("{e:#}"),
     }
-}
-
-fn load_error(bytes: &[u8]) -> String {
-    match Model::load_bytes(bytes).and_then(|m| m.typed()) {
-        Ok(_) => panic!("the model was accepted"),
-        Err(e) => format!("{e:#}"),
-    }
-}
-
-/// The inferred facts of the named values, as `dtype [dims]`.
-fn inferred(bytes: &[u8], names: &[&str]) -> Vec<String> {
-    // The model holds the symbols' scope: it outlives the facts.
-    let model = Model::load_bytes(bytes).unwrap();
-    let facts = model.infer().unwrap();
-    names
-        .iter()
-        .map(|n| {
-            let f = facts.iter().find(|f| f.name == *n).unwrap_or_else(|| panic!("no value {n}"));
-            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
-            format!("{:?} [{}]", f.dtype, dims.join(", "))
-        })
-        .collect()
 }
 
 #[test]

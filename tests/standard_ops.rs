@@ -6,6 +6,7 @@
 mod common;
 
 use common::onnx_build::{Builder, A, D};
+use common::{inferred, load_error};
 use serde_json::Value;
 use sliceops::Model;
 use tract_onnx::pb::tensor_proto::DataType;
@@ -175,30 +176,9 @@ fn check_op(op: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The inferred shapes of the named values, dims as `infer` prints them.
-fn inferred(bytes: &[u8], names: &[&str]) -> Vec<String> {
-    let model = Model::load_bytes(bytes).unwrap();
-    let facts = model.infer().unwrap();
-    names
-        .iter()
-        .map(|n| {
-            let f = facts.iter().find(|f| f.name == *n).unwrap_or_else(|| panic!("no value {n}"));
-            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
-            format!("{:?} [{}]", f.dtype, dims.join(", "))
-        })
-        .collect()
-}
-
 /// The error loading or analysing a model, as text.
-fn error_of(bytes: &[u8]) -> String {
-    match Model::load_bytes(bytes).and_then(|m| m.typed()) {
-        Ok(_) => panic!("the model was accepted"),
-        Err(e) => format!("{e:#}"),
-    }
-}
-
 fn assert_error(bytes: &[u8], parts: &[&str]) {
-    let e = error_of(bytes);
+    let e = load_error(bytes);
     for p in parts {
         assert!(e.contains(p), "{p:?} not in: {e}");
     }

@@ -13,6 +13,30 @@ use sliceops::semantics::{SpecEntry, StridedSlice};
 use sliceops::view::View;
 use tract_onnx::prelude::*;
 
+/// The facts `infer` gives the named values of the model `bytes`, as `dtype [dims]` with dims as
+/// `infer` prints them.
+pub fn inferred(bytes: &[u8], names: &[&str]) -> Vec<String> {
+    // The model holds the symbols' scope: it outlives the facts.
+    let model = sliceops::Model::load_bytes(bytes).unwrap();
+    let facts = model.infer().unwrap();
+    names
+        .iter()
+        .map(|n| {
+            let f = facts.iter().find(|f| f.name == *n).unwrap_or_else(|| panic!("no value {n}"));
+            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+            format!("{:?} [{}]", f.dtype, dims.join(", "))
+        })
+        .collect()
+}
+
+/// The error loading or typing the model `bytes`, as text (panics if it is accepted).
+pub fn load_error(bytes: &[u8]) -> String {
+    match sliceops::Model::load_bytes(bytes).and_then(|m| m.typed()) {
+        Ok(_) => panic!("the model was accepted"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
 /// Parses a numpy basic-indexing expression such as `1, ..., None, ::-1` into spec entries.
 pub fn parse_spec(expr: &str) -> Vec<SpecEntry> {
     let expr = expr.trim();
