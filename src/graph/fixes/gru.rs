@@ -18,6 +18,7 @@
 //! tract's.
 
 use super::lstm::Weights;
+use super::recurrent::{self, Dims};
 use crate::graph::Label;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -80,18 +81,6 @@ impl GruOp {
         Some(GruOp { label, batch_first, reverse, linear_before_reset, has_bias: given(3), has_h0: given(5), outputs })
     }
 
-    fn err(&self, msg: impl Into<String>) -> TractError {
-        self.label.err(msg.into())
-    }
-
-    fn seq_batch(&self) -> (usize, usize) {
-        if self.batch_first {
-            (1, 0)
-        } else {
-            (0, 1)
-        }
-    }
-
     fn h0_slot(&self) -> Option<usize> {
         self.has_h0.then_some(3 + usize::from(self.has_bias))
     }
@@ -109,70 +98,7 @@ impl TypedOp for GruOp {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        let (x, w, r) = (inputs[0], inputs[1], inputs[2]);
-        if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {
-            let msg = format!("X, W and R must have rank 3, got {}, {} and {}", x.rank(), w.rank(), r.rank());
-            return Err(self.err(msg));
-        }
-        if inputs.iter().any(|f| f.datum_type != DatumType::F32) {
-            return Err(self.err("the plain GRU kernel runs float32 only"));
-        }
-        let (s, b) = self.seq_batch();
-        let (seq, batch, dirs, hidden) = (&x.shape[s], &x.shape[b], &w.shape[0], &r.shape[2]);
-        let (y, state): (TVec<TDim>, TVec<TDim>) = if self.batch_first {
-            (
-                tvec![batch.clone(), seq.clone(), dirs.clone(), hidden.clone()],
-                tvec![batch.clone(), dirs.clone(), hidden.clone()],
-            )
-        } else {
-            (
-                tvec![seq.clone(), dirs.clone(), batch.clone(), hidden.clone()],
-                tvec![dirs.clone(), batch.clone(), hidden.clone()],
-            )
-        };
-        let all = [f32::fact(&*y), f32::fact(&*state)];
-        Ok(self.outputs.iter().map(|&i| all[i].clone()).collect())
-    }
-}
-
-/// The sizes of one evaluation, checked against every input.
-struct Dims {
-    seq: usize,
-    batch: usize,
-    input: usize,
-    dirs: usize,
-    hidden: usize,
-}
-
-impl GruOp {
-    fn dims(&self, inputs: &[TValue]) -> TractResult<Dims> {
-        let (x, w, r) = (inputs[0].shape(), inputs[1].shape(), inputs[2].shape());
-        if x.len() != 3 || w.len() != 3 || r.len() != 3 {
-            return Err(self.err(format!("X, W and R must have rank 3, got {}, {} and {}", x.len(), w.len(), r.len())));
-        }
-        let (s, b) = self.seq_batch();
-        let d = Dims { seq: x[s], batch: x[b], input: x[2], dirs: w[0], hidden: r[2] };
-        let want_dirs = if self.reverse { 1 } else { d.dirs };
-        if d.dirs == 0 || d.dirs > 2 || want_dirs != d.dirs {
-            return Err(self.err(format!("W has {} directions", d.dirs)));
-        }
-        let gates = d.hidden.checked_mul(3).ok_or_else(|| self.err("hidden_size overflows"))?;
-        if w != [d.dirs, gates, d.input] {
-            return Err(self.err(format!("W is {w:?}, expected [{}, {gates}, {}]", d.dirs, d.input)));
-        }
-        if r != [d.dirs, gates, d.hidden] {
-            return Err(self.err(format!("R is {r:?}, expected [{}, {gates}, {}]", d.dirs, d.hidden)));
-        }
-        if self.has_bias && inputs[3].shape() != [d.dirs, gates * 2] {
-            return Err(self.err(format!("B is {:?}, expected [{}, {}]", inputs[3].shape(), d.dirs, gates * 2)));
-        }
-        if let Some(i) = self.h0_slot() {
-            let state = if self.batch_first { [d.batch, d.dirs, d.hidden] } else { [d.dirs, d.batch, d.hidden] };
-            if inputs[i].shape() != state {
-                return Err(self.err(format!("initial_h is {:?}, expected {state:?}", inputs[i].shape())));
-            }
-        }
-        Ok(d)
+        recurrent::output_facts(&self.label, "GRU", self.batch_first, inputs, &self.outputs)
     }
 }
 
@@ -184,27 +110,15 @@ impl EvalOp for GruOp {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let d = self.dims(&inputs)?;
+        let bias = self.has_bias.then_some(3);
+        let states = [("initial_h", self.h0_slot())];
+        let d = Dims::of(&self.label, &inputs, self.batch_first, self.reverse, 3, bias, &states)?;
         let f32s = |i: usize| -> TractResult<&[f32]> { inputs[i].try_as_plain_ram()?.as_slice::<f32>() };
         let (x, w, r) = (f32s(0)?, f32s(1)?, f32s(2)?);
         let h = d.hidden;
         let (g3, g2) = (3 * h, 2 * h);
-        let y_len = [d.seq, d.dirs, d.batch, h].iter().try_fold(1usize, |a, &n| a.checked_mul(n));
-        let y_len = y_len.ok_or_else(|| self.err("Y's size overflows"))?;
-        crate::kernel::check_allocation(y_len as u64, 4).map_err(|e| self.label.err(e))?;
-        let mut y = vec![0f32; y_len];
+        let mut y = d.new_y(&self.label)?;
         let mut h_out = vec![0f32; d.dirs * d.batch * h];
-        let y_at = |t: usize, dir: usize, b: usize| {
-            if self.batch_first {
-                ((b * d.seq + t) * d.dirs + dir) * h
-            } else {
-                ((t * d.dirs + dir) * d.batch + b) * h
-            }
-        };
-        let state_at =
-            |dir: usize, b: usize| if self.batch_first { (b * d.dirs + dir) * h } else { (dir * d.batch + b) * h };
-        let x_at =
-            |t: usize, b: usize| if self.batch_first { (b * d.seq + t) * d.input } else { (t * d.batch + b) * d.input };
         let uses = d.seq * d.batch;
         // Per step: x·Wᵀ (all gates), H·R_zrᵀ, and the candidate's recurrent product.
         let (mut xw, mut hr, mut hh, mut rh) = (vec![0f32; g3], vec![0f32; g2], vec![0f32; h], vec![0f32; h]);
@@ -219,7 +133,7 @@ impl EvalOp for GruOp {
             let (wb, rb) = bias.split_at(g3);
             let backward = self.reverse || dir == 1;
             for b in 0..d.batch {
-                let s = state_at(dir, b);
+                let s = d.state_at(dir, b);
                 let mut hs: Vec<f32> = match self.h0_slot() {
                     Some(i) => f32s(i)?[s..s + h].to_vec(),
                     None => vec![0.0; h],
@@ -227,7 +141,7 @@ impl EvalOp for GruOp {
                 for step in 0..d.seq {
                     let t = if backward { d.seq - 1 - step } else { step };
                     xw.fill(0.0);
-                    w_all.add_product(&mut xw, &x[x_at(t, b)..][..d.input]);
+                    w_all.add_product(&mut xw, &x[d.x_at(t, b)..][..d.input]);
                     hr.fill(0.0);
                     r_zr.add_product(&mut hr, &hs);
                     if self.linear_before_reset {
@@ -252,22 +166,11 @@ impl EvalOp for GruOp {
                         let cand = pre.tanh();
                         hs[k] = (1.0 - z) * cand + z * hs[k];
                     }
-                    y[y_at(t, dir, b)..][..h].copy_from_slice(&hs);
+                    y[d.y_at(t, dir, b)..][..h].copy_from_slice(&hs);
                 }
                 h_out[s..s + h].copy_from_slice(&hs);
             }
         }
-        let (sq, bt) = (d.seq, d.batch);
-        let y_shape = if self.batch_first { [bt, sq, d.dirs, h] } else { [sq, d.dirs, bt, h] };
-        let state_shape = if self.batch_first { [bt, d.dirs, h] } else { [d.dirs, bt, h] };
-        let mut all = [Some(y), Some(h_out)];
-        self.outputs
-            .iter()
-            .map(|&i| {
-                let data = all[i].take().ok_or_else(|| self.err("an output asked for twice"))?;
-                let shape: &[usize] = if i == 0 { &y_shape } else { &state_shape };
-                Ok(tract_ndarray::ArrayD::from_shape_vec(shape, data)?.into_tensor().into_tvalue())
-            })
-            .collect()
+        d.outputs(&self.label, &self.outputs, vec![y, h_out])
     }
 }

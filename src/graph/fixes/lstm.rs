@@ -14,6 +14,7 @@
 //! `clip`, `input_forget` 0, no `sequence_lens`, no peepholes); [`LstmOp::plain`] says when. Every
 //! other form stays tract's.
 
+use super::recurrent::{self, Dims};
 use crate::graph::Label;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
@@ -93,25 +94,12 @@ impl LstmOp {
         input.checked_add(hidden).and_then(|n| n.checked_mul(gates)).is_some_and(|n| n <= SMALL_STEP)
     }
 
-    fn err(&self, msg: impl Into<String>) -> TractError {
-        self.label.err(msg.into())
-    }
-
     /// Where each optional input is among the op's inputs.
     fn slots(&self) -> (Option<usize>, Option<usize>, Option<usize>) {
         let bias = self.has_bias.then_some(3);
         let h0 = self.has_h0.then_some(3 + usize::from(self.has_bias));
         let c0 = self.has_c0.then_some(3 + usize::from(self.has_bias) + usize::from(self.has_h0));
         (bias, h0, c0)
-    }
-
-    /// `(seq, batch)` axes of `X` and of `Y`'s first two.
-    fn seq_batch(&self) -> (usize, usize) {
-        if self.batch_first {
-            (1, 0)
-        } else {
-            (0, 1)
-        }
     }
 }
 
@@ -127,79 +115,7 @@ impl TypedOp for LstmOp {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        let (x, w, r) = (inputs[0], inputs[1], inputs[2]);
-        if x.rank() != 3 || w.rank() != 3 || r.rank() != 3 {
-            return Err(self.err(format!(
-                "X, W and R must have rank 3, got {}, {} and {}",
-                x.rank(),
-                w.rank(),
-                r.rank()
-            )));
-        }
-        if inputs.iter().any(|f| f.datum_type != DatumType::F32) {
-            return Err(self.err("the plain LSTM kernel runs float32 only"));
-        }
-        let (s, b) = self.seq_batch();
-        let (seq, batch, dirs, hidden) = (&x.shape[s], &x.shape[b], &w.shape[0], &r.shape[2]);
-        let y: TVec<TDim> = if self.batch_first {
-            tvec![batch.clone(), seq.clone(), dirs.clone(), hidden.clone()]
-        } else {
-            tvec![seq.clone(), dirs.clone(), batch.clone(), hidden.clone()]
-        };
-        let state: TVec<TDim> = if self.batch_first {
-            tvec![batch.clone(), dirs.clone(), hidden.clone()]
-        } else {
-            tvec![dirs.clone(), batch.clone(), hidden.clone()]
-        };
-        let all = [f32::fact(&*y), f32::fact(&*state), f32::fact(&*state)];
-        Ok(self.outputs.iter().map(|&i| all[i].clone()).collect())
-    }
-}
-
-/// The sizes of one evaluation, checked against every input.
-struct Dims {
-    seq: usize,
-    batch: usize,
-    input: usize,
-    dirs: usize,
-    hidden: usize,
-}
-
-impl LstmOp {
-    fn dims(&self, inputs: &[TValue]) -> TractResult<Dims> {
-        let (x, w, r) = (inputs[0].shape(), inputs[1].shape(), inputs[2].shape());
-        if x.len() != 3 || w.len() != 3 || r.len() != 3 {
-            return Err(self.err(format!("X, W and R must have rank 3, got {}, {} and {}", x.len(), w.len(), r.len())));
-        }
-        let (s, b) = self.seq_batch();
-        let d = Dims { seq: x[s], batch: x[b], input: x[2], dirs: w[0], hidden: r[2] };
-        let want_dirs = if self.reverse { 1 } else { d.dirs };
-        if d.dirs == 0 || d.dirs > 2 || want_dirs != d.dirs {
-            return Err(self.err(format!("W has {} directions", d.dirs)));
-        }
-        let gates = d.hidden.checked_mul(4).ok_or_else(|| self.err("hidden_size overflows"))?;
-        if w != [d.dirs, gates, d.input] {
-            return Err(self.err(format!("W is {w:?}, expected [{}, {gates}, {}]", d.dirs, d.input)));
-        }
-        if r != [d.dirs, gates, d.hidden] {
-            return Err(self.err(format!("R is {r:?}, expected [{}, {gates}, {}]", d.dirs, d.hidden)));
-        }
-        let (bias, h0, c0) = self.slots();
-        if let Some(i) = bias {
-            let want = [d.dirs, gates * 2];
-            if inputs[i].shape() != want {
-                return Err(self.err(format!("B is {:?}, expected {want:?}", inputs[i].shape())));
-            }
-        }
-        let state = if self.batch_first { [d.batch, d.dirs, d.hidden] } else { [d.dirs, d.batch, d.hidden] };
-        for (name, slot) in [("initial_h", h0), ("initial_c", c0)] {
-            if let Some(i) = slot {
-                if inputs[i].shape() != state {
-                    return Err(self.err(format!("{name} is {:?}, expected {state:?}", inputs[i].shape())));
-                }
-            }
-        }
-        Ok(d)
+        recurrent::output_facts(&self.label, "LSTM", self.batch_first, inputs, &self.outputs)
     }
 }
 
@@ -207,30 +123,16 @@ impl EvalOp for LstmOp {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let d = self.dims(&inputs)?;
+        let (bias, h0, c0) = self.slots();
+        let states = [("initial_h", h0), ("initial_c", c0)];
+        let d = Dims::of(&self.label, &inputs, self.batch_first, self.reverse, 4, bias, &states)?;
         let f32s = |i: usize| -> TractResult<&[f32]> { inputs[i].try_as_plain_ram()?.as_slice::<f32>() };
         let (x, w, r) = (f32s(0)?, f32s(1)?, f32s(2)?);
-        let (bias, h0, c0) = self.slots();
         let (h, g4) = (d.hidden, 4 * d.hidden);
-        let y_len = [d.seq, d.dirs, d.batch, h].iter().try_fold(1usize, |a, &n| a.checked_mul(n));
-        let y_len = y_len.ok_or_else(|| self.err("Y's size overflows"))?;
-        crate::kernel::check_allocation(y_len as u64, 4).map_err(|e| self.label.err(e))?;
-        let mut y = vec![0f32; y_len];
+        let mut y = d.new_y(&self.label)?;
         let state_len = d.dirs * d.batch * h;
         let mut h_out = vec![0f32; state_len];
         let mut c_out = vec![0f32; state_len];
-        // Index of (t, dir, b) in Y, and of (dir, b) in the states, in the layout asked for.
-        let y_at = |t: usize, dir: usize, b: usize| {
-            if self.batch_first {
-                ((b * d.seq + t) * d.dirs + dir) * h
-            } else {
-                ((t * d.dirs + dir) * d.batch + b) * h
-            }
-        };
-        let state_at =
-            |dir: usize, b: usize| if self.batch_first { (b * d.dirs + dir) * h } else { (dir * d.batch + b) * h };
-        let x_at =
-            |t: usize, b: usize| if self.batch_first { (b * d.seq + t) * d.input } else { (t * d.batch + b) * d.input };
         let sigmoid = Func::Sigmoid.ew_f32()?;
         let tanh = Func::Tanh.ew_f32()?;
         let mut gates = vec![0f32; g4];
@@ -247,7 +149,7 @@ impl EvalOp for LstmOp {
             };
             let backward = self.reverse || dir == 1;
             for b in 0..d.batch {
-                let s = state_at(dir, b);
+                let s = d.state_at(dir, b);
                 let mut hs: Vec<f32> = match h0 {
                     Some(i) => f32s(i)?[s..s + h].to_vec(),
                     None => vec![0.0; h],
@@ -259,7 +161,7 @@ impl EvalOp for LstmOp {
                 for step in 0..d.seq {
                     let t = if backward { d.seq - 1 - step } else { step };
                     gates.copy_from_slice(&bias_sum);
-                    wt.add_product(&mut gates, &x[x_at(t, b)..][..d.input]);
+                    wt.add_product(&mut gates, &x[d.x_at(t, b)..][..d.input]);
                     rt.add_product(&mut gates, &hs);
                     // i, o and f are the first 3h gates: one sigmoid; c' the last h: one tanh.
                     sigmoid.run(&mut gates[..3 * h])?;
@@ -272,26 +174,13 @@ impl EvalOp for LstmOp {
                     for k in 0..h {
                         hs[k] = gates[h + k] * tanh_c[k];
                     }
-                    y[y_at(t, dir, b)..][..h].copy_from_slice(&hs);
+                    y[d.y_at(t, dir, b)..][..h].copy_from_slice(&hs);
                 }
                 h_out[s..s + h].copy_from_slice(&hs);
                 c_out[s..s + h].copy_from_slice(&cs);
             }
         }
-        let (sq, bt) = (d.seq, d.batch);
-        let y_shape = if self.batch_first { [bt, sq, d.dirs, h] } else { [sq, d.dirs, bt, h] };
-        let state_shape = if self.batch_first { [bt, d.dirs, h] } else { [d.dirs, bt, h] };
-        let tensor = |shape: &[usize], data: Vec<f32>| -> TractResult<TValue> {
-            Ok(tract_ndarray::ArrayD::from_shape_vec(shape, data)?.into_tensor().into_tvalue())
-        };
-        let mut all = [Some(y), Some(h_out), Some(c_out)];
-        self.outputs
-            .iter()
-            .map(|&i| {
-                let data = all[i].take().ok_or_else(|| self.err("an output asked for twice"))?;
-                tensor(if i == 0 { &y_shape } else { &state_shape }, data)
-            })
-            .collect()
+        d.outputs(&self.label, &self.outputs, vec![y, h_out, c_out])
     }
 }
 

@@ -66,6 +66,7 @@ pub mod params;
 mod quant;
 mod range;
 mod rec;
+mod recurrent;
 mod reduce;
 mod reshape;
 mod reshape_params;
