@@ -422,13 +422,7 @@ mod avx2 {
         wide: &mut [f32],
     ) {
         // Safety: as this function's.
-        unsafe {
-            if conv.depthwise {
-                depthwise_tiled::<4>(geo, sizes, conv, offsets, x, wide)
-            } else {
-                image_tiled::<1>(geo, sizes, conv, offsets, x, wide)
-            }
-        }
+        unsafe { tiled::<1, 4>(geo, sizes, conv, offsets, x, wide) }
     }
 
     /// One image, on AVX-512 machines: the same sums with 32 vector registers, so tiles of 8
@@ -445,11 +439,28 @@ mod avx2 {
         wide: &mut [f32],
     ) {
         // Safety: as this function's.
+        unsafe { tiled::<2, 8>(geo, sizes, conv, offsets, x, wide) }
+    }
+
+    /// One image in tiles of `NB` blocks of 4 channels, or, depthwise, of `DV` vectors of pixels.
+    ///
+    /// Safety: as [`image`].
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn tiled<const NB: usize, const DV: usize>(
+        geo: &ConvGeometry,
+        sizes: &Sizes,
+        conv: &PackedConv,
+        offsets: &[usize],
+        x: &[f32],
+        wide: &mut [f32],
+    ) {
+        // Safety: as this function's.
         unsafe {
             if conv.depthwise {
-                depthwise_tiled::<8>(geo, sizes, conv, offsets, x, wide)
+                depthwise_tiled::<DV>(geo, sizes, conv, offsets, x, wide)
             } else {
-                image_tiled::<2>(geo, sizes, conv, offsets, x, wide)
+                image_tiled::<NB>(geo, sizes, conv, offsets, x, wide)
             }
         }
     }
