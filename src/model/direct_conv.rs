@@ -15,7 +15,7 @@ use tract_onnx::tract_core::ops::cnn::Conv;
 use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::hard_swish::{binary, single_use_producer, uniform};
+use super::node_match::{binary, single_use_producer, uniform};
 use crate::graph::DirectConv;
 use crate::kernel::PackedConv;
 

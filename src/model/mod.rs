@@ -12,6 +12,7 @@ mod guard;
 mod hard_swish;
 pub(crate) mod memory;
 mod names;
+mod node_match;
 pub(crate) mod optimize;
 mod overrides;
 mod plans;
