@@ -11,7 +11,10 @@
 //! - `Add`/`Sub`/`Mul`/`Div` of broadcasting f32 operands (`BroadcastBin`) give the definition's bits;
 //! - a small f32 2-D convolution (`DirectConv`, put in place before code generation) gives the
 //!   definition's values within the float32 error bound of its sums, with its bias, padding and a
-//!   following `Relu` or `Clip` inside.
+//!   following `Relu` or `Clip` inside;
+//! - a layer normalization over the last axis of an f32 tensor (`RowLayerNorm`, put in place before
+//!   code generation) gives the definition's values within float32 rounding of its sums, its scale
+//!   and bias inside.
 
 mod common;
 
@@ -670,6 +673,74 @@ fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
                         i += 1;
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A `LayerNormalization` (opset 17) over an f32 input of `shape` along `axis`, with a scale and,
+/// if `bias`, a bias (deterministic, not all ones or zeros), and the optional mean and
+/// inverse-deviation outputs if `stats`.
+fn layer_norm_model(shape: &[usize], axis: i64, bias: bool, stats: bool) -> (Model, Vec<f32>, Vec<f32>) {
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+    let rank = shape.len() as i64;
+    let normalized: Vec<i64> = shape[(axis.rem_euclid(rank)) as usize..].iter().map(|&d| d as i64).collect();
+    let count = normalized.iter().product::<i64>() as usize;
+    let scale: Vec<f32> = (0..count).map(|i| 0.5 + (i % 7) as f32 * 0.25).collect();
+    let shift: Vec<f32> = if bias { (0..count).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect() } else { vec![] };
+    let mut b = Builder::new(17).input("x", DataType::Float, &dims).init_f32("scale", &normalized, &scale);
+    let mut inputs = vec!["x", "scale"];
+    if bias {
+        b = b.init_f32("bias", &normalized, &shift);
+        inputs.push("bias");
+    }
+    let outputs: &[&str] = if stats { &["y", "mean", "inv"] } else { &["y"] };
+    b = b.node("LayerNormalization", "", "ln", &inputs, outputs, vec![("axis", A::I(axis)), ("epsilon", A::F(1e-5))]);
+    for o in outputs {
+        b = b.output(o);
+    }
+    (Model::load_bytes(&b.bytes()).unwrap(), scale, shift)
+}
+
+/// A layer normalization over the last axis of an f32 tensor runs as one `RowLayerNorm`, its scale
+/// and bias inside, with the definition's values within float32 rounding of its sums; over more than
+/// the last axis, or when its mean is an output too, it stays tract's (with the same values).
+#[test]
+fn layer_norms_over_the_last_axis_run_as_one_op_with_the_definitions_values() {
+    let cases: [(&[usize], i64, bool, bool, bool); 6] = [
+        (&[2, 5, 32], -1, true, false, true),
+        (&[3, 48], 1, false, false, true),
+        (&[1, 25, 17], 2, true, false, true),
+        (&[4, 768], -1, true, false, true),
+        (&[2, 3, 8], 1, true, false, false),
+        (&[2, 5, 32], -1, true, true, false),
+    ];
+    for (shape, axis, bias, stats, ours) in cases {
+        let (m, scale, shift) = layer_norm_model(shape, axis, bias, stats);
+        let x = input(shape, DataType::Float);
+        let names = plan_ops(&m, &x);
+        let what = format!("{shape:?} axis {axis} bias {bias} stats {stats}: {names:?}");
+        assert_eq!(names.iter().any(|n| n == "RowLayerNorm"), ours, "{what}");
+        if ours {
+            assert_eq!(names.len(), 2, "{what}");
+        }
+        let xs = x.cast_to::<f64>().unwrap().try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
+        let y = m.run(vec![x]).unwrap().remove(0).1;
+        assert_eq!(y.shape(), shape, "{what}");
+        let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        let n = scale.len();
+        for (r, row) in xs.chunks(n).enumerate() {
+            let mean = row.iter().sum::<f64>() / n as f64;
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+            let inv = 1.0 / (var + 1e-5).sqrt();
+            for (j, v) in row.iter().enumerate() {
+                let normalized = (v - mean) * inv;
+                let want = normalized * scale[j] as f64 + if bias { shift[j] as f64 } else { 0.0 };
+                // Both sums are within n·ε of the sum of their terms' magnitudes; the inputs have a
+                // spread of about 3 and a mean near 0, so the normalized value is within a few n·ε.
+                let bound = 8.0 * n as f64 * f32::EPSILON as f64 * (1.0 + normalized.abs()) * scale[j] as f64;
+                let g = got[r * n + j] as f64;
+                assert!((g - want).abs() <= bound, "{what} at row {r} column {j}: {g} vs {want}");
             }
         }
     }

@@ -10,6 +10,7 @@ mod feeds;
 mod fuse_chain;
 mod guard;
 mod hard_swish;
+mod layer_norm;
 pub(crate) mod memory;
 mod names;
 mod node_match;

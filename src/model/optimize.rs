@@ -22,16 +22,21 @@ use tract_onnx::tract_core::optim::{Optimizer, TypedPass};
 use super::direct_conv::DirectConvPass;
 use super::fuse_chain::Fuse;
 use super::hard_swish::HardSwishPass;
+use super::layer_norm::LayerNormPass;
 use super::names::NameIndex;
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it.
 pub fn optimize(mut model: TypedModel) -> TractResult<TypedModel> {
     declutter(&mut model)?;
     let patterns = Optimizer {
-        passes: vec![Box::new(HardSwishPass::default()), Box::new(DirectConvPass::default())],
+        passes: vec![
+            Box::new(HardSwishPass::default()),
+            Box::new(DirectConvPass::default()),
+            Box::new(LayerNormPass::default()),
+        ],
         steps: None,
     };
-    run_optimizer(&patterns, &mut model).context("rewriting decomposed activations and convolutions")?;
+    run_optimizer(&patterns, &mut model).context("rewriting decomposed activations, convolutions and layer norms")?;
     run_optimizer(&codegen(), &mut model).context("optimizing")?;
     crate::graph::use_our_kernels(&mut model).context("putting our kernels in the plan")?;
     model.properties.insert(TRACT_STAGE.to_string(), rctensor0("optimized".to_string()));

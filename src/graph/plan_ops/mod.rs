@@ -3,13 +3,15 @@
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, and arithmetic on broadcasting operands. [`use_our_kernels`] swaps them for ops of the same meaning,
-//! inputs and facts that run our kernels; nothing else in the plan changes. [`DirectConv`] is the
-//! exception: the direct-convolution pass puts it in place before code generation, with the
-//! convolution's weights, bias and clamp inside (see `model::direct_conv`).
+//! inputs and facts that run our kernels; nothing else in the plan changes. [`DirectConv`] and
+//! [`RowLayerNorm`] are the exceptions: passes put them in place before code generation (see
+//! `model::direct_conv` and `model::layer_norm`), with the weights, bias, clamp or scale they take
+//! inside.
 
 mod broadcast;
 mod conv;
 mod int_pow;
+mod layer_norm;
 mod maxpool;
 mod resize;
 mod softmax;
@@ -24,6 +26,7 @@ use tract_onnx::tract_core::ops::nn::Softmax;
 pub use broadcast::BroadcastBin;
 pub use conv::DirectConv;
 pub use int_pow::CubePow;
+pub use layer_norm::RowLayerNorm;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
 pub use softmax::AxisSoftmax;
