@@ -2,7 +2,9 @@
 //!
 //! The buffer is read as `[outer, n, inner]`: `n` is the reduced axis, `inner` the product of the axes
 //! after it. When the axis is the last (`inner == 1`), each row of `n` values is done in four
-//! passes: its maximum, `exp(x - max)`, their sum (over 8 partial sums), the division. Otherwise each of the `outer` blocks of `n * inner` values is done in three sweeps over its `n`
+//! passes: its maximum, `exp(x - max)`, their sum (over 8 partial sums), the division; for rows
+//! shorter than 64 the `exp` pass runs once over all rows, so a short row is not left to scalar
+//! code. Otherwise each of the `outer` blocks of `n * inner` values is done in three sweeps over its `n`
 //! rows of `inner` contiguous values: the running maximum of every column, then `exp(x - max)` and
 //! the column sums, then the division (or, for log-softmax, `x - max - ln(sum)`). Every sweep reads
 //! rows front to back, so the work is a few passes over memory that is already in cache, where a
@@ -55,8 +57,12 @@ fn softmax_blocks<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: So
         return Err(format!("{} values are not whole blocks of {n} x {inner}", data.len()));
     }
     if inner == 1 {
-        for row in data.chunks_exact_mut(n) {
-            one_row(row, kind);
+        if kind == SoftmaxFn::Softmax && n < SHORT_ROW {
+            short_rows(data, n);
+        } else {
+            for row in data.chunks_exact_mut(n) {
+                one_row(row, kind);
+            }
         }
         return Ok(());
     }
@@ -118,6 +124,26 @@ fn row_sum<T: KernelExp>(row: &[T]) -> T {
         tail = tail + x;
     }
     tail
+}
+
+/// Rows shorter than this are done by [`short_rows`].
+const SHORT_ROW: usize = 64;
+
+/// Softmax rows of `n < SHORT_ROW` values, `data` whole rows: the same operations as [`one_row`]
+/// (so the same bits), but `exp` runs over the whole buffer in one loop after every row's maximum is
+/// subtracted, so a row shorter than a vector (an attention row over 7 keys) does not leave it to
+/// the loop's scalar tail.
+#[inline(always)]
+fn short_rows<T: KernelExp>(data: &mut [T], n: usize) {
+    for row in data.chunks_exact_mut(n) {
+        let max = row_max(row, row[0]);
+        row.iter_mut().for_each(|x| *x = *x - max);
+    }
+    data.iter_mut().for_each(|x| *x = x.kernel_exp());
+    for row in data.chunks_exact_mut(n) {
+        let sum = row_sum(row);
+        row.iter_mut().for_each(|x| *x = *x / sum);
+    }
 }
 
 /// One row of a softmax over the last axis: see the module docs.

@@ -15,6 +15,7 @@
 //! rounded once to the precision and then to the output type.
 
 use super::QkOutput;
+use crate::kernel::{softmax_axis, SoftmaxFn};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
@@ -188,24 +189,48 @@ impl EvalOp for AttentionSoftmax {
         } else {
             None
         };
-        let scores = inputs[0].cast_to::<f64>()?;
-        let scores = scores.try_as_plain_ram()?.as_slice::<f64>()?;
-        let len = scores.len();
-        let mut probs = vec![0f64; len];
-        let mut extra = if self.qk_output.is_some() { vec![0f64; len] } else { vec![] };
-        let mut bias = vec![0f64; total];
-        let mut logits = vec![0f64; total];
+        let rows = Rows { mask: mask.as_ref(), past, nonpad: nonpad.as_deref(), heads, q_seq, total };
+        if self.is_plain_f32(inputs[0].datum_type()) {
+            self.finish_f32(&inputs[0], &shape, &rows)
+        } else {
+            self.finish_f64(&inputs[0], &shape, &rows)
+        }
+    }
+}
+
+/// What the bias of every row is made of, and the scores' shape.
+struct Rows<'a> {
+    mask: Option<&'a Mask>,
+    past: Option<usize>,
+    nonpad: Option<&'a [i64]>,
+    heads: usize,
+    q_seq: usize,
+    total: usize,
+}
+
+impl AttentionSoftmax {
+    /// Whether the op is the float32 softmax without a soft cap, which runs on our float32 kernel.
+    fn is_plain_f32(&self, scores: DatumType) -> bool {
+        scores == DatumType::F32
+            && self.precision == DatumType::F32
+            && self.output == DatumType::F32
+            && self.softcap == 0.0
+    }
+
+    /// Calls `row(index of the row's first score, bias)` for every row, with the bias of its masks.
+    fn for_each_row(&self, rows: &Rows, batch: usize, mut row: impl FnMut(usize, &[f64])) {
+        let mut bias = vec![0f64; rows.total];
         for b in 0..batch {
             // The count of valid keys before the query block.
-            let offset: i128 = match (past, &nonpad) {
+            let offset: i128 = match (rows.past, rows.nonpad) {
                 (Some(p), _) => p as i128,
-                (None, Some(n)) => i128::from(n[b]) - q_seq as i128,
+                (None, Some(n)) => i128::from(n[b]) - rows.q_seq as i128,
                 (None, None) => 0,
             };
-            let valid = nonpad.as_ref().map(|n| i128::from(n[b]));
-            for h in 0..heads {
-                for i in 0..q_seq {
-                    let row = ((b * heads + h) * q_seq + i) * total;
+            let valid = rows.nonpad.map(|n| i128::from(n[b]));
+            for h in 0..rows.heads {
+                for i in 0..rows.q_seq {
+                    let start = ((b * rows.heads + h) * rows.q_seq + i) * rows.total;
                     let p = i as i128 + offset;
                     for (j, slot) in bias.iter_mut().enumerate() {
                         let j128 = j as i128;
@@ -213,40 +238,95 @@ impl EvalOp for AttentionSoftmax {
                             || (self.left_window >= 0 && p - j128 > i128::from(self.left_window))
                             || (self.right_window >= 0 && j128 - p > i128::from(self.right_window))
                             || valid.is_some_and(|n| j128 >= n);
-                        let base = mask.as_ref().map_or(0.0, |m| m.at(b, h, i, j));
+                        let base = rows.mask.map_or(0.0, |m| m.at(b, h, i, j));
                         *slot = if shut { base + f64::NEG_INFINITY } else { base };
                     }
-                    let row_scores = &scores[row..row + total];
-                    for j in 0..total {
-                        let s = row_scores[j];
-                        let capped = if self.softcap > 0.0 {
-                            let c = f64::from(self.softcap);
-                            c * (s / c).tanh()
-                        } else {
-                            s
-                        };
-                        logits[j] = round_to(self.precision, capped + bias[j]);
-                        match self.qk_output {
-                            Some(QkOutput::Capped) => extra[row + j] = capped,
-                            Some(_) => extra[row + j] = capped + bias[j],
-                            None => {}
-                        }
-                    }
-                    let out = &mut probs[row..row + total];
-                    if bias.iter().all(|&v| v == f64::NEG_INFINITY) {
-                        // Nothing to attend: zeros (already there).
-                        continue;
-                    }
-                    softmax(&logits, out);
-                    for v in out.iter_mut() {
-                        *v = round_to(self.precision, *v);
-                    }
+                    row(start, &bias);
                 }
             }
         }
+    }
+
+    /// The probabilities (and the second output if asked for) in f64, rounded to the precision, then
+    /// to the output type.
+    fn finish_f64(&self, scores: &Tensor, shape: &[usize], rows: &Rows) -> TractResult<TVec<TValue>> {
+        let scores = scores.cast_to::<f64>()?;
+        let scores = scores.try_as_plain_ram()?.as_slice::<f64>()?;
+        let len = scores.len();
+        let total = rows.total;
+        let mut probs = vec![0f64; len];
+        let mut extra = if self.qk_output.is_some() { vec![0f64; len] } else { vec![] };
+        let mut logits = vec![0f64; total];
+        self.for_each_row(rows, shape[0], |row, bias| {
+            let row_scores = &scores[row..row + total];
+            for j in 0..total {
+                let s = row_scores[j];
+                let capped = if self.softcap > 0.0 {
+                    let c = f64::from(self.softcap);
+                    c * (s / c).tanh()
+                } else {
+                    s
+                };
+                logits[j] = round_to(self.precision, capped + bias[j]);
+                match self.qk_output {
+                    Some(QkOutput::Capped) => extra[row + j] = capped,
+                    Some(_) => extra[row + j] = capped + bias[j],
+                    None => {}
+                }
+            }
+            if bias.iter().all(|&v| v == f64::NEG_INFINITY) {
+                // Nothing to attend: zeros (already there).
+                return;
+            }
+            let out = &mut probs[row..row + total];
+            softmax(&logits, out);
+            for v in out.iter_mut() {
+                *v = round_to(self.precision, *v);
+            }
+        });
         let as_tensor = |v: Vec<f64>| -> TractResult<TValue> {
-            let t = tract_ndarray::ArrayD::from_shape_vec(&*shape, v)?.into_tensor();
+            let t = tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor();
             Ok(t.cast_to_dt(self.output)?.into_owned().into_tvalue())
+        };
+        let mut outputs = tvec![as_tensor(probs)?];
+        if self.qk_output.is_some() {
+            outputs.push(as_tensor(extra)?);
+        }
+        Ok(outputs)
+    }
+
+    /// The float32 case without a soft cap: logits `score + bias` rounded to float32 (as the f64 path
+    /// rounds them), then the softmax of every row on our float32 kernel ([`softmax_axis`]: `exp`
+    /// within 2 ulp, one division per value, all rows in one call), where the f64 path rounds an f64
+    /// softmax once. The same rows are zeros (all masked, or every logit -inf) or NaN (a NaN logit).
+    fn finish_f32(&self, scores: &Tensor, shape: &[usize], rows: &Rows) -> TractResult<TVec<TValue>> {
+        let scores = scores.try_as_plain_ram()?;
+        let scores = scores.as_slice::<f32>()?;
+        let total = rows.total;
+        let mut probs = vec![0f32; scores.len()];
+        let mut extra = if self.qk_output.is_some() { vec![0f32; scores.len()] } else { vec![] };
+        let mut nothing_attended = vec![];
+        self.for_each_row(rows, shape[0], |row, bias| {
+            let out = &mut probs[row..row + total];
+            for ((o, &s), &b) in out.iter_mut().zip(&scores[row..row + total]).zip(bias) {
+                *o = (f64::from(s) + b) as f32;
+            }
+            match self.qk_output {
+                Some(QkOutput::Capped) => extra[row..row + total].copy_from_slice(&scores[row..row + total]),
+                Some(_) => extra[row..row + total].copy_from_slice(out),
+                None => {}
+            }
+            if bias.iter().all(|&v| v == f64::NEG_INFINITY) || out.iter().all(|&v| v == f32::NEG_INFINITY) {
+                nothing_attended.push(row);
+            }
+        });
+        // A NaN logit makes its row NaN in the kernel, as in the f64 path.
+        softmax_axis(&mut probs, total, 1, SoftmaxFn::Softmax).map_err(|e| self.err(e))?;
+        for row in nothing_attended {
+            probs[row..row + total].fill(0.0);
+        }
+        let as_tensor = |v: Vec<f32>| -> TractResult<TValue> {
+            Ok(tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor().into_tvalue())
         };
         let mut outputs = tvec![as_tensor(probs)?];
         if self.qk_output.is_some() {
