@@ -1044,6 +1044,18 @@ mod flex_attention {
         }
     }
 
+    #[test]
+    fn scores_too_large_are_refused_before_allocating() {
+        // 2^20 queries and keys of one dim from 4 MB inputs: scores of 2^40 values.
+        let long = 1i64 << 20;
+        let dims = [N(1), N(1), N(long), N(1)];
+        let model = Model::load_bytes(&flex(DataType::Float, &dims, &dims, &dims, vec![]).bytes()).unwrap();
+        let x = Tensor::zero::<f32>(&[1, 1, 1 << 20, 1]).unwrap();
+        let e = format!("{:#}", model.run(vec![x.clone(), x.clone(), x]).unwrap_err());
+        // Named after the node's own part (its Q·Kᵀ product, optimized into a matmul).
+        assert!(e.contains("node 'attn.") && e.contains("would take 4398046511104 bytes"), "{e}");
+    }
+
     fn small(attrs: Vec<(&str, A)>) -> Vec<u8> {
         let qkv = [N(1), N(2), N(3), N(4)];
         flex(DataType::Float, &qkv, &qkv, &qkv, attrs).bytes()
