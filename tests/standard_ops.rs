@@ -70,6 +70,13 @@ fn tensor(record: &Value) -> Tensor {
     }
 }
 
+/// A graph attribute from its serialized bytes written in hex.
+fn graph_of_hex(hex: &str) -> tract_onnx::pb::GraphProto {
+    use prost::Message;
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    tract_onnx::pb::GraphProto::decode(&*bytes).unwrap()
+}
+
 /// The case's model: its given inputs as graph inputs of their exact shapes, one node.
 fn model_of(case: &Value) -> Vec<u8> {
     let (opset, domain) = (case["opset"].as_i64().unwrap(), case["domain"].as_str().unwrap());
@@ -97,6 +104,7 @@ fn model_of(case: &Value) -> Vec<u8> {
                 }
                 Value::Array(list) => A::Is(list.iter().map(|x| x.as_i64().unwrap()).collect()),
                 Value::String(s) => A::S(Box::leak(s.clone().into_boxed_str())),
+                Value::Object(o) if o.contains_key("graph") => A::G(graph_of_hex(o["graph"].as_str().unwrap())),
                 other => panic!("attribute {k}: {other}"),
             };
             (k.as_str(), a)
@@ -113,8 +121,9 @@ fn model_of(case: &Value) -> Vec<u8> {
 }
 
 /// Floats within 2 units in the last place of float32 (float16: of float16), relative to the larger
-/// of the value and 1e-6: the reference and tract sum in different orders. NaN only where expected.
-fn close(got: f64, want: f64, dtype: &str, rtol: Option<f64>) -> bool {
+/// of the value and 1e-6, plus the case's `atol` (1e-7 by default): the reference and tract sum in
+/// different orders. NaN only where expected.
+fn close(got: f64, want: f64, dtype: &str, rtol: Option<f64>, atol: Option<f64>) -> bool {
     if want.is_nan() || got.is_nan() {
         return want.is_nan() && got.is_nan();
     }
@@ -127,7 +136,7 @@ fn close(got: f64, want: f64, dtype: &str, rtol: Option<f64>) -> bool {
         (None, "float64") => 1e-12,
         (None, _) => 1.2e-7,
     };
-    (got - want).abs() <= 2.0 * ulp * want.abs().max(1e-6) + 1e-7
+    (got - want).abs() <= 2.0 * ulp * want.abs().max(1e-6) + atol.unwrap_or(1e-7)
 }
 
 fn check_case(case: &Value) -> Result<(), String> {
@@ -157,8 +166,8 @@ fn check_case(case: &Value) -> Result<(), String> {
             let g = got.cast_to::<f64>().unwrap();
             let g = g.try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
             let w: Vec<f64> = want["values"].as_array().unwrap().iter().map(float).collect();
-            let rtol = case["rtol"].as_f64();
-            if let Some(i) = (0..w.len()).find(|&i| !close(g[i], w[i], dtype, rtol)) {
+            let (rtol, atol) = (case["rtol"].as_f64(), case["atol"].as_f64());
+            if let Some(i) = (0..w.len()).find(|&i| !close(g[i], w[i], dtype, rtol, atol)) {
                 return Err(format!("{name}: {out_name}[{i}] is {}, expected {}", g[i], w[i]));
             }
         } else if got != &want_t {
@@ -910,6 +919,222 @@ mod causal_conv {
         let (x, w) = (Tensor::zero::<f32>(&[b, c, 1]).unwrap(), Tensor::zero::<f32>(&[c, 1, k]).unwrap());
         let e = format!("{:#}", m.run(vec![x, w]).unwrap_err());
         assert!(e.contains("node 'n' (CausalConvWithState): output of"), "{e}");
+    }
+}
+
+mod flex_attention {
+    use super::*;
+    use tract_onnx::pb::GraphProto;
+    use D::{N, S};
+
+    const PREVIEW: &str = "ai.onnx.preview";
+
+    #[test]
+    fn reference_cases() {
+        check_op("FlexAttention");
+    }
+
+    /// A modifier graph `x -> y` of `dt` over `(B, H, L, S)` made of `nodes` (op, inputs, outputs).
+    fn modifier(
+        dt: DataType,
+        nodes: &[(&str, &[&str], &[&str])],
+        extra: impl FnOnce(Builder) -> Builder,
+    ) -> GraphProto {
+        let dims = [S("B"), S("H"), S("L"), S("S")];
+        let mut b = extra(Builder::new(21).input("x", dt, &dims));
+        for (i, (op, ins, outs)) in nodes.iter().enumerate() {
+            b = b.node(op, "", &format!("m{i}"), ins, outs, vec![]);
+        }
+        b.output_typed("y", dt, &dims).graph("modifier")
+    }
+
+    /// One FlexAttention node `attn` over float inputs of these dims.
+    fn flex(dt: DataType, q: &[D], k: &[D], v: &[D], attrs: Vec<(&str, A)>) -> Builder {
+        Builder::new(21)
+            .import(PREVIEW, 1)
+            .input("q", dt, q)
+            .input("k", dt, k)
+            .input("v", dt, v)
+            .node("FlexAttention", PREVIEW, "attn", &["q", "k", "v"], &["y"], attrs)
+            .output("y")
+    }
+
+    /// A causal mask computed from the scores' own dims (Shape, Range), as exporters write it.
+    fn causal(dt: DataType) -> GraphProto {
+        modifier(
+            dt,
+            &[
+                ("Shape", &["x"], &["shape"]),
+                ("Gather", &["shape", "two"], &["l"]),
+                ("Gather", &["shape", "three"], &["s"]),
+                ("Range", &["zero", "l", "one"], &["i"]),
+                ("Range", &["zero", "s", "one"], &["j"]),
+                ("Unsqueeze", &["i", "axis"], &["column"]),
+                ("LessOrEqual", &["j", "column"], &["mask"]),
+                ("Where", &["mask", "x", "minus_inf"], &["y"]),
+            ],
+            |b| {
+                b.init_i64("zero", &[0])
+                    .init_i64("one", &[1])
+                    .init_i64("two", &[2])
+                    .init_i64("three", &[3])
+                    .init_i64("axis", &[1])
+                    .init_f32("minus_inf", &[], &[f32::NEG_INFINITY])
+            },
+        )
+    }
+
+    #[test]
+    fn symbolic_batch_and_sequences() {
+        let q = [S("batch"), N(8), S("seq"), N(16)];
+        let k = [S("batch"), N(2), S("kv"), N(16)];
+        let v = [S("batch"), N(2), S("kv"), N(4)];
+        let plain = flex(DataType::Float, &q, &k, &v, vec![]).bytes();
+        assert_eq!(inferred(&plain, &["y"]), ["F32 [batch, 8, seq, 4]"]);
+        let half = flex(DataType::Float16, &q, &k, &v, vec![]).bytes();
+        assert_eq!(inferred(&half, &["y"]), ["F16 [batch, 8, seq, 4]"]);
+        // The modifier graph typed over the symbolic scores: its Shape/Range arithmetic stays exact.
+        let masked = flex(DataType::Float, &q, &k, &v, vec![("score_mod", A::G(causal(DataType::Float)))]).bytes();
+        assert_eq!(inferred(&masked, &["y"]), ["F32 [batch, 8, seq, 4]"]);
+        // ... as the node's own translation, not a fallback typed from its rules.
+        let analysis = Model::load_bytes(&masked).unwrap().analyse().unwrap();
+        assert!(analysis.fallbacks.is_empty(), "{:?}", analysis.fallbacks);
+    }
+
+    #[test]
+    fn a_modifier_reads_outer_values() {
+        // score_mod adds a bias that is a graph input; Q is zero, so row i's probabilities are
+        // softmax(bias[i]) and Y = those times V.
+        let score_mod = modifier(DataType::Float, &[("Add", &["x", "bias"], &["y"])], |b| b);
+        let bytes = Builder::new(21)
+            .import(PREVIEW, 1)
+            .input("q", DataType::Float, &[N(1), N(1), N(2), N(3)])
+            .input("k", DataType::Float, &[N(1), N(1), N(3), N(3)])
+            .input("v", DataType::Float, &[N(1), N(1), N(3), N(2)])
+            .input("bias", DataType::Float, &[N(2), N(3)])
+            .node("FlexAttention", PREVIEW, "attn", &["q", "k", "v"], &["y"], vec![("score_mod", A::G(score_mod))])
+            .output("y")
+            .bytes();
+        let model = Model::load_bytes(&bytes).unwrap();
+        let bias = [0.5f32, -1.0, 2.0, 0.0, 0.0, -3.0];
+        let vals = [1.0f32, -2.0, 0.5, 4.0, -1.5, 0.25];
+        let t = |shape: &[usize], v: &[f32]| {
+            tract_ndarray::ArrayD::from_shape_vec(shape, v.to_vec()).unwrap().into_tensor()
+        };
+        let out = model
+            .run(vec![
+                Tensor::zero::<f32>(&[1, 1, 2, 3]).unwrap(),
+                t(&[1, 1, 3, 3], &[0.3; 9]),
+                t(&[1, 1, 3, 2], &vals),
+                t(&[2, 3], &bias),
+            ])
+            .unwrap();
+        let y = out[0].1.to_plain_array_view::<f32>().unwrap().iter().copied().collect::<Vec<f32>>();
+        for i in 0..2 {
+            let row: Vec<f64> = bias[3 * i..3 * i + 3].iter().map(|&b| f64::from(b).exp()).collect();
+            let sum: f64 = row.iter().sum();
+            for c in 0..2 {
+                let want: f64 = (0..3).map(|j| row[j] / sum * f64::from(vals[2 * j + c])).sum();
+                assert!(
+                    (f64::from(y[2 * i + c]) - want).abs() < 1e-6,
+                    "y[{i}, {c}] = {}, expected {want}",
+                    y[2 * i + c]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn scores_too_large_are_refused_before_allocating() {
+        // 2^20 queries and keys of one dim from 4 MB inputs: scores of 2^40 values.
+        let long = 1i64 << 20;
+        let dims = [N(1), N(1), N(long), N(1)];
+        let model = Model::load_bytes(&flex(DataType::Float, &dims, &dims, &dims, vec![]).bytes()).unwrap();
+        let x = Tensor::zero::<f32>(&[1, 1, 1 << 20, 1]).unwrap();
+        let e = format!("{:#}", model.run(vec![x.clone(), x.clone(), x]).unwrap_err());
+        // Named after the node's own part (its Q·Kᵀ product, optimized into a matmul).
+        assert!(e.contains("node 'attn.") && e.contains("would take 4398046511104 bytes"), "{e}");
+    }
+
+    fn small(attrs: Vec<(&str, A)>) -> Vec<u8> {
+        let qkv = [N(1), N(2), N(3), N(4)];
+        flex(DataType::Float, &qkv, &qkv, &qkv, attrs).bytes()
+    }
+
+    #[test]
+    fn malformed_attributes_are_errors() {
+        assert_error(
+            &small(vec![("softmax_precision", A::I(7))]),
+            &["node 'attn' (FlexAttention)", "softmax_precision is 7"],
+        );
+        assert_error(&small(vec![("softmax_precision", A::I(16))]), &["'attn'", "bfloat16"]);
+        assert_error(&small(vec![("scale", A::F(-1.0))]), &["'attn'", "scale is -1"]);
+        assert_error(&small(vec![("scale", A::F(f32::INFINITY))]), &["'attn'", "scale is inf"]);
+        assert_error(&small(vec![("score_mod", A::I(1))]), &["'attn'", "score_mod must be a graph"]);
+    }
+
+    #[test]
+    fn malformed_modifier_graphs_are_errors() {
+        let f = DataType::Float;
+        let dims = [S("B"), S("H"), S("L"), S("S")];
+        let two_inputs = Builder::new(21)
+            .input("x", f, &dims)
+            .input("z", f, &dims)
+            .node("Add", "", "m", &["x", "z"], &["y"], vec![])
+            .output("y")
+            .graph("two");
+        assert_error(&small(vec![("score_mod", A::G(two_inputs))]), &["'attn'", "score_mod graph takes 2 inputs"]);
+        let two_outputs = Builder::new(21)
+            .input("x", f, &dims)
+            .node("Relu", "", "m", &["x"], &["y"], vec![])
+            .output("x")
+            .output("y")
+            .graph("two");
+        assert_error(&small(vec![("prob_mod", A::G(two_outputs))]), &["'attn'", "prob_mod graph returns 2 outputs"]);
+        let reduced = modifier(f, &[("ReduceSum", &["x", "last"], &["y"])], |b| b.init_i64("last", &[-1]));
+        assert_error(
+            &small(vec![("score_mod", A::G(reduced))]),
+            &["'attn'", "the score_mod graph returns F32 [1, 2, 3, 1]: it must return its input's type and shape, F32 [1, 2, 3, 3]"],
+        );
+        let widened = Builder::new(21)
+            .input("x", f, &dims)
+            .node("Cast", "", "m", &["x"], &["y"], vec![("to", A::I(DataType::Double as i64))])
+            .output("y")
+            .graph("cast");
+        assert_error(
+            &small(vec![("prob_mod", A::G(widened))]),
+            &["'attn'", "the prob_mod graph returns F64 [1, 2, 3, 3]"],
+        );
+    }
+
+    #[test]
+    fn malformed_inputs_are_errors() {
+        let f = DataType::Float;
+        let four = [N(1), N(2), N(3), N(4)];
+        let three = flex(f, &[N(2), N(3), N(4)], &four, &four, vec![]);
+        assert_error(&three.bytes(), &["'attn'", "Q has shape [2, 3, 4]: Q, K and V must have rank 4"]);
+        let gqa = flex(f, &[N(1), N(3), N(2), N(4)], &four, &four, vec![]);
+        assert_error(&gqa.bytes(), &["'attn'", "Q has 3 heads, not a multiple of the 2 heads of K and V"]);
+        let sizes = flex(f, &four, &[N(1), N(2), N(3), N(6)], &four, vec![]);
+        assert_error(&sizes.bytes(), &["'attn'", "Q's head size 4 differs from K's 6"]);
+        let batch = flex(f, &four, &[N(2), N(2), N(3), N(4)], &[N(2), N(2), N(3), N(4)], vec![]);
+        assert_error(&batch.bytes(), &["'attn'", "the batch sizes differ: Q has 1, K 2 and V 2"]);
+        let kv = flex(f, &four, &four, &[N(1), N(2), N(5), N(4)], vec![]);
+        assert_error(&kv.bytes(), &["'attn'", "K has 2 heads of 3 positions but V has 2 of 5"]);
+        let ints = flex(DataType::Int32, &four, &four, &four, vec![]);
+        assert_error(
+            &ints.bytes(),
+            &["'attn'", "Q is I32: inputs other than float16, float and double need softmax_precision"],
+        );
+        let ints = flex(DataType::Int32, &four, &four, &four, vec![("softmax_precision", A::I(1))]);
+        assert_error(&ints.bytes(), &["'attn'", "FlexAttention takes float16, float or double inputs"]);
+        let node = Builder::new(21)
+            .import(PREVIEW, 1)
+            .input("q", f, &four)
+            .input("k", f, &four)
+            .node("FlexAttention", PREVIEW, "attn", &["q", "k"], &["y"], vec![])
+            .output("y");
+        assert_error(&node.bytes(), &["'attn'", "takes the three inputs Q, K and V"]);
     }
 }
 

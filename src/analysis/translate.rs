@@ -63,6 +63,7 @@ pub struct Translated {
     pub dtypes: HashMap<OutletId, DatumType>,
 }
 
+mod flex_node;
 mod loop_node;
 
 /// The ONNX nodes by the name the parsed model gives them.
@@ -201,6 +202,8 @@ impl Translator<'_> {
                     self.loop_node(node, op)
                 } else if let Some(op) = node.op_as::<crate::graph::ScanInference>() {
                     self.scan_node(node, op)
+                } else if let Some(op) = node.op_as::<crate::graph::ops::flex_attention::FlexAttention>() {
+                    self.flex_node(node, op)
                 } else {
                     self.typed_outputs(node, &op_type)
                 }

@@ -22,15 +22,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = []
 
 
-def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, expected=None, **attrs):
+def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, atol=None, expected=None,
+         **attrs):
     """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
     is onnx's reference implementation, or onnxruntime where the reference is known to be wrong.
     `rtol`: the relative tolerance of float outputs where the oracle rounds at every step (the test's
-    default is two float32 ulps)."""
+    default is two float32 ulps); `atol`: an absolute tolerance added to it, where sums cancel."""
     entry = dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
                  oracle=oracle)
     if rtol is not None:
         entry["rtol"] = rtol
+    if atol is not None:
+        entry["atol"] = atol
     if expected is not None:
         entry["expected"] = expected
     CASES.append(entry)
@@ -78,6 +81,69 @@ def attention_cases():
     case("attention_4d_fp64_precision", "Attention", 23,
          [("Q", q4.astype(np.float64)), ("K", k4.astype(np.float64)), ("V", v4.astype(np.float64))], ["Y"],
          softmax_precision=11)
+
+
+# --- FlexAttention ---------------------------------------------------------------------------------
+
+def modifier(name, nodes, dtype=onnx.TensorProto.FLOAT, inits=()):
+    """A one-input, one-output modifier graph `x -> y` over `(B, H, L, S)`."""
+    x = helper.make_tensor_value_info("x", dtype, ["B", "H", "L", "S"])
+    y = helper.make_tensor_value_info("y", dtype, ["B", "H", "L", "S"])
+    return helper.make_graph(nodes, name, [x], [y], list(inits))
+
+
+def flex_attention_cases():
+    r = rng(29)
+    P = "ai.onnx.preview"
+    q, k, v = f32(r, 2, 4, 3, 8), f32(r, 2, 4, 5, 8), f32(r, 2, 4, 5, 6)
+    case("flex_attention_default", "FlexAttention", 1, [("Q", q), ("K", k), ("V", v)], ["Y"], domain=P)
+    kg, vg = f32(r, 2, 2, 5, 8), f32(r, 2, 2, 5, 6)
+    case("flex_attention_gqa_scaled", "FlexAttention", 1, [("Q", q), ("K", kg), ("V", vg)], ["Y"], domain=P,
+         scale=0.3)
+    h = lambda a: a.astype(np.float16)  # noqa: E731
+    case("flex_attention_float16", "FlexAttention", 1, [("Q", h(q)), ("K", h(kg)), ("V", h(vg))], ["Y"], domain=P)
+    d = lambda a: a.astype(np.float64)  # noqa: E731
+    case("flex_attention_double", "FlexAttention", 1, [("Q", d(q)), ("K", d(k)), ("V", d(v))], ["Y"], domain=P)
+    case("flex_attention_float_in_double_precision", "FlexAttention", 1, [("Q", q), ("K", k), ("V", v)], ["Y"],
+         domain=P, softmax_precision=onnx.TensorProto.DOUBLE, scale=0.5)
+    # float16 softmax: the reference's exponentials, sums and products round in float16 at every step
+    # (tract's softmax sums in float32), a float16 ulp of the probabilities in each term of Y.
+    case("flex_attention_float16_precision", "FlexAttention", 1, [("Q", h(q)), ("K", h(k)), ("V", h(v))], ["Y"],
+         domain=P, softmax_precision=onnx.TensorProto.FLOAT16, rtol=4e-3, atol=2e-3)
+    t = helper.make_tensor
+    F, D = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    # score_mod: a soft cap plus a bias; prob_mod: the probabilities squared.
+    cap = modifier("cap", [helper.make_node("Div", ["x", "c"], ["a"]), helper.make_node("Tanh", ["a"], ["b"]),
+                           helper.make_node("Mul", ["b", "c"], ["m"]), helper.make_node("Add", ["m", "bias"], ["y"])],
+                   inits=[t("c", F, [], [2.0]), t("bias", F, [], [0.25])])
+    square = modifier("square", [helper.make_node("Mul", ["x", "x"], ["y"])])
+    case("flex_attention_score_and_prob_mod_gqa", "FlexAttention", 1, [("Q", q), ("K", kg), ("V", vg)], ["Y"],
+         domain=P, score_mod=cap, prob_mod=square)
+    # A mask from the scores' own shape (causal, bottom-right aligned: key j <= query i + S - L), in double.
+    causal = modifier("causal", [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "two"], ["L"], axis=0),
+        helper.make_node("Gather", ["shape", "three"], ["S"], axis=0),
+        helper.make_node("Range", ["zero", "L", "one"], ["i"]),
+        helper.make_node("Range", ["zero", "S", "one"], ["j"]),
+        helper.make_node("Sub", ["S", "L"], ["offset"]),
+        helper.make_node("Add", ["i", "offset"], ["last"]),
+        helper.make_node("Unsqueeze", ["last", "one_axis"], ["column"]),
+        helper.make_node("LessOrEqual", ["j", "column"], ["mask"]),
+        helper.make_node("Where", ["mask", "x", "minus_inf"], ["y"]),
+    ], dtype=D, inits=[t("zero", onnx.TensorProto.INT64, [], [0]), t("one", onnx.TensorProto.INT64, [], [1]),
+                       t("two", onnx.TensorProto.INT64, [], [2]), t("three", onnx.TensorProto.INT64, [], [3]),
+                       t("one_axis", onnx.TensorProto.INT64, [1], [1]), t("minus_inf", D, [], [-np.inf])])
+    case("flex_attention_causal_score_mod_double", "FlexAttention", 1, [("Q", d(q)), ("K", d(k)), ("V", d(v))],
+         ["Y"], domain=P, score_mod=causal)
+    # A query row with every key masked: the softmax of -inf everywhere is NaN, as onnx's Softmax.
+    rows = np.ones((3, 5), dtype=bool)
+    rows[1] = False
+    masked = modifier("masked_row", [helper.make_node("Where", ["keep", "x", "minus_inf"], ["y"])],
+                      inits=[helper.make_tensor("keep", onnx.TensorProto.BOOL, [3, 5], rows.ravel().tolist()),
+                             t("minus_inf", F, [], [-np.inf])])
+    case("flex_attention_fully_masked_row", "FlexAttention", 1, [("Q", q), ("K", k), ("V", v)], ["Y"], domain=P,
+         score_mod=masked)
 
 
 # --- the smaller ops ------------------------------------------------------------------------------
@@ -552,6 +618,13 @@ def gru_cases():
     case("gru_plain_saturated", "GRU", 22, [("X", np.abs(x)), ("W", big), ("R", rr[:1])], ["", "Y_h"], hidden_size=5)
 
 
+def attr_json(v):
+    """An attribute as JSON: a graph as its serialized bytes in hex (`{"graph": ...}`)."""
+    if isinstance(v, onnx.GraphProto):
+        return dict(graph=v.SerializeToString().hex())
+    return float(v) if isinstance(v, float) else v
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -559,11 +632,15 @@ def build(c):
     node = helper.make_node(c["op"], [n if a is not None else "" for n, a in c["inputs"]], c["outputs"],
                             domain=c["domain"], **c["attrs"])
     graph = helper.make_graph([node], c["name"], ins, outs)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid(c["domain"], c["opset"])]), given
+    opsets = [helper.make_opsetid(c["domain"], c["opset"])]
+    if any(isinstance(v, onnx.GraphProto) for v in c["attrs"].values()):
+        opsets.append(helper.make_opsetid("", 21))  # the graphs' ops (the test's model imports it too)
+    return helper.make_model(graph, opset_imports=opsets), given
 
 
 def main():
     attention_cases()
+    flex_attention_cases()
     other_cases()
     region_cases()
     unpool_cases()
@@ -593,7 +670,7 @@ def main():
         else:
             results = ReferenceEvaluator(model).run(None, feeds)
         names = [o for o in c["outputs"] if o]
-        attrs = {k: (float(v) if isinstance(v, float) else v) for k, v in c["attrs"].items()}
+        attrs = {k: attr_json(v) for k, v in c["attrs"].items()}
         out.append(dict(
             name=c["name"], op=c["op"], domain=c["domain"], opset=c["opset"], attrs=attrs,
             inputs=[dict(name=n if a is not None else "", **(encode(a) if a is not None else {}))
@@ -601,6 +678,7 @@ def main():
             outputs=[dict(name=n, **encode(v)) for n, v in zip(names, results)],
             node_outputs=c["outputs"],
             **({"rtol": c["rtol"]} if "rtol" in c else {}),
+            **({"atol": c["atol"]} if "atol" in c else {}),
         ))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))

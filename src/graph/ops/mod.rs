@@ -16,6 +16,8 @@
 //! - `DeformConv` (19): a grouped convolution whose taps are moved by offsets (interpolated
 //!   linearly, zero outside) and scaled by an optional mask, any spatial rank;
 //! - `Det` (11): determinants of the last two axes;
+//! - `FlexAttention` (`ai.onnx.preview` 1): attention with `score_mod` / `prob_mod` graphs spliced in
+//!   between tract's ops by the analysis ([`flex_attention`]);
 //! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
 //!   grouped query heads ([`linear_attention`]);
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
@@ -55,6 +57,7 @@ pub mod cumprod;
 pub mod deform_conv;
 pub mod det;
 pub(crate) mod elements;
+pub mod flex_attention;
 pub mod linear_attention;
 pub mod loop_body;
 pub mod loss;
@@ -88,6 +91,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("CumProd", cumprod::cumprod);
     onnx.op_register.insert("DeformConv", deform_conv::deform_conv);
     onnx.op_register.insert("Det", det::det);
+    onnx.op_register.insert("FlexAttention", flex_attention::flex_attention);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
     onnx.op_register.insert("Loop", loop_body::loop_);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);

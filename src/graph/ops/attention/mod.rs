@@ -20,7 +20,7 @@
 
 mod rules;
 mod softmax;
-mod wire;
+pub(crate) mod wire;
 
 pub use softmax::AttentionSoftmax;
 

@@ -8,7 +8,7 @@ use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_hir::internal::*;
 
 /// How query heads map onto key/value heads.
-enum Heads {
+pub(crate) enum Heads {
     /// As many of each: head `h` reads head `h`.
     Same,
     /// `kv` key/value heads, each read by `group` consecutive query heads.
@@ -111,7 +111,7 @@ pub fn wire(op: &Attention, prefix: &str, model: &mut TypedModel, inputs: &[Outl
         }
         _ => (k4, v4),
     };
-    let heads = heads(op, &qd[1], &kd[1])?;
+    let heads = heads(&op.label, &qd[1], &kd[1])?;
     // Q and K each scaled by the square root of the scale, in Q's type.
     let scale = match op.scale {
         Some(s) => f64::from(s),
@@ -212,12 +212,14 @@ fn split_heads(
     Ok(model.wire_node(format!("{prefix}.heads_first"), AxisOp::Move(2, 1), &[x])?[0])
 }
 
-fn heads(op: &Attention, q: &TDim, kv: &TDim) -> TractResult<Heads> {
+/// The head mapping of `q` query heads over `kv` key/value heads (grouped ones must be known
+/// numbers, `q` a multiple of `kv`); errors name the node `label`.
+pub(crate) fn heads(label: &crate::graph::Label, q: &TDim, kv: &TDim) -> TractResult<Heads> {
     if q == kv {
         return Ok(Heads::Same);
     }
     let (Ok(qn), Ok(kvn)) = (q.to_i64(), kv.to_i64()) else {
-        return Err(op.label.err(format!(
+        return Err(label.err(format!(
             "Q has {} heads and K and V {}: grouped heads must be known numbers",
             show(q),
             show(kv)
@@ -225,7 +227,7 @@ fn heads(op: &Attention, q: &TDim, kv: &TDim) -> TractResult<Heads> {
     };
     let (qn, kvn) = (usize::try_from(qn)?, usize::try_from(kvn)?);
     if kvn == 0 || qn % kvn != 0 {
-        return Err(op.label.err(format!("Q has {qn} heads, not a multiple of the {kvn} heads of K and V")));
+        return Err(label.err(format!("Q has {qn} heads, not a multiple of the {kvn} heads of K and V")));
     }
     Ok(Heads::Grouped { q: qn, kv: kvn, group: qn / kvn })
 }
@@ -238,8 +240,8 @@ fn group_axis(model: &mut TypedModel, name: String, x: OutletId, heads: &Heads, 
     Ok(model.wire_node(name, op, &[x])?[0])
 }
 
-/// `Q Kᵀ`: `(batch, q_heads, q_seq, total)`.
-fn scores(
+/// `Q Kᵀ` computed in `dt`: `(batch, q_heads, q_seq, total)`.
+pub(crate) fn scores(
     prefix: &str,
     model: &mut TypedModel,
     heads: &Heads,
@@ -253,8 +255,8 @@ fn scores(
     group_axis(model, format!("{prefix}.qk_heads"), s, heads, false)
 }
 
-/// The probabilities times V: `(batch, q_heads, q_seq, v_head_size)`.
-fn weighted(
+/// The probabilities times V computed in `dt`: `(batch, q_heads, q_seq, v_head_size)`.
+pub(crate) fn weighted(
     prefix: &str,
     model: &mut TypedModel,
     heads: &Heads,

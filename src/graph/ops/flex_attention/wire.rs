@@ -1,0 +1,169 @@
+//! FlexAttention's parts as tract's ops, between which the analysis splices the modifier graphs:
+//! [`check`] the inputs, [`scores`] (`Q Kᵀ` scaled, in the softmax precision), [`softmax`] over the
+//! keys, [`output`] (the probabilities times V, in V's type).
+//!
+//! Rounding follows onnx's reference: Q and K are each multiplied by the square root of the scale in
+//! their own type, `Q Kᵀ` is computed in that type (float16 as numpy does it: summed in float32,
+//! rounded once), then cast to the precision, where everything else is computed.
+
+use super::FlexAttention;
+use crate::graph::ops::attention::wire::{heads, scores as qk, weighted, Heads};
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::cast::cast;
+use tract_onnx::tract_core::ops::change_axes::wire_with_rank_broadcast;
+use tract_onnx::tract_core::ops::nn::{Softmax, SoftmaxKind};
+
+/// What the checks of Q, K and V settle.
+pub struct Plan {
+    /// The inputs' type (Y's too).
+    pub dt: DatumType,
+    /// The type of the scores, the probabilities and the product with V.
+    pub precision: DatumType,
+    /// How query heads read key/value heads.
+    pub(crate) heads: Heads,
+    /// The square root of the scale, as Q and K are multiplied by it (in float32).
+    pub root_scale: f32,
+    /// The scores' shape `(B, Hq, L, S)`: the modifier graphs take and return it.
+    pub scores_shape: TVec<TDim>,
+}
+
+fn show(d: &TDim) -> String {
+    crate::dims::format_dim(d)
+}
+
+fn show_all(dims: &[TDim]) -> String {
+    dims.iter().map(show).collect::<Vec<_>>().join(", ")
+}
+
+/// Checks Q, K and V (types, ranks, dims that must agree) and settles the computation.
+pub fn check(op: &FlexAttention, q: &TypedFact, k: &TypedFact, v: &TypedFact) -> TractResult<Plan> {
+    let l = &op.label;
+    let dt = q.datum_type;
+    let float = |t: DatumType| matches!(t, DatumType::F16 | DatumType::F32 | DatumType::F64);
+    if !float(dt) {
+        return Err(match op.precision {
+            None => l.err(format!(
+                "Q is {dt:?}: inputs other than float16, float and double need softmax_precision, and FlexAttention \
+                 takes only those (bfloat16 is not run)"
+            )),
+            Some(p) => l.err(format!(
+                "Q is {dt:?}: FlexAttention takes float16, float or double inputs (softmax_precision {p:?} given)"
+            )),
+        });
+    }
+    for (name, f) in [("K", k), ("V", v)] {
+        if f.datum_type != dt {
+            return Err(l.err(format!("{name} is {:?} but Q is {dt:?}: Q, K and V must have one type", f.datum_type)));
+        }
+    }
+    for (name, f) in [("Q", q), ("K", k), ("V", v)] {
+        if f.rank() != 4 {
+            return Err(l.err(format!(
+                "{name} has shape [{}]: Q, K and V must have rank 4 (batch, heads, sequence, head size)",
+                show_all(&f.shape.to_tvec())
+            )));
+        }
+    }
+    let (qd, kd, vd) = (q.shape.to_tvec(), k.shape.to_tvec(), v.shape.to_tvec());
+    if qd[0] != kd[0] || qd[0] != vd[0] {
+        return Err(l.err(format!(
+            "the batch sizes differ: Q has {}, K {} and V {}",
+            show(&qd[0]),
+            show(&kd[0]),
+            show(&vd[0])
+        )));
+    }
+    if kd[1] != vd[1] || kd[2] != vd[2] {
+        return Err(l.err(format!(
+            "K has {} heads of {} positions but V has {} of {}: they must agree",
+            show(&kd[1]),
+            show(&kd[2]),
+            show(&vd[1]),
+            show(&vd[2])
+        )));
+    }
+    if qd[3] != kd[3] {
+        return Err(l.err(format!("Q's head size {} differs from K's {}", show(&qd[3]), show(&kd[3]))));
+    }
+    let heads = heads(l, &qd[1], &kd[1])?;
+    let scale = match op.scale {
+        Some(s) => s,
+        None => {
+            let e = qd[3].to_i64().map_err(|_| {
+                l.not_static(format!(
+                    "the default scale 1/sqrt(head_size) needs a known head size, got {}",
+                    show(&qd[3])
+                ))
+            })?;
+            // As the reference: 1/sqrt(E) in double, then float32 (E is a dim: not negative).
+            (1.0 / (e as f64).sqrt()) as f32
+        }
+    };
+    let precision = op.precision.unwrap_or(if dt == DatumType::F64 { DatumType::F64 } else { DatumType::F32 });
+    let scores_shape = tvec![qd[0].clone(), qd[1].clone(), qd[2].clone(), kd[2].clone()];
+    Ok(Plan { dt, precision, heads, root_scale: scale.sqrt(), scores_shape })
+}
+
+/// `x` cast to `dt` (itself when it has that type already).
+fn cast_to(model: &mut TypedModel, name: String, x: OutletId, dt: DatumType) -> TractResult<OutletId> {
+    if model.outlet_fact(x)?.datum_type == dt {
+        return Ok(x);
+    }
+    Ok(model.wire_node(name, cast(dt), &[x])?[0])
+}
+
+/// A product computed in `dt` as numpy computes it: float16 summed in float32 and rounded once.
+fn product(
+    prefix: &str,
+    model: &mut TypedModel,
+    dt: DatumType,
+    a: OutletId,
+    b: OutletId,
+    einsum: impl FnOnce(&mut TypedModel, OutletId, OutletId, DatumType) -> TractResult<OutletId>,
+) -> TractResult<OutletId> {
+    if dt != DatumType::F16 {
+        let a = cast_to(model, format!("{prefix}.a_cast"), a, dt)?;
+        let b = cast_to(model, format!("{prefix}.b_cast"), b, dt)?;
+        return einsum(model, a, b, dt);
+    }
+    let a = cast_to(model, format!("{prefix}.a_f32"), a, DatumType::F32)?;
+    let b = cast_to(model, format!("{prefix}.b_f32"), b, DatumType::F32)?;
+    let p = einsum(model, a, b, DatumType::F32)?;
+    cast_to(model, format!("{prefix}.f16"), p, DatumType::F16)
+}
+
+/// The scaled scores `(Q √s)(K √s)ᵀ` computed in the inputs' type, cast to the precision:
+/// `(B, Hq, L, S)`.
+pub fn scores(plan: &Plan, prefix: &str, model: &mut TypedModel, q: OutletId, k: OutletId) -> TractResult<OutletId> {
+    let root = tensor0(plan.root_scale).cast_to_dt(plan.dt)?.into_owned().broadcast_into_rank(4)?;
+    let root = model.add_const(format!("{prefix}.root_scale"), root)?;
+    let mul = || -> Box<dyn TypedOp> { Box::new(tract_onnx::tract_core::ops::math::mul()) };
+    let qs = wire_with_rank_broadcast(format!("{prefix}.q_scaled"), model, mul(), &[q, root])?[0];
+    let ks = wire_with_rank_broadcast(format!("{prefix}.k_scaled"), model, mul(), &[k, root])?[0];
+    let heads = &plan.heads;
+    let s = product(&format!("{prefix}.qk"), model, plan.dt, qs, ks, |m, a, b, dt| qk(prefix, m, heads, a, b, dt))?;
+    cast_to(model, format!("{prefix}.scores"), s, plan.precision)
+}
+
+/// The softmax over the last axis (the keys), in the scores' type; a row of -inf is NaN, as in the
+/// specification's Softmax.
+pub fn softmax(prefix: &str, model: &mut TypedModel, scores: OutletId) -> TractResult<OutletId> {
+    let op = Softmax { axes: tvec![3], quant_output_dt: None, kind: SoftmaxKind::Softmax };
+    Ok(model.wire_node(format!("{prefix}.softmax"), op, &[scores])?[0])
+}
+
+/// The probabilities times V, computed in the precision, cast to V's type: `(B, Hq, L, Ev)`.
+pub fn output(
+    plan: &Plan,
+    prefix: &str,
+    model: &mut TypedModel,
+    probs: OutletId,
+    v: OutletId,
+) -> TractResult<OutletId> {
+    let v = cast_to(model, format!("{prefix}.v_cast"), v, plan.precision)?;
+    let heads = &plan.heads;
+    let y = product(&format!("{prefix}.pv"), model, plan.precision, probs, v, |m, a, b, dt| {
+        weighted(prefix, m, heads, a, b, dt)
+    })?;
+    cast_to(model, format!("{prefix}.y"), y, plan.dt)
+}
