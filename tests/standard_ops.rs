@@ -167,7 +167,33 @@ fn check_case(case: &Value) -> Result<(), String> {
             let g = g.try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
             let w: Vec<f64> = want["values"].as_array().unwrap().iter().map(float).collect();
             let (rtol, atol) = (case["rtol"].as_f64(), case["atol"].as_f64());
-            if let Some(i) = (0..w.len()).find(|&i| !close(g[i], w[i], dtype, rtol, atol)) {
+            // An exact case records its values' bits (a decimal in JSON may read back one ulp off).
+            let bits: Option<Vec<u64>> =
+                want["bits"].as_array().map(|b| b.iter().map(|v| v.as_u64().unwrap()).collect());
+            let got_bits: Vec<u64> = match got.datum_type() {
+                DatumType::F16 => got
+                    .try_as_plain_ram()
+                    .unwrap()
+                    .as_slice::<half::f16>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits() as u64)
+                    .collect(),
+                DatumType::F32 => got
+                    .try_as_plain_ram()
+                    .unwrap()
+                    .as_slice::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits() as u64)
+                    .collect(),
+                _ => got.try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().iter().map(|v| v.to_bits()).collect(),
+            };
+            let ok = |i: usize| match &bits {
+                Some(b) => got_bits[i] == b[i],
+                None => close(g[i], w[i], dtype, rtol, atol),
+            };
+            if let Some(i) = (0..w.len()).find(|&i| !ok(i)) {
                 return Err(format!("{name}: {out_name}[{i}] is {}, expected {}", g[i], w[i]));
             }
         } else if got != &want_t {
@@ -365,6 +391,180 @@ mod attention {
             .unwrap_err();
         let e = format!("{e:#}");
         assert!(e.contains("'attn'") && e.contains("attn_mask has shape [2, 5]"), "{e}");
+    }
+}
+
+mod random {
+    use super::*;
+    use D::{N, S};
+
+    #[test]
+    fn seeded_cases_draw_the_reference_values_exactly() {
+        for op in ["Dropout", "Bernoulli", "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"] {
+            check_op(op);
+        }
+    }
+
+    fn values(t: &Tensor) -> Vec<f64> {
+        t.cast_to::<f64>().unwrap().try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec()
+    }
+
+    fn run(bytes: &[u8], inputs: Vec<Tensor>) -> Vec<Tensor> {
+        let model = Model::load_bytes(bytes).unwrap();
+        model.run(inputs).unwrap().into_iter().map(|(_, t)| t).collect()
+    }
+
+    #[test]
+    fn unseeded_draws_differ_between_runs_and_stay_in_the_support() {
+        let uniform = Builder::new(22)
+            .node(
+                "RandomUniform",
+                "",
+                "n",
+                &[],
+                &["y"],
+                vec![("shape", A::Is(vec![64])), ("low", A::F(2.0)), ("high", A::F(3.0))],
+            )
+            .output("y")
+            .bytes();
+        let (a, b) = (values(&run(&uniform, vec![])[0]), values(&run(&uniform, vec![])[0]));
+        assert_ne!(a, b);
+        assert!(a.iter().chain(&b).all(|v| (2.0..3.0).contains(v)), "{a:?}");
+        let bern = one_node(22, "Bernoulli", &[("x", DataType::Float, vec![N(200)])], vec![]).bytes();
+        let p = tensor1(&[0.5f32; 200]);
+        let (a, b) = (values(&run(&bern, vec![p.clone()])[0]), values(&run(&bern, vec![p])[0]));
+        assert_ne!(a, b);
+        assert!(a.iter().chain(&b).all(|&v| v == 0.0 || v == 1.0));
+        let normal = one_node(22, "RandomNormalLike", &[("x", DataType::Double, vec![N(1000)])], vec![]).bytes();
+        let g = values(&run(&normal, vec![Tensor::zero::<f64>(&[1000]).unwrap()])[0]);
+        let mean = g.iter().sum::<f64>() / 1000.0;
+        assert!(mean.abs() < 0.2, "mean {mean}");
+    }
+
+    #[test]
+    fn a_seeded_node_gives_the_same_values_every_run() {
+        let b =
+            one_node(22, "RandomNormalLike", &[("x", DataType::Float, vec![N(9)])], vec![("seed", A::F(4.0))]).bytes();
+        let x = Tensor::zero::<f32>(&[9]).unwrap();
+        assert_eq!(run(&b, vec![x.clone()]), run(&b, vec![x]));
+    }
+
+    #[test]
+    fn training_mode_is_read_at_run_time() {
+        let b = Builder::new(22)
+            .input("x", DataType::Float, &[N(50)])
+            .input("t", DataType::Bool, &[])
+            .node("Dropout", "", "n", &["x", "", "t"], &["y", "m"], vec![("seed", A::I(0))])
+            .output("y")
+            .output("m")
+            .bytes();
+        let x = tensor1(&[1f32; 50]);
+        let off = run(&b, vec![x.clone(), tensor0(false)]);
+        assert_eq!(off[0], x);
+        assert!(values(&off[1]).iter().all(|&v| v == 1.0));
+        let on = run(&b, vec![x, tensor0(true)]);
+        let (y, m) = (values(&on[0]), values(&on[1]));
+        // The default ratio 0.5: kept elements scaled by 2, the others 0, as the mask says.
+        assert!(y.iter().zip(&m).all(|(&y, &m)| y == 2.0 * m));
+        assert!(m.contains(&0.0) && m.contains(&1.0));
+    }
+
+    #[test]
+    fn output_facts_are_exact() {
+        let drop = Builder::new(22)
+            .input("x", DataType::Float16, &[S("batch"), N(3)])
+            .input("r", DataType::Float, &[])
+            .input("t", DataType::Bool, &[])
+            .node("Dropout", "", "n", &["x", "r", "t"], &["y", "m"], vec![])
+            .output("y")
+            .output("m")
+            .bytes();
+        assert_eq!(inferred(&drop, &["y", "m"]), ["F16 [batch, 3]", "Bool [batch, 3]"]);
+        let like = one_node(
+            22,
+            "RandomUniformLike",
+            &[("x", DataType::Int64, vec![S("batch"), N(3)])],
+            vec![("dtype", A::I(11))],
+        );
+        assert_eq!(inferred(&like.bytes(), &["y"]), ["F64 [batch, 3]"]);
+        let bern = one_node(22, "Bernoulli", &[("x", DataType::Double, vec![S("n")])], vec![("dtype", A::I(9))]);
+        assert_eq!(inferred(&bern.bytes(), &["y"]), ["Bool [n]"]);
+        let uniform = Builder::new(22)
+            .node("RandomNormal", "", "n", &[], &["y"], vec![("shape", A::Is(vec![2, 0, 3]))])
+            .output("y");
+        assert_eq!(inferred(&uniform.bytes(), &["y"]), ["F32 [2, 0, 3]"]);
+    }
+
+    #[test]
+    fn fold_keeps_random_nodes_over_constants() {
+        use sliceops::fold::{fold, FoldOptions};
+        let bytes = Builder::new(22)
+            .init_f32("p", &[4], &[0.5; 4])
+            .node("Bernoulli", "", "b", &["p"], &["y"], vec![("seed", A::F(1.0))])
+            .node("RandomUniform", "", "u", &[], &["z"], vec![("shape", A::Is(vec![2]))])
+            .node("RandomNormalLike", "", "g", &["p"], &["w"], vec![])
+            .output("y")
+            .output("z")
+            .output("w")
+            .bytes();
+        let (model, _) = fold(&bytes, None, &FoldOptions::default()).expect("fold");
+        let ops: Vec<String> =
+            model.graph.as_ref().unwrap().node.iter().map(|n| n.op_type.clone().unwrap_or_default()).collect();
+        assert_eq!(ops, ["Bernoulli", "RandomUniform", "RandomNormalLike"]);
+    }
+
+    #[test]
+    fn errors() {
+        let drop = |ratio: f32| {
+            let b = Builder::new(22)
+                .input("x", DataType::Float, &[N(4)])
+                .input("r", DataType::Float, &[])
+                .input("t", DataType::Bool, &[])
+                .node("Dropout", "", "n", &["x", "r", "t"], &["y"], vec![])
+                .output("y")
+                .bytes();
+            let model = Model::load_bytes(&b).unwrap();
+            format!("{:#}", model.run(vec![tensor1(&[1f32; 4]), tensor0(ratio), tensor0(true)]).unwrap_err())
+        };
+        for r in [1.0, -0.1, f32::NAN] {
+            let e = drop(r);
+            assert!(e.contains("node 'n' (Dropout)") && e.contains("is outside [0, 1)"), "{e}");
+        }
+        let bern = one_node(22, "Bernoulli", &[("x", DataType::Float, vec![N(2)])], vec![]).bytes();
+        let e = Model::load_bytes(&bern).unwrap().run(vec![tensor1(&[0.5f32, 1.5])]).unwrap_err();
+        assert!(format!("{e:#}").contains("probability 1.5 is outside [0, 1]"), "{e:#}");
+        let e = Model::load_bytes(&bern).unwrap().run(vec![tensor1(&[f32::NAN, 0.5])]).unwrap_err();
+        assert!(format!("{e:#}").contains("probability NaN is outside [0, 1]"), "{e:#}");
+        let seeded = |seed: f32| {
+            one_node(22, "Bernoulli", &[("x", DataType::Float, vec![N(2)])], vec![("seed", A::F(seed))]).bytes()
+        };
+        assert_error(&seeded(-1.0), &["node 'n' (Bernoulli)", "seed -1 is outside [0, 2^32-1]"]);
+        assert_error(&seeded(f32::INFINITY), &["seed inf is outside"]);
+        assert_error(&seeded(5e9), &["seed 5000000000 is outside"]);
+        let drop_seed = Builder::new(22)
+            .input("x", DataType::Float, &[N(4)])
+            .input("t", DataType::Bool, &[])
+            .node("Dropout", "", "n", &["x", "", "t"], &["y"], vec![("seed", A::I(-3))])
+            .output("y")
+            .bytes();
+        assert_error(&drop_seed, &["node 'n' (Dropout)", "seed -3 is outside"]);
+        let uniform = |attrs| Builder::new(22).node("RandomUniform", "", "n", &[], &["y"], attrs).output("y").bytes();
+        assert_error(&uniform(vec![]), &["node 'n' (RandomUniform)", "needs the attribute shape"]);
+        assert_error(&uniform(vec![("shape", A::Is(vec![2, -1]))]), &["shape holds -1"]);
+        assert_error(&uniform(vec![("shape", A::Is(vec![1 << 40, 1 << 40]))]), &["node 'n' (RandomUniform)"]);
+        assert_error(&uniform(vec![("shape", A::Is(vec![2])), ("dtype", A::I(6))]), &["dtype must be float16"]);
+        let like =
+            one_node(22, "RandomUniformLike", &[("x", DataType::Float, vec![N(2)])], vec![("shape", A::Is(vec![2]))]);
+        assert_error(&like.bytes(), &["takes its shape from its input"]);
+        let like_int = one_node(22, "RandomNormalLike", &[("x", DataType::Int32, vec![N(2)])], vec![]);
+        assert_error(&like_int.bytes(), &["node 'n' (RandomNormalLike)", "give dtype float16, float or double"]);
+        let train_int = Builder::new(22)
+            .input("x", DataType::Float, &[N(4)])
+            .input("t", DataType::Int64, &[])
+            .node("Dropout", "", "n", &["x", "", "t"], &["y"], vec![])
+            .output("y")
+            .bytes();
+        assert_error(&train_int, &["training_mode must be bool"]);
     }
 }
 

@@ -39,17 +39,25 @@ pub struct Expanded<T> {
     pub rules: Rules<T>,
     /// The wiring into a typed model.
     pub wire: Wire<T>,
+    /// Whether the op is a function of its inputs (false for the random ops: never evaluated out of
+    /// a plan, so never folded into a constant).
+    pub pure: bool,
 }
 
 impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expanded<T> {
     /// `op` named `name`, with `inputs` inputs and one output.
     pub fn new(name: &'static str, op: T, inputs: usize, rules: Rules<T>, wire: Wire<T>) -> Self {
-        Expanded { name, op, inputs, outputs: 1, rules, wire }
+        Expanded { name, op, inputs, outputs: 1, rules, wire, pure: true }
     }
 
     /// The same with `outputs` outputs.
     pub(crate) fn with_outputs(self, outputs: usize) -> Self {
         Expanded { outputs, ..self }
+    }
+
+    /// The same, drawing random numbers: tract never evaluates it out of a plan.
+    pub(crate) fn impure(self) -> Self {
+        Expanded { pure: false, ..self }
     }
 
     /// As a builder returns it: the inference op and no closures.
@@ -65,6 +73,18 @@ impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expansion for Expanded<
 
     fn nboutputs(&self) -> TractResult<usize> {
         Ok(self.outputs)
+    }
+
+    fn validation(&self) -> Validation {
+        if self.pure {
+            Validation::Accurate
+        } else {
+            Validation::Random
+        }
+    }
+
+    fn runs_out_of_plan(&self) -> bool {
+        self.pure
     }
 
     fn rules<'r, 'p: 'r, 's: 'r>(

@@ -17,17 +17,19 @@ import numpy as np
 import onnx
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
+from onnx.reference.ops.op_dropout import _dropout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = []
 
 
 def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, atol=None, expected=None,
-         **attrs):
+         exact=False, **attrs):
     """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
     is onnx's reference implementation, or onnxruntime where the reference is known to be wrong.
     `rtol`: the relative tolerance of float outputs where the oracle rounds at every step (the test's
-    default is two float32 ulps); `atol`: an absolute tolerance added to it, where sums cancel."""
+    default is two float32 ulps); `atol`: an absolute tolerance added to it, where sums cancel.
+    `exact`: float outputs must equal the oracle's bit for bit."""
     entry = dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
                  oracle=oracle)
     if rtol is not None:
@@ -36,6 +38,8 @@ def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=N
         entry["atol"] = atol
     if expected is not None:
         entry["expected"] = expected
+    if exact:
+        entry["exact"] = True
     CASES.append(entry)
 
 
@@ -540,6 +544,14 @@ def encode(a):
     return dict(dtype=str(a.dtype), shape=list(a.shape), values=flat)
 
 
+def bits(a):
+    """The bit patterns of a float array's elements, as unsigned integers (exact in JSON)."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f":
+        return {}
+    return dict(bits=[int(v) for v in a.view(f"u{a.dtype.itemsize}").ravel()])
+
+
 # --- Optional*, 16-bit and blocked quantization ----------------------------------------------------
 
 def optional_quant_cases():
@@ -625,6 +637,56 @@ def attr_json(v):
     return float(v) if isinstance(v, float) else v
 
 
+# --- random ops, seeded: onnx's reference draws from numpy.random.RandomState(seed) -----------------
+
+def random_cases():
+    r = rng(41)
+    x = f32(r, 3, 4, 5)
+    t, f = np.array(True), np.array(False)
+    case("dropout_train_mask_seed5", "Dropout", 22, [("x", x), ("r", np.array(0.3, np.float32)), ("t", t)],
+         ["y", "z"], exact=True, seed=5)
+    case("dropout_train_f64_data", "Dropout", 13, [("x", x.astype(np.float64)), ("r", np.array(0.6, np.float32)),
+         ("t", t)], ["y", "z"], exact=True, seed=4294967295)
+    # The reference computes the product in numpy's promotion of the data's and the scale's types (here
+    # float32, float64); the op's output is the data's type, the reference's values rounded to it.
+    def dropout_in(data, ratio, seed):
+        y, mask = _dropout(data, ratio, seed=seed, training_mode=True, return_mask=True)
+        return [y.astype(data.dtype), mask]
+
+    x16, r16 = x.astype(np.float16), np.array(0.4, np.float32)
+    case("dropout_train_f16_data", "Dropout", 22, [("x", x16), ("r", r16), ("t", t)], ["y", "z"], exact=True,
+         expected=dropout_in(x16, r16, 2), seed=2)
+    r64 = np.array(0.25)
+    case("dropout_train_f64_ratio", "Dropout", 22, [("x", x), ("r", r64), ("t", t)], ["y"], exact=True,
+         expected=dropout_in(x, r64, 11)[:1], seed=11)
+    case("dropout_not_training", "Dropout", 22, [("x", x), ("r", np.array(0.5, np.float32)), ("t", f)], ["y", "z"],
+         exact=True, seed=1)
+    case("dropout_train_zero_ratio", "Dropout", 22, [("x", x), ("r", np.array(0.0, np.float32)), ("t", t)],
+         ["y", "z"], exact=True)
+    p = r.random(40).astype(np.float32)
+    p[:4] = [0.0, 1.0, 0.5, 1e-30]
+    case("bernoulli_seed3", "Bernoulli", 22, [("x", p)], ["y"], exact=True, seed=3.0)
+    case("bernoulli_seed_truncated_to_int32", "Bernoulli", 15, [("x", p.astype(np.float64))], ["y"], exact=True,
+         seed=2.7, dtype=onnx.TensorProto.INT32)
+    case("bernoulli_f16_to_bool", "Bernoulli", 22, [("x", p.astype(np.float16).reshape(5, 8))], ["y"], exact=True,
+         seed=9.0, dtype=onnx.TensorProto.BOOL)
+    case("random_uniform_seed", "RandomUniform", 22, [], ["y"], exact=True, seed=11.0, low=-2.0, high=5.0,
+         shape=[3, 4])
+    case("random_uniform_f16", "RandomUniform", 22, [], ["y"], exact=True, seed=1.0, low=0.5, high=3.0,
+         shape=[7], dtype=onnx.TensorProto.FLOAT16)
+    case("random_uniform_f64", "RandomUniform", 1, [], ["y"], exact=True, seed=0.0, shape=[2, 3],
+         dtype=onnx.TensorProto.DOUBLE)
+    case("random_normal_seed_odd", "RandomNormal", 22, [], ["y"], exact=True, seed=4.0, mean=1.0, scale=3.0,
+         shape=[3, 3])
+    case("random_normal_f64", "RandomNormal", 22, [], ["y"], exact=True, seed=123.0, shape=[100],
+         dtype=onnx.TensorProto.DOUBLE)
+    case("random_uniform_like_int_to_float", "RandomUniformLike", 22,
+         [("x", np.zeros((2, 3), np.int32))], ["y"], exact=True, seed=7.0, dtype=onnx.TensorProto.FLOAT)
+    case("random_uniform_like_f16", "RandomUniformLike", 22, [("x", x16)], ["y"], exact=True, seed=3.0, high=2.0)
+    case("random_normal_like_f64", "RandomNormalLike", 22, [("x", x.astype(np.float64))], ["y"], exact=True,
+         seed=5.0, mean=-1.0, scale=0.5)
+
+
 def build(c):
     given = [(n, a) for n, a in c["inputs"] if n and a is not None]
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in given]
@@ -654,6 +716,7 @@ def main():
     batchnorm_cases()
     dft_cases()
     gru_cases()
+    random_cases()
     out = []
     for c in CASES:
         model, given = build(c)
@@ -675,10 +738,11 @@ def main():
             name=c["name"], op=c["op"], domain=c["domain"], opset=c["opset"], attrs=attrs,
             inputs=[dict(name=n if a is not None else "", **(encode(a) if a is not None else {}))
                     for n, a in c["inputs"]],
-            outputs=[dict(name=n, **encode(v)) for n, v in zip(names, results)],
+            outputs=[dict(name=n, **encode(v), **(bits(v) if c.get("exact") else {})) for n, v in zip(names, results)],
             node_outputs=c["outputs"],
             **({"rtol": c["rtol"]} if "rtol" in c else {}),
             **({"atol": c["atol"]} if "atol" in c else {}),
+            **({"exact": True} if c.get("exact") else {}),
         ))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))

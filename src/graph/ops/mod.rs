@@ -32,6 +32,8 @@
 //!   of tensors ([`optimizers`]);
 //! - `OptionalHasElement`, `OptionalGetElement` (15, 18): over the plain tensors tract carries (no
 //!   input: no element; a tensor: its element) ([`optional`]);
+//! - `Bernoulli` (15-22), `RandomUniform`, `RandomNormal` and their `Like` forms (1-22), `Dropout`
+//!   in training mode (12-22): numpy's legacy `RandomState` draws, exact when seeded ([`random`]);
 //! - `ReverseSequence` (10): each batch entry's prefix reversed along time;
 //! - `RoiAlign` (10, 16): regions of interest pooled to a fixed grid by bilinear samples, `avg` or
 //!   `max`, `half_pixel` or `output_half_pixel` coordinates;
@@ -65,6 +67,7 @@ pub mod lp_pool;
 pub mod max_unpool;
 pub mod optimizers;
 pub mod optional;
+pub mod random;
 pub mod reverse_sequence;
 pub mod roi_align;
 pub mod swiglu;
@@ -100,6 +103,11 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("SoftmaxCrossEntropyLoss", loss::loss);
     onnx.op_register.insert("OptionalGetElement", optional::optional_get_element);
     onnx.op_register.insert("OptionalHasElement", optional::optional_has_element);
+    onnx.op_register.insert("Bernoulli", random::bernoulli::bernoulli);
+    onnx.op_register.insert("Dropout", random::dropout::dropout);
+    for op in ["RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike"] {
+        onnx.op_register.insert(op, random::sample::random_sample);
+    }
     onnx.op_register.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx.op_register.insert("RoiAlign", roi_align::roi_align);
     onnx.op_register.insert("SwiGLU", swiglu::swiglu);
