@@ -273,7 +273,11 @@ fn slicing_nodes(model: &TypedModel) -> usize {
     model
         .nodes()
         .iter()
-        .filter(|n| n.op_is::<sliceops::graph::ViewOp>() || n.op_is::<sliceops::graph::DynSliceOp>())
+        .filter(|n| {
+            n.op_is::<sliceops::graph::ViewOp>()
+                || n.op_is::<sliceops::graph::PlannedView>()
+                || n.op_is::<sliceops::graph::DynSliceOp>()
+        })
         .count()
 }
 

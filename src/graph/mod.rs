@@ -27,7 +27,7 @@ pub use plan_ops::{AxisSoftmax, BroadcastBin, CubePow, DirectConv, PlaneMaxPool,
 pub(crate) use spec::dims_of;
 pub use spec::{NodeKind, NodeSpec};
 pub use step::{Chain, Label, SliceStep};
-pub use view_op::ViewOp;
+pub use view_op::{PlannedView, ViewOp};
 
 use tract_onnx::Onnx;
 

@@ -4,7 +4,8 @@
 //! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
 //! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
 
-use super::step::{chain_output_shape, compose_chain, run_chain, Chain, Label, SliceStep};
+use super::step::{chain_output_shape, chain_views, compose_chain, run_chain, Chain, Label, SliceStep};
+use crate::view::View;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::konst::Const;
@@ -40,6 +41,28 @@ impl EvalOp for ViewOp {
 
 impl TypedOp for ViewOp {
     as_op!();
+
+    /// Over an input of concrete shape (a plan for given input shapes), the chain is composed once
+    /// here rather than on every run: [`PlannedView`].
+    fn codegen(&self, model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+        let Some(shape) = model.outlet_fact(node.inputs[0])?.shape.as_concrete().map(|s| s.to_vec()) else {
+            return Ok(None);
+        };
+        // As `run_chain` does: a view reading its input (the value so far) unchanged is skipped.
+        let mut dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let mut views = vec![];
+        // A chain that does not compose fails when it runs, with its node's error, as before.
+        let Ok(composed) = chain_views(&self.chain, &shape) else { return Ok(None) };
+        for view in composed {
+            if !view.is_identity_of(&dims) {
+                dims = view.axes.iter().map(|a| a.len).collect();
+                views.push(view);
+            }
+        }
+        let label = self.chain.last().map(|(l, _)| l.clone());
+        let op = PlannedView { label, input_shape: shape.into(), views };
+        TypedModelPatch::replace_single_op(model, node, &node.inputs, op).map(Some)
+    }
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         ensure!(inputs.len() == 1, "a slicing view has one input, got {}", inputs.len());
@@ -132,5 +155,67 @@ impl ViewOp {
     /// Whether the chain reads a tensor of `shape` unchanged (decided symbolically).
     pub(crate) fn is_identity_on(&self, shape: &[TDim]) -> bool {
         matches!(compose_chain(&self.chain, shape).as_deref(), Ok([view]) if view.is_identity_of(shape))
+    }
+}
+
+/// A [`ViewOp`] over an input of one concrete shape, its chain composed into views at code
+/// generation: running it is the copies alone (none when the chain reads its input unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlannedView {
+    /// The last step's node, for errors.
+    label: Option<Label>,
+    /// The input shape the views were composed for.
+    input_shape: TVec<usize>,
+    /// The views to apply one after the other (none: the identity).
+    views: Vec<View<i64>>,
+}
+
+impl Op for PlannedView {
+    fn name(&self) -> StaticName {
+        "SliceView".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(self.views.iter().map(|v| format!("{v:?}")).collect())
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for PlannedView {
+    op_out_of_plan!();
+
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let input = args_1!(inputs);
+        if input.shape() != &*self.input_shape {
+            bail!("a view planned for an input of shape {:?} got {:?}", self.input_shape, input.shape());
+        }
+        let budget = crate::threads::budget(ctx);
+        let run = || -> TractResult<TValue> {
+            let mut value = input;
+            for view in &self.views {
+                value = crate::kernel::execute(&value, view)
+                    .map_err(|e| match &self.label {
+                        Some(l) => l.err(e),
+                        None => anyhow!("{e}"),
+                    })?
+                    .into_tvalue();
+            }
+            Ok(value)
+        };
+        Ok(tvec!(crate::kernel::with_threads(budget, run)?))
+    }
+}
+
+impl TypedOp for PlannedView {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs.len() == 1, "a slicing view has one input, got {}", inputs.len());
+        let shape: TVec<usize> = match self.views.last() {
+            Some(view) => view.axes.iter().map(|a| usize::try_from(a.len)).collect::<Result<_, _>>()?,
+            None => self.input_shape.clone(),
+        };
+        Ok(tvec!(inputs[0].datum_type.fact(&*shape)))
     }
 }

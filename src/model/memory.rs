@@ -19,7 +19,10 @@ pub(crate) fn check_values(model: &TypedModel) -> anyhow::Result<()> {
     let limit = value_limit();
     for node in &model.nodes {
         // Our slicing ops check what they allocate themselves, naming the ONNX node and op.
-        if node.op_is::<crate::graph::ViewOp>() || node.op_is::<crate::graph::DynSliceOp>() {
+        if node.op_is::<crate::graph::ViewOp>()
+            || node.op_is::<crate::graph::PlannedView>()
+            || node.op_is::<crate::graph::DynSliceOp>()
+        {
             continue;
         }
         for (slot, output) in node.outputs.iter().enumerate() {
