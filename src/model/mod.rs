@@ -390,6 +390,14 @@ impl Model {
         guard("optimizing the model", || optimize::optimize(typed))
     }
 
+    /// The model optimized as tract's own optimizer would (symbolic dims as declared), without our
+    /// rewrites of the plan (hard swish, small convolutions, layer norms): what
+    /// [`Model::optimized`] is compared with, to show our optimizer driver changes nothing else.
+    pub fn optimized_without_rewrites(&self) -> anyhow::Result<TypedModel> {
+        let typed = self.typed()?;
+        guard("optimizing the model", || optimize::optimize_with(typed, false))
+    }
+
     /// The decluttered model (folded, views composed), before codegen.
     pub fn decluttered(&self) -> anyhow::Result<TypedModel> {
         let mut typed = self.typed()?;

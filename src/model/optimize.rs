@@ -25,18 +25,29 @@ use super::hard_swish::HardSwishPass;
 use super::layer_norm::LayerNormPass;
 use super::names::NameIndex;
 
-/// The model decluttered then optimized for running, as tract's `into_optimized` makes it.
-pub fn optimize(mut model: TypedModel) -> TractResult<TypedModel> {
+/// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
+/// rewrites of the plan (decomposed hard swish, small convolutions, layer norms) between the two.
+pub fn optimize(model: TypedModel) -> TractResult<TypedModel> {
+    optimize_with(model, true)
+}
+
+/// The model decluttered then optimized, with our plan rewrites between the two if `rewrites`;
+/// without them it is the model tract's `into_optimized` makes, our kernels in place of some of its
+/// ops (see [`crate::graph::use_our_kernels`]).
+pub fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<TypedModel> {
     declutter(&mut model)?;
-    let patterns = Optimizer {
-        passes: vec![
-            Box::new(HardSwishPass::default()),
-            Box::new(DirectConvPass::default()),
-            Box::new(LayerNormPass::default()),
-        ],
-        steps: None,
-    };
-    run_optimizer(&patterns, &mut model).context("rewriting decomposed activations, convolutions and layer norms")?;
+    if rewrites {
+        let patterns = Optimizer {
+            passes: vec![
+                Box::new(HardSwishPass::default()),
+                Box::new(DirectConvPass::default()),
+                Box::new(LayerNormPass::default()),
+            ],
+            steps: None,
+        };
+        run_optimizer(&patterns, &mut model)
+            .context("rewriting decomposed activations, convolutions and layer norms")?;
+    }
     run_optimizer(&codegen(), &mut model).context("optimizing")?;
     crate::graph::use_our_kernels(&mut model).context("putting our kernels in the plan")?;
     model.properties.insert(TRACT_STAGE.to_string(), rctensor0("optimized".to_string()));
