@@ -220,6 +220,8 @@ impl AttentionSoftmax {
     /// Calls `row(index of the row's first score, bias)` for every row, with the bias of its masks.
     fn for_each_row(&self, rows: &Rows, batch: usize, mut row: impl FnMut(usize, &[f64])) {
         let mut bias = vec![0f64; rows.total];
+        // Whether a key can be shut by its position (causal, windows, padding), beside the mask.
+        let bounded = self.causal || self.left_window >= 0 || self.right_window >= 0 || rows.nonpad.is_some();
         for b in 0..batch {
             // The count of valid keys before the query block.
             let offset: i128 = match (rows.past, rows.nonpad) {
@@ -232,14 +234,21 @@ impl AttentionSoftmax {
                 for i in 0..rows.q_seq {
                     let start = ((b * rows.heads + h) * rows.q_seq + i) * rows.total;
                     let p = i as i128 + offset;
-                    for (j, slot) in bias.iter_mut().enumerate() {
-                        let j128 = j as i128;
-                        let shut = (self.causal && j128 > p)
-                            || (self.left_window >= 0 && p - j128 > i128::from(self.left_window))
-                            || (self.right_window >= 0 && j128 - p > i128::from(self.right_window))
-                            || valid.is_some_and(|n| j128 >= n);
-                        let base = rows.mask.map_or(0.0, |m| m.at(b, h, i, j));
-                        *slot = if shut { base + f64::NEG_INFINITY } else { base };
+                    match rows.mask {
+                        Some(m) => m.row_into(b, h, i, &mut bias),
+                        None => bias.fill(0.0),
+                    }
+                    if bounded {
+                        for (j, slot) in bias.iter_mut().enumerate() {
+                            let j128 = j as i128;
+                            let shut = (self.causal && j128 > p)
+                                || (self.left_window >= 0 && p - j128 > i128::from(self.left_window))
+                                || (self.right_window >= 0 && j128 - p > i128::from(self.right_window))
+                                || valid.is_some_and(|n| j128 >= n);
+                            if shut {
+                                *slot += f64::NEG_INFINITY;
+                            }
+                        }
                     }
                     row(start, &bias);
                 }
@@ -399,10 +408,12 @@ impl Mask {
         Ok(Mask { values, strides, keys })
     }
 
-    fn at(&self, b: usize, h: usize, i: usize, j: usize) -> f64 {
-        if j >= self.keys {
-            return f64::NEG_INFINITY;
-        }
-        self.values[b * self.strides[0] + h * self.strides[1] + i * self.strides[2] + j]
+    /// The bias of query row `(b, h, i)` over every key, into `out`: the mask's row, then -inf for
+    /// the keys past its last dim.
+    fn row_into(&self, b: usize, h: usize, i: usize, out: &mut [f64]) {
+        let start = b * self.strides[0] + h * self.strides[1] + i * self.strides[2];
+        let n = self.keys.min(out.len());
+        out[..n].copy_from_slice(&self.values[start..start + n]);
+        out[n..].fill(f64::NEG_INFINITY);
     }
 }
