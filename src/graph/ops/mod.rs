@@ -18,8 +18,8 @@
 //! - `Det` (11): determinants of the last two axes;
 //! - `FlexAttention` (`ai.onnx.preview` 1): attention with `score_mod` / `prob_mod` graphs spliced in
 //!   between tract's ops by the analysis ([`flex_attention`]);
-//! - `ImageDecoder` (20): PNG, TIFF, WebP, JPEG 2000, BMP and PNM images decoded to RGB, BGR or
-//!   greyscale pixels, the dims symbols bound when the node runs ([`image_decoder`]; JPEG refused);
+//! - `ImageDecoder` (20): JPEG, PNG, TIFF, WebP, JPEG 2000, BMP and PNM images decoded to RGB, BGR
+//!   or greyscale pixels, the dims symbols bound when the node runs ([`image_decoder`]);
 //! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
 //!   grouped query heads ([`linear_attention`]);
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from

@@ -3,13 +3,13 @@
 //! `BGR` or `Grayscale` (one channel, Pillow's `convert("L")` luma, see [`pixels::luma`]).
 //!
 //! The format is told by the first bytes: PNG, TIFF, WebP, JPEG 2000 (decoded by one pure-Rust crate
-//! each), BMP and PNM (read here); JPEG is recognised and refused ([`jpeg`] says why). Whatever the
+//! each), JPEG (read here to libjpeg-turbo's exact output, [`jpeg`]), BMP and PNM (read here). Whatever the
 //! source (grey, palette, alpha), the pixels are converted as Pillow converts to `RGB` or `L`: alpha
 //! dropped, grey repeated, palettes resolved.
 //!
 //! As the specification says, a stream that cannot be decoded (corrupt, truncated, of no known
 //! format) gives an empty image, `[0, 0, channels]`. An image the decoders do not support (e.g. a
-//! JPEG, 16-bit grey) and one whose declared size is over the memory an output may take (checked
+//! progressive JPEG, 16-bit grey) and one whose declared size is over the memory an output may take (checked
 //! from its header, before decoding) are errors naming the node, and so is an input that is not
 //! 1-D uint8. Each decoder runs under the panic guard.
 //!

@@ -30,10 +30,10 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
         other => return Err(Failure::Unsupported(format!("TIFF colour type {other:?}"))),
     };
     let bytes = limit(height, width, channels)?;
-    // The whole image in one buffer of the size just checked; strips and IFD values within it.
+    // The whole image in one buffer of the size just checked (the crate's default limits otherwise:
+    // 128 MiB of compressed data per strip, 1 MiB per IFD value).
     let mut limits = Limits::default();
-    limits.decoding_buffer_size = bytes;
-    limits.intermediate_buffer_size = bytes;
+    limits.decoding_buffer_size = limits.decoding_buffer_size.max(bytes);
     let mut decoder = decoder.with_limits(limits);
     match decoder.read_image().map_err(failure)? {
         DecodingResult::U8(v) => Pixels::new(height, width, channels, v),
