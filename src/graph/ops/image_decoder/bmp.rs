@@ -40,11 +40,17 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
         ),
         _ => return Err(corrupt(&format!("a header of {header} bytes"))),
     };
-    if compression != 0 {
-        return Err(Failure::Unsupported(format!("BMP compression {compression} (only uncompressed BI_RGB)")));
+    // Compressions 1 to 6 (RLE8, RLE4, bit fields, JPEG, PNG, alpha bit fields) and 16-bit pixels
+    // exist but are not read here; other values are no BMP.
+    match compression {
+        0 => {}
+        1..=6 => return Err(Failure::Unsupported(format!("BMP compression {compression} (only uncompressed BI_RGB)"))),
+        _ => return Err(corrupt(&format!("compression {compression}"))),
     }
-    if !matches!(bits, 1 | 4 | 8 | 24 | 32) {
-        return Err(Failure::Unsupported(format!("{bits}-bit BMP pixels")));
+    match bits {
+        1 | 4 | 8 | 24 | 32 => {}
+        16 => return Err(Failure::Unsupported("16-bit BMP pixels".into())),
+        _ => return Err(corrupt(&format!("{bits}-bit pixels"))),
     }
     let top_down = height < 0;
     let (width, height) = (width, height.unsigned_abs());

@@ -13,9 +13,30 @@ fn failure(e: png::DecodingError) -> Failure {
     }
 }
 
+/// The size `IHDR` declares, `(height, width, samples per pixel)` (a palette counted as RGBA), if
+/// the first chunk is one.
+fn declared(data: &[u8]) -> Option<(usize, usize, usize)> {
+    let field = |at: usize| Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?) as usize);
+    if data.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let channels = match data.get(25)? {
+        0 => 1,
+        2 => 3,
+        4 => 2,
+        _ => 4,
+    };
+    Some((field(20)?, field(16)?, channels))
+}
+
 /// Decodes a PNG image (its first frame).
 pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
-    let mut decoder = png::Decoder::new(Cursor::new(data));
+    // The declared size against our limit first: the crate refuses sizes over `isize::MAX` bytes
+    // as its own error, and its default limit (64 MiB) would refuse large valid images.
+    if let Some((height, width, channels)) = declared(data) {
+        limit(height, width, channels)?;
+    }
+    let mut decoder = png::Decoder::new_with_limits(Cursor::new(data), png::Limits { bytes: isize::MAX as usize });
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
     let mut reader = decoder.read_info().map_err(failure)?;
     let info = reader.info();

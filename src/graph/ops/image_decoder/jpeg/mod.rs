@@ -124,8 +124,10 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
 /// `SOF0`/`SOF1`: the image's size and components, their planes allocated after the size check.
 fn read_frame(body: &[u8], limit: &Limit<'_>) -> Result<(usize, usize, Vec<Component>), Failure> {
     let b = |i: usize| body.get(i).copied().ok_or_else(|| corrupt("the frame header is truncated"));
-    if b(0)? != 8 {
-        return Err(Failure::Unsupported(format!("{}-bit JPEG samples", b(0)?)));
+    match b(0)? {
+        8 => {}
+        12 | 16 => return Err(Failure::Unsupported(format!("{}-bit JPEG samples", b(0)?))),
+        p => return Err(corrupt(&format!("{p}-bit samples"))),
     }
     let (height, width, n) = (u16_at(body, 1)?, u16_at(body, 3)?, b(5)? as usize);
     if height == 0 {
@@ -134,8 +136,10 @@ fn read_frame(body: &[u8], limit: &Limit<'_>) -> Result<(usize, usize, Vec<Compo
     if width == 0 {
         return Err(corrupt("the width is 0"));
     }
-    if n != 1 && n != 3 {
-        return Err(Failure::Unsupported(format!("JPEG with {n} components")));
+    match n {
+        1 | 3 => {}
+        2 | 4 => return Err(Failure::Unsupported(format!("JPEG with {n} components"))),
+        _ => return Err(corrupt(&format!("{n} components"))),
     }
     let mut comps = vec![];
     for i in 0..n {
