@@ -1,7 +1,7 @@
 //! JPEG, read here to libjpeg-turbo's exact output, which the reference (Pillow) gives: baseline
 //! and extended sequential Huffman-coded 8-bit frames (`SOF0`, `SOF1`), interleaved or not, restart
 //! intervals; libjpeg's accurate integer IDCT ([`idct`]), its fancy chroma upsampling and YCbCr
-//! conversion ([`upsample`]). One component is grey; three are YCbCr unless an Adobe marker says
+//! conversion ([`mod@upsample`]). One component is grey; three are YCbCr unless an Adobe marker says
 //! RGB (or, with neither a JFIF nor an Adobe marker, the component ids are `R`, `G`, `B`), as
 //! libjpeg decides. Progressive, arithmetic-coded, lossless, 12-bit and four-component (CMYK)
 //! images are refused.
