@@ -7,7 +7,7 @@ format and variant sliceops decodes, `NAME.bin`, with what Pillow decodes them t
 
 The pixels come from a seeded generator (gradients plus noise, odd sizes so that chroma planes and
 blocks are partial); the encoders are Pillow's (libjpeg-turbo, libpng, libtiff, libwebp, OpenJPEG),
-so the files change only with them. Progressive JPEG is written too: sliceops refuses it.
+so the files change only with them.
 """
 
 import io

@@ -9,7 +9,7 @@
 //!
 //! As the specification says, a stream that cannot be decoded (corrupt, truncated, of no known
 //! format) gives an empty image, `[0, 0, channels]`. An image the decoders do not support (e.g. a
-//! progressive JPEG, 16-bit grey) and one whose declared size is over the memory an output may take (checked
+//! arithmetic-coded JPEG, 16-bit grey) and one whose declared size is over the memory an output may take (checked
 //! from its header, before decoding) are errors naming the node, and so is an input that is not
 //! 1-D uint8. Each decoder runs under the panic guard.
 //!

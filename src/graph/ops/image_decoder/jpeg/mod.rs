@@ -1,26 +1,29 @@
-//! JPEG, read here to libjpeg-turbo's exact output, which the reference (Pillow) gives: baseline
-//! and extended sequential Huffman-coded 8-bit frames (`SOF0`, `SOF1`), interleaved or not, restart
-//! intervals; libjpeg's accurate integer IDCT ([`idct`]), its fancy chroma upsampling and YCbCr
-//! conversion ([`mod@upsample`]). One component is grey; three are YCbCr unless an Adobe marker says
-//! RGB (or, with neither a JFIF nor an Adobe marker, the component ids are `R`, `G`, `B`), as
-//! libjpeg decides. Progressive, arithmetic-coded, lossless, 12-bit and four-component (CMYK)
-//! images are refused.
+//! JPEG, read here to libjpeg-turbo's exact output, which the reference (Pillow) gives: baseline,
+//! extended sequential and progressive Huffman-coded 8-bit frames (`SOF0`, `SOF1`, `SOF2`), scans
+//! interleaved or not, restart intervals ([`progressive`]: each kind of scan as libjpeg decodes it);
+//! libjpeg's accurate integer IDCT ([`idct`]), its fancy chroma upsampling and YCbCr conversion
+//! ([`mod@upsample`]). One component is grey; three are YCbCr unless an Adobe marker says RGB (or,
+//! with neither a JFIF nor an Adobe marker, the component ids are `R`, `G`, `B`), as libjpeg
+//! decides. Arithmetic-coded, lossless, hierarchical, 12-bit and four-component (CMYK) images are
+//! refused.
 
 pub mod huffman;
 pub mod idct;
+pub mod progressive;
 pub mod upsample;
 
 use super::pixels::Pixels;
 use super::{Failure, Limit};
-use huffman::{extend, Bits, Table};
+use huffman::{Bits, Table};
+use progressive::{Pass, Run};
 use upsample::{upsample, ycc_to_rgb, Plane};
 
-fn corrupt(what: &str) -> Failure {
+pub(crate) fn corrupt(what: &str) -> Failure {
     Failure::Corrupt(format!("JPEG: {what}"))
 }
 
 /// The zigzag order: `ZIGZAG[k]` is the natural (row-major) index of the `k`-th coefficient.
-const ZIGZAG: [usize; 64] = [
+pub(crate) const ZIGZAG: [usize; 64] = [
     0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21,
     28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
     47, 55, 62, 63,
@@ -37,8 +40,8 @@ struct Component {
     /// Blocks per row and per column of its plane (whole MCUs).
     blocks_w: usize,
     blocks_h: usize,
-    /// The decoded samples, `blocks_w * 8` per row.
-    samples: Vec<u8>,
+    /// The quantized coefficients of its blocks, row by row of blocks, 64 each in natural order.
+    coefs: Vec<i16>,
 }
 
 /// What the markers before and between scans set.
@@ -67,6 +70,7 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
         adobe: None,
     };
     let mut frame: Option<(usize, usize, Vec<Component>)> = None;
+    let mut progressive = false;
     let mut at = 2;
     loop {
         // A marker: fill bytes FF, then its code.
@@ -90,14 +94,14 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
             return Err(corrupt("a segment shorter than its length field"));
         }
         match marker {
-            0xC0 | 0xC1 => {
+            0xC0..=0xC2 => {
                 if frame.is_some() {
                     return Err(corrupt("two frames"));
                 }
+                progressive = marker == 0xC2;
                 frame = Some(read_frame(body, limit)?);
             }
-            0xC2 | 0xC6 | 0xCA | 0xCE => return Err(Failure::Unsupported("progressive JPEG".into())),
-            0xC3 | 0xC5 | 0xC7 | 0xC9 | 0xCB | 0xCD | 0xCF => {
+            0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => {
                 return Err(Failure::Unsupported("lossless, hierarchical or arithmetic-coded JPEG".into()))
             }
             0xC4 => read_huffman(body, &mut s)?,
@@ -107,7 +111,7 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
             0xEE if body.starts_with(b"Adobe") && body.len() >= 12 => s.adobe = Some(body[11]),
             0xDA => {
                 let (w, h, comps) = frame.as_mut().ok_or_else(|| corrupt("a scan before the frame"))?;
-                at = read_scan(data, at, body, &s, (*w, *h), comps)?;
+                at = read_scan(data, at, body, &s, (*w, *h), comps, progressive)?;
                 continue;
             }
             _ => {}
@@ -141,14 +145,14 @@ fn read_frame(body: &[u8], limit: &Limit<'_>) -> Result<(usize, usize, Vec<Compo
         2 | 4 => return Err(Failure::Unsupported(format!("JPEG with {n} components"))),
         _ => return Err(corrupt(&format!("{n} components"))),
     }
-    let mut comps = vec![];
+    let mut comps: Vec<Component> = vec![];
     for i in 0..n {
         let (id, hv, quant) = (b(6 + 3 * i)?, b(7 + 3 * i)?, b(8 + 3 * i)? as usize);
         let (h, v) = ((hv >> 4) as usize, (hv & 15) as usize);
         if !(1..=4).contains(&h) || !(1..=4).contains(&v) || quant > 3 {
             return Err(corrupt("bad sampling factors or quantization table"));
         }
-        comps.push(Component { id, h, v, quant, table: None, blocks_w: 0, blocks_h: 0, samples: vec![] });
+        comps.push(Component { id, h, v, quant, table: None, blocks_w: 0, blocks_h: 0, coefs: vec![] });
     }
     let hmax = comps.iter().map(|c| c.h).max().unwrap_or(1);
     let vmax = comps.iter().map(|c| c.v).max().unwrap_or(1);
@@ -160,7 +164,9 @@ fn read_frame(body: &[u8], limit: &Limit<'_>) -> Result<(usize, usize, Vec<Compo
     for c in &mut comps {
         c.blocks_w = mcus_x * c.h;
         c.blocks_h = mcus_y * c.v;
-        c.samples = vec![0; c.blocks_w * c.blocks_h * 64];
+        // Two bytes a coefficient, checked as an image of the plane's size and two channels.
+        limit(c.blocks_h * 8, c.blocks_w * 8, 2)?;
+        c.coefs = vec![0; c.blocks_w * c.blocks_h * 64];
     }
     Ok((width, height, comps))
 }
@@ -206,8 +212,8 @@ fn read_quant(mut body: &[u8], s: &mut State) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One scan (its header `body`, its data from `at`): every block of its components decoded into
-/// their planes. Gives the position of the marker after it.
+/// One scan (its header `body`, its data from `at`): the coefficients it codes decoded into its
+/// components' blocks. Gives the position of the marker after it.
 fn read_scan(
     data: &[u8],
     at: usize,
@@ -215,6 +221,7 @@ fn read_scan(
     s: &State,
     (width, height): (usize, usize),
     comps: &mut [Component],
+    progressive: bool,
 ) -> Result<usize, Failure> {
     let b = |i: usize| body.get(i).copied().ok_or_else(|| corrupt("the scan header is truncated"));
     let n = b(0)? as usize;
@@ -225,14 +232,30 @@ fn read_scan(
     for i in 0..n {
         let (id, tables) = (b(1 + 2 * i)?, b(2 + 2 * i)?);
         let c = comps.iter().position(|c| c.id == id).ok_or_else(|| corrupt("a scan of an unknown component"))?;
-        let (dc, ac) = ((tables >> 4) as usize, (tables & 15) as usize);
-        let dc = s.dc.get(dc).and_then(Option::as_ref).ok_or_else(|| corrupt("an undefined DC table"))?;
-        let ac = s.ac.get(ac).and_then(Option::as_ref).ok_or_else(|| corrupt("an undefined AC table"))?;
+        let dc = s.dc.get((tables >> 4) as usize).and_then(Option::as_ref);
+        let ac = s.ac.get((tables & 15) as usize).and_then(Option::as_ref);
         if comps[c].table.is_none() {
             comps[c].table = Some(s.quant[comps[c].quant].ok_or_else(|| corrupt("an undefined quantization table"))?);
         }
         members.push((c, dc, ac));
     }
+    let pass = if progressive {
+        let (ss, se, a) = (b(1 + 2 * n)? as usize, b(2 + 2 * n)? as usize, b(3 + 2 * n)?);
+        let (ah, al) = ((a >> 4) as u32, (a & 15) as u32);
+        // libjpeg's "invalid progressive parameters".
+        let dc = ss == 0;
+        if (dc && se != 0) || (!dc && (se < ss || se > 63 || n != 1)) || (ah != 0 && al + 1 != ah) || al > 13 {
+            return Err(corrupt("invalid progressive scan parameters"));
+        }
+        match (dc, ah) {
+            (true, 0) => Pass::DcFirst { al },
+            (true, _) => Pass::DcRefine { al },
+            (false, 0) => Pass::AcFirst { ss, se, al },
+            (false, _) => Pass::AcRefine { ss, se, al },
+        }
+    } else {
+        Pass::Sequential
+    };
     let hmax = comps.iter().map(|c| c.h).max().unwrap_or(1);
     let vmax = comps.iter().map(|c| c.v).max().unwrap_or(1);
     // MCUs: in an interleaved scan, h x v blocks of each component; otherwise one block, over the
@@ -245,11 +268,12 @@ fn read_scan(
     };
     let mut bits = Bits::new(data, at + u16_at(data, at)?);
     let mut pred = vec![0i32; n];
-    let mut coefs = [0i32; 64];
+    let mut run = Run::default();
     for m in 0..mcus_x * mcus_y {
         if s.restart > 0 && m > 0 && m % s.restart == 0 {
             bits.restart()?;
             pred.iter_mut().for_each(|p| *p = 0);
+            run = Run::default();
         }
         let (mx, my) = (m % mcus_x, m / mcus_x);
         for (k, &(c, dc, ac)) in members.iter().enumerate() {
@@ -257,10 +281,9 @@ fn read_scan(
             let (bh, bv) = if n == 1 { (1, 1) } else { (comp.h, comp.v) };
             for by in 0..bv {
                 for bx in 0..bh {
-                    decode_block(&mut bits, dc, ac, &mut pred[k], comp.table.as_ref().unwrap_or(&[0; 64]), &mut coefs)?;
-                    let (x, y) = ((mx * bh + bx) * 8, (my * bv + by) * 8);
-                    let stride = comp.blocks_w * 8;
-                    idct::idct_islow(&coefs, &mut comp.samples[y * stride + x..], stride);
+                    let index = (my * bv + by) * comp.blocks_w + mx * bh + bx;
+                    let block = &mut comp.coefs[index * 64..index * 64 + 64];
+                    progressive::block(pass, &mut bits, &mut run, (dc, ac), &mut pred[k], block)?;
                 }
             }
         }
@@ -268,40 +291,20 @@ fn read_scan(
     bits.end()
 }
 
-/// One block's coefficients, dequantized, in natural order (libjpeg's `decode_mcu`: the DC
-/// difference added to the component's prediction, kept as a 16-bit coefficient; a run past the
-/// 64th coefficient writes the last one).
-fn decode_block(
-    bits: &mut Bits<'_>,
-    dc: &Table,
-    ac: &Table,
-    pred: &mut i32,
-    quant: &[u16; 64],
-    coefs: &mut [i32; 64],
-) -> Result<(), Failure> {
-    let mut raw = [0i16; 64];
-    let s = bits.decode(dc)? as u32;
-    let diff = extend(bits.bits(s)?, s);
-    *pred = pred.wrapping_add(diff);
-    raw[0] = *pred as i16;
-    let mut k = 1;
-    while k < 64 {
-        let rs = bits.decode(ac)?;
-        let (r, s) = ((rs >> 4) as usize, (rs & 15) as u32);
-        if s != 0 {
-            k += r;
-            raw[ZIGZAG[k.min(63)]] = extend(bits.bits(s)?, s) as i16;
-        } else if r != 15 {
-            break;
-        } else {
-            k += 15;
+/// A component's samples: each block dequantized with the component's table and transformed.
+fn samples(comp: &Component) -> Vec<u8> {
+    let stride = comp.blocks_w * 8;
+    let mut out = vec![0u8; stride * comp.blocks_h * 8];
+    let quant = comp.table.unwrap_or([0; 64]);
+    let mut coefs = [0i32; 64];
+    for (index, block) in comp.coefs.chunks_exact(64).enumerate() {
+        for i in 0..64 {
+            coefs[i] = block[i] as i32 * quant[i] as i32;
         }
-        k += 1;
+        let (x, y) = (index % comp.blocks_w * 8, index / comp.blocks_w * 8);
+        idct::idct_islow(&coefs, &mut out[y * stride + x..], stride);
     }
-    for i in 0..64 {
-        coefs[i] = raw[i] as i32 * quant[i] as i32;
-    }
-    Ok(())
+    out
 }
 
 /// The planes upsampled to the image's size and converted to grey or RGB.
@@ -311,8 +314,9 @@ fn assemble(width: usize, height: usize, comps: &[Component], s: &State) -> Resu
     let planes: Vec<Vec<u8>> = comps
         .iter()
         .map(|c| {
+            let data = samples(c);
             let plane = Plane {
-                data: &c.samples,
+                data: &data,
                 stride: c.blocks_w * 8,
                 width: (width * c.h).div_ceil(hmax),
                 height: (height * c.v).div_ceil(vmax),
