@@ -18,6 +18,8 @@
 //! - `Det` (11): determinants of the last two axes;
 //! - `FlexAttention` (`ai.onnx.preview` 1): attention with `score_mod` / `prob_mod` graphs spliced in
 //!   between tract's ops by the analysis ([`flex_attention`]);
+//! - `ImageDecoder` (20): JPEG, PNG, TIFF, WebP, JPEG 2000, BMP and PNM images decoded to RGB, BGR
+//!   or greyscale pixels, the dims symbols bound when the node runs ([`image_decoder`]);
 //! - `LinearAttention` (27): recurrent linear attention, linear/gated/delta/gated_delta updates,
 //!   grouped query heads ([`linear_attention`]);
 //! - `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss` (12-22): per-element losses from
@@ -60,6 +62,7 @@ pub mod deform_conv;
 pub mod det;
 pub(crate) mod elements;
 pub mod flex_attention;
+pub mod image_decoder;
 pub mod linear_attention;
 pub mod loop_body;
 pub mod loss;
@@ -95,6 +98,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("DeformConv", deform_conv::deform_conv);
     onnx.op_register.insert("Det", det::det);
     onnx.op_register.insert("FlexAttention", flex_attention::flex_attention);
+    onnx.op_register.insert("ImageDecoder", image_decoder::image_decoder);
     onnx.op_register.insert("LinearAttention", linear_attention::linear_attention);
     onnx.op_register.insert("Loop", loop_body::loop_);
     onnx.op_register.insert("LpPool", lp_pool::lp_pool);

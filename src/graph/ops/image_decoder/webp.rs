@@ -1,0 +1,32 @@
+//! WebP, by the `image-webp` crate: lossy (VP8, with libwebp's fancy upsampling) and lossless
+//! (VP8L), with or without alpha; of an animation, the first frame.
+
+use super::pixels::Pixels;
+use super::{Failure, Limit};
+use image_webp::{DecodingError, WebPDecoder};
+use std::io::Cursor;
+
+fn failure(e: DecodingError) -> Failure {
+    match e {
+        DecodingError::UnsupportedFeature(f) => Failure::Unsupported(format!("WebP: {f}")),
+        DecodingError::MemoryLimitExceeded | DecodingError::ImageTooLarge => {
+            Failure::Unsupported("the WebP image needs more memory than allowed".into())
+        }
+        e => Failure::Corrupt(format!("WebP: {e}")),
+    }
+}
+
+/// Decodes a WebP image.
+pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
+    let mut decoder = WebPDecoder::new(Cursor::new(data)).map_err(failure)?;
+    let (width, height) = decoder.dimensions();
+    let (width, height) = (width as usize, height as usize);
+    let channels = if decoder.has_alpha() { 4 } else { 3 };
+    let bytes = limit(height, width, channels)?;
+    decoder.set_memory_limit(bytes);
+    let size =
+        decoder.output_buffer_size().ok_or_else(|| Failure::Unsupported("the WebP image is too large".into()))?;
+    let mut buf = vec![0u8; size];
+    decoder.read_image(&mut buf).map_err(failure)?;
+    Pixels::new(height, width, channels, buf)
+}
