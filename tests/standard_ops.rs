@@ -1013,6 +1013,17 @@ mod fixes_elements {
     }
 
     #[test]
+    fn softmax_float16_as_numpy() {
+        check_op("Softmax");
+        let b = one_node(13, "Softmax", &[("x", DataType::Float16, vec![N(2), N(3)])], vec![]).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F16 [2, 3]"]);
+        for dt in [DataType::Float16, DataType::Float] {
+            let b = one_node(13, "Softmax", &[("x", dt, vec![N(2), N(3)])], vec![("axis", A::I(2))]).bytes();
+            assert_error(&b, &["node 'n' (Softmax)", "axis is 2 for an input of rank 2"]);
+        }
+    }
+
+    #[test]
     fn swish_with_alpha() {
         check_op("Swish");
         let b = one_node(24, "Swish", &[("x", DataType::Int32, vec![N(2)])], vec![]).bytes();

@@ -527,6 +527,22 @@ def fix_cases():
     case("space_to_depth_crd_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="CRD")
     case("space_to_depth_crd_3", "SpaceToDepth", 28, [("x", sx.astype(np.int64))], ["y"], blocksize=3, mode="CRD")
     case("space_to_depth_dcr_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="DCR")
+    # Float16 Softmax rounded where numpy rounds (tract multiplied by a rounded reciprocal): the last
+    # axis (rows of 5, 18, 200: float32 pairwise sums), another axis (float16 running sums), opset 11's
+    # trailing axes, -inf and NaN; compared bit for bit.
+    for n in (5, 18, 200):
+        case(f"softmax_f16_rows_{n}", "Softmax", 13, [("x", f32(r, 3, n, scale=3.0).astype(np.float16))], ["y"],
+             exact=True)
+    case("softmax_f16_axis1", "Softmax", 13, [("x", f32(r, 2, 9, 5, scale=3.0).astype(np.float16))], ["y"],
+         exact=True, axis=1)
+    special = np.array([[0, -np.inf, 1, 2], [-np.inf] * 4, [np.nan, 0, 0, 0]], dtype=np.float16)
+    case("softmax_f16_infinities_nan", "Softmax", 13, [("x", special)], ["y"], exact=True)
+    # opset 11: the axes from `axis` on as one row (onnx's reference knows only opset 13's form).
+    s11 = f32(r, 2, 3, 4, scale=3.0).astype(np.float16)
+    flat = s11.reshape(2, 12)
+    e11 = np.exp(flat - flat.max(axis=1, keepdims=True))
+    case("softmax_f16_opset11", "Softmax", 11, [("x", s11)], ["y"], exact=True, axis=1,
+         expected=[(e11 / e11.sum(axis=1, keepdims=True)).reshape(2, 3, 4)])
     case("reduce_max_empty_output", "ReduceMax", 18, [("data", empty), ("axes", np.array([2], dtype=np.int64))],
          ["y"])
 

@@ -35,6 +35,8 @@
 //! - `Scan`: body inputs without types (they take the Scan inputs'), opset 8's batched form, typed
 //!   per node rather than after tract's analysis of the whole model ([`scan`]);
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
+//! - `Softmax`: float16 rounded where numpy rounds (tract multiplied by a rounded reciprocal;
+//!   [`softmax`]);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
@@ -75,6 +77,7 @@ mod rotary;
 mod scan;
 mod scan_batch;
 mod scan_wire;
+mod softmax;
 mod space_to_depth;
 mod split;
 mod squeeze;
@@ -142,6 +145,7 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"] {
         onnx.op_register.insert(op, reduce::reduce);
     }
+    onnx.op_register.insert("Softmax", softmax::softmax);
     onnx.op_register.insert("SpaceToDepth", space_to_depth::space_to_depth);
     onnx.op_register.insert("Squeeze", squeeze::squeeze);
     onnx.op_register.insert("Swish", swish::swish);
