@@ -16,30 +16,52 @@ use half::f16;
 /// whole block of eight added in order at the end), combined as `((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7))`;
 /// longer runs are split in two halves (the first a multiple of 8 long) summed the same way.
 pub fn pairwise_sum_f16(values: &[f16]) -> f32 {
+    pairwise_sum(values, f16::to_f32)
+}
+
+/// numpy's `pairwise_sum` of float32 values (the same blocks as [`pairwise_sum_f16`]).
+pub fn pairwise_sum_f32(values: &[f32]) -> f32 {
+    pairwise_sum(values, |v| v)
+}
+
+fn pairwise_sum<T: Copy>(values: &[T], wide: impl Fn(T) -> f32 + Copy) -> f32 {
     let n = values.len();
     if n < 8 {
-        return values.iter().fold(0f32, |acc, v| acc + v.to_f32());
+        return values.iter().fold(0f32, |acc, &v| acc + wide(v));
     }
     if n <= 128 {
         let mut r = [0f32; 8];
-        for (slot, v) in r.iter_mut().zip(values) {
-            *slot = v.to_f32();
+        for (slot, &v) in r.iter_mut().zip(values) {
+            *slot = wide(v);
         }
         let whole = n - n % 8;
         for block in values[8..whole].chunks_exact(8) {
-            for (slot, v) in r.iter_mut().zip(block) {
-                *slot += v.to_f32();
+            for (slot, &v) in r.iter_mut().zip(block) {
+                *slot += wide(v);
             }
         }
         let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for v in &values[whole..] {
-            res += v.to_f32();
+        for &v in &values[whole..] {
+            res += wide(v);
         }
         return res;
     }
     let mut half = n / 2;
     half -= half % 8;
-    pairwise_sum_f16(&values[..half]) + pairwise_sum_f16(&values[half..])
+    pairwise_sum(&values[..half], wide) + pairwise_sum(&values[half..], wide)
+}
+
+/// The float32 softmax of one contiguous row as numpy computes `exp(x - max) / sum(...)` over the
+/// last axis (float32 operations, numpy's pairwise sum).
+pub fn softmax_row_f32(row: &mut [f32]) {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| if !m.is_nan() && (v.is_nan() || v > m) { v } else { m });
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+    }
+    let sum = pairwise_sum_f32(row);
+    for v in row.iter_mut() {
+        *v /= sum;
+    }
 }
 
 /// The float16 softmax of one contiguous row, as numpy computes `exp(x - max) / sum(...)` over the

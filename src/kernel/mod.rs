@@ -16,7 +16,7 @@ pub use alloc::tune_allocator;
 pub use budget::{max_threads, with_threads};
 pub(crate) use conv::{conv2d, ConvGeometry, PackedConv};
 pub use copy::copy_view;
-pub(crate) use half_softmax::softmax_f16;
+pub(crate) use half_softmax::{softmax_f16, softmax_row_f16, softmax_row_f32};
 pub(crate) use layer_norm::layer_norm_rows;
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};

@@ -85,6 +85,25 @@ def attention_cases():
     case("attention_4d_fp64_precision", "Attention", 23,
          [("Q", q4.astype(np.float64)), ("K", k4.astype(np.float64)), ("V", v4.astype(np.float64))], ["Y"],
          softmax_precision=11)
+    # Float16 throughout: every step rounded where the reference rounds, compared bit for bit (rows of
+    # 20 keys: pairwise float32 sums; the soft cap; float16 and boolean masks; the extra outputs).
+    h = np.float16
+    qh, kh, vh = f32(r, 2, 3, 5, 8).astype(h), f32(r, 2, 3, 20, 8).astype(h), f32(r, 2, 3, 20, 4).astype(h)
+    case("attention_4d_fp16_causal", "Attention", 23, [("Q", qh), ("K", kh), ("V", vh)], ["Y"], exact=True,
+         is_causal=1)
+    case("attention_4d_fp16_softcap_mode1", "Attention", 23,
+         [("Q", (qh * 4).astype(h)), ("K", kh), ("V", vh)], ["Y", "", "", "qk"], exact=True, softcap=3.0,
+         qk_matmul_output_mode=1)
+    case("attention_4d_fp16_float_mask_mode2", "Attention", 23,
+         [("Q", qh), ("K", kh), ("V", vh), ("attn_mask", f32(r, 2, 1, 5, 17).astype(h))], ["Y", "", "", "qk"],
+         exact=True, qk_matmul_output_mode=2)
+    case("attention_4d_fp16_softmax_precision_float", "Attention", 23, [("Q", qh), ("K", kh), ("V", vh)], ["Y"],
+         exact=True, softmax_precision=1)
+    mask_h = r.random((5, 20)) > 0.4
+    mask_h[2] = False
+    case("attention_4d_fp16_bool_mask_mode3", "Attention", 23,
+         [("Q", qh), ("K", kh), ("V", vh), ("attn_mask", mask_h)], ["Y", "", "", "qk"], exact=True,
+         qk_matmul_output_mode=3)
 
 
 # --- FlexAttention ---------------------------------------------------------------------------------
