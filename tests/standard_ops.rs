@@ -1024,6 +1024,21 @@ mod fixes_elements {
     }
 
     #[test]
+    fn conv_float16_summed_in_float32() {
+        check_op("Conv");
+        let x = || ("x", DataType::Float16, vec![N(1), N(2), N(5), N(5)]);
+        let w = || ("w", DataType::Float16, vec![N(3), N(2), N(3), N(3)]);
+        assert_eq!(inferred(&one_node(22, "Conv", &[x(), w()], vec![]).bytes(), &["y"]), ["F16 [1, 3, 3, 3]"]);
+        // A bias of 4 values for 3 output channels: refused when run, naming the node.
+        let bias = ("b", DataType::Float16, vec![N(4)]);
+        let model = Model::load_bytes(&one_node(22, "Conv", &[x(), w(), bias], vec![]).bytes()).unwrap();
+        let ones = |shape: &[usize]| Tensor::from_shape(shape, &vec![half::f16::ONE; shape.iter().product()]).unwrap();
+        let e = model.run(vec![ones(&[1, 2, 5, 5]), ones(&[3, 2, 3, 3]), ones(&[4])]).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("\"n\"") && e.contains("Bias should be scalar or a vector"), "{e}");
+    }
+
+    #[test]
     fn swish_with_alpha() {
         check_op("Swish");
         let b = one_node(24, "Swish", &[("x", DataType::Int32, vec![N(2)])], vec![]).bytes();

@@ -562,6 +562,17 @@ def fix_cases():
     e11 = np.exp(flat - flat.max(axis=1, keepdims=True))
     case("softmax_f16_opset11", "Softmax", 11, [("x", s11)], ["y"], exact=True, axis=1,
          expected=[(e11 / e11.sum(axis=1, keepdims=True)).reshape(2, 3, 4)])
+    # Float16 Conv summed in float32 and rounded once, the bias added in float16 (tract summed in float16):
+    # 2-D with a bias, depthwise 1-D, 3-D strided and padded; compared bit for bit.
+    ch = f32(r, 1, 8, 7, 7).astype(np.float16)
+    case("conv_f16_bias", "Conv", 22, [("X", ch), ("W", f32(r, 4, 8, 3, 3).astype(np.float16)),
+                                      ("B", f32(r, 4).astype(np.float16))], ["Y"], exact=True, pads=[1, 1, 1, 1])
+    case("conv_f16_depthwise_1d", "Conv", 22, [("X", f32(r, 2, 4, 9).astype(np.float16)),
+                                              ("W", f32(r, 4, 1, 4).astype(np.float16))], ["Y"], exact=True, group=4)
+    case("conv_f16_3d_strided", "Conv", 22, [("X", f32(r, 1, 3, 5, 6, 4).astype(np.float16)),
+                                            ("W", f32(r, 2, 3, 3, 2, 3).astype(np.float16)),
+                                            ("B", f32(r, 2).astype(np.float16))], ["Y"], exact=True,
+         strides=[2, 1, 1], pads=[1, 0, 1, 1, 0, 1])
     case("reduce_max_empty_output", "ReduceMax", 18, [("data", empty), ("axes", np.array([2], dtype=np.int64))],
          ["y"])
 

@@ -8,6 +8,8 @@
 //!   reference computes (tract shifted modulo the width);
 //! - `Celu`: with its `alpha` (tract left out the multiplication by it);
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
+//! - `Conv`: float16 summed in float32 and rounded once, the bias added in float16, as onnx's
+//!   reference (tract summed in float16; [`conv`]);
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `DFT`: transformed in `f64` and rounded once, `dft_length` honoured, opset 17's `axis` typed
 //!   (tract transformed float32 in float32; [`dft`]);
@@ -50,6 +52,7 @@ mod bit_shift;
 mod cast;
 mod celu;
 mod constant_of_shape;
+mod conv;
 mod dft;
 mod expand;
 mod extremum;
@@ -122,6 +125,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("Celu", celu::celu);
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
+    onnx.op_register.insert("Conv", conv::conv);
     onnx.op_register.insert("DFT", dft::dft);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
