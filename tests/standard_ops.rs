@@ -87,7 +87,18 @@ fn model_of(case: &Value) -> Vec<u8> {
         let name = i["name"].as_str().unwrap();
         node_inputs.push(name);
         if !name.is_empty() {
-            let dims: Vec<D> = i["shape"].as_array().unwrap().iter().map(|d| D::N(d.as_i64().unwrap())).collect();
+            // Dims the case declares symbolic by name, the others the values' own.
+            let symbolic = case.get("symbolic").and_then(|s| s.get(name)).and_then(Value::as_array);
+            let dims: Vec<D> = i["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(k, d)| match symbolic.and_then(|s| s[k].as_str()) {
+                    Some(sym) => D::S(Box::leak(sym.to_string().into_boxed_str())),
+                    None => D::N(d.as_i64().unwrap()),
+                })
+                .collect();
             b = b.input(name, data_type(i["dtype"].as_str().unwrap()), &dims);
         }
     }
@@ -1224,6 +1235,14 @@ mod flex_attention {
         assert_eq!(inferred(&masked, &["y"]), ["F32 [batch, 8, seq, 4]"]);
         // ... as the node's own translation, not a fallback typed from its rules.
         let analysis = Model::load_bytes(&masked).unwrap().analyse().unwrap();
+        assert!(analysis.fallbacks.is_empty(), "{:?}", analysis.fallbacks);
+        // A symbolic head size with the default scale: typed, and run (the reference cases
+        // flex_attention_symbolic_head_size_*), the scale computed from Q's shape.
+        let (qe, ke, ve) =
+            ([S("b"), N(2), S("l"), S("e")], [S("b"), N(2), S("s"), S("e")], [S("b"), N(2), S("s"), S("ev")]);
+        let sym = flex(DataType::Float, &qe, &ke, &ve, vec![]).bytes();
+        assert_eq!(inferred(&sym, &["y"]), ["F32 [b, 2, l, ev]"]);
+        let analysis = Model::load_bytes(&sym).unwrap().analyse().unwrap();
         assert!(analysis.fallbacks.is_empty(), "{:?}", analysis.fallbacks);
     }
 

@@ -24,12 +24,13 @@ CASES = []
 
 
 def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, atol=None, expected=None,
-         exact=False, **attrs):
+         exact=False, symbolic=None, **attrs):
     """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
     is onnx's reference implementation, or onnxruntime where the reference is known to be wrong.
     `rtol`: the relative tolerance of float outputs where the oracle rounds at every step (the test's
     default is two float32 ulps); `atol`: an absolute tolerance added to it, where sums cancel.
-    `exact`: float outputs must equal the oracle's bit for bit."""
+    `exact`: float outputs must equal the oracle's bit for bit. `symbolic`: {input name: [dim name or
+    None per axis]}, the model's input declared with those dims symbolic (the values keep their shapes)."""
     entry = dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
                  oracle=oracle)
     if rtol is not None:
@@ -40,6 +41,8 @@ def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=N
         entry["expected"] = expected
     if exact:
         entry["exact"] = True
+    if symbolic is not None:
+        entry["symbolic"] = symbolic
     CASES.append(entry)
 
 
@@ -129,10 +132,20 @@ def flex_attention_cases():
     case("flex_attention_double", "FlexAttention", 1, [("Q", d(q)), ("K", d(k)), ("V", d(v))], ["Y"], domain=P)
     case("flex_attention_float_in_double_precision", "FlexAttention", 1, [("Q", q), ("K", k), ("V", v)], ["Y"],
          domain=P, softmax_precision=onnx.TensorProto.DOUBLE, scale=0.5)
-    # float16 softmax: the reference's exponentials, sums and products round in float16 at every step
-    # (tract's softmax sums in float32), a float16 ulp of the probabilities in each term of Y.
+    # float16 softmax: rounded at every step as numpy rounds it (HalfSoftmax), the product with V summed
+    # in float32 and rounded once; bit for bit.
     case("flex_attention_float16_precision", "FlexAttention", 1, [("Q", h(q)), ("K", h(k)), ("V", h(v))], ["Y"],
-         domain=P, softmax_precision=onnx.TensorProto.FLOAT16, rtol=4e-3, atol=2e-3)
+         domain=P, softmax_precision=onnx.TensorProto.FLOAT16, exact=True)
+    # The default scale over a head size known only at run time (Q's and K's last dim a symbol `e`):
+    # computed from Q's shape when run, rounded as the reference (1/sqrt(e) in double, its square root
+    # in float32), at two head sizes; float16 bit for bit (float32 sums in other orders than numpy).
+    for e in (8, 5):
+        qe, ke, ve = f32(r, 1, 2, 3, e), f32(r, 1, 2, 4, e), f32(r, 1, 2, 4, 3)
+        sym = {"Q": ["b", None, "l", "e"], "K": ["b", None, "s", "e"], "V": ["b", None, "s", None]}
+        case(f"flex_attention_symbolic_head_size_{e}", "FlexAttention", 1, [("Q", qe), ("K", ke), ("V", ve)], ["Y"],
+             domain=P, symbolic=sym)
+        case(f"flex_attention_symbolic_head_size_{e}_float16", "FlexAttention", 1,
+             [("Q", h(qe)), ("K", h(ke)), ("V", h(ve))], ["Y"], domain=P, exact=True, symbolic=sym)
     t = helper.make_tensor
     F, D = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
     # score_mod: a soft cap plus a bias; prob_mod: the probabilities squared.
@@ -789,6 +802,7 @@ def main():
             **({"rtol": c["rtol"]} if "rtol" in c else {}),
             **({"atol": c["atol"]} if "atol" in c else {}),
             **({"exact": True} if c.get("exact") else {}),
+            **({"symbolic": c["symbolic"]} if "symbolic" in c else {}),
         ))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))

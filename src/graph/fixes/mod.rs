@@ -97,6 +97,7 @@ pub use reshape::ReshapeAs;
 pub(crate) use resize::resize_named;
 pub use scan::{ScanForm, ScanInference};
 pub use scan_batch::BatchScan;
+pub use softmax::HalfSoftmax;
 pub(crate) use swish::wire_swish;
 pub use sympad::SymbolicPad;
 
