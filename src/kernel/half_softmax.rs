@@ -73,7 +73,7 @@ pub fn softmax_row_f16(row: &mut [f16]) {
     }
     let sum = f16::from_f32(pairwise_sum_f16(row));
     for v in row.iter_mut() {
-        *v = *v / sum;
+        *v /= sum;
     }
 }
 
@@ -113,12 +113,12 @@ pub fn softmax_f16(data: &mut [f16], n: usize, inner: usize) -> Result<(), Strin
         acc.copy_from_slice(&values[..inner]);
         for row in values.chunks_exact(inner).skip(1) {
             for (s, &v) in acc.iter_mut().zip(row) {
-                *s = *s + v;
+                *s += v;
             }
         }
         for row in values.chunks_exact_mut(inner) {
             for (v, &s) in row.iter_mut().zip(acc.iter()) {
-                *v = *v / s;
+                *v /= s;
             }
         }
     }

@@ -73,6 +73,6 @@ impl Fix for HalfConv {
                 b = target.wire_node(format!("{name}.bias_axis_{axis}"), AxisOp::Add(axis), &[b])?[0];
             }
         }
-        Ok(wire_with_rank_broadcast(format!("{name}.bias_f16"), target, math::add(), &[y, b])?.into())
+        wire_with_rank_broadcast(format!("{name}.bias_f16"), target, math::add(), &[y, b])
     }
 }
