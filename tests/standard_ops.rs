@@ -287,6 +287,21 @@ mod attention {
     }
 
     #[test]
+    fn symbolic_head_size_with_the_default_scale() {
+        use D::{N, S};
+        // Typed here, run by the reference cases attention_symbolic_head_size_*.
+        let bytes = attention(
+            &[S("b"), N(2), S("l"), S("e")],
+            &[S("b"), N(2), S("s"), S("e")],
+            &[S("b"), N(2), S("s"), S("ev")],
+            &[],
+            vec![],
+        )
+        .bytes();
+        assert_eq!(inferred(&bytes, &["y"]), ["F32 [b, 2, l, ev]"]);
+    }
+
+    #[test]
     fn symbolic_3d() {
         use D::{N, S};
         let bytes = attention(

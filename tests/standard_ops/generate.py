@@ -107,6 +107,15 @@ def attention_cases():
     case("attention_4d_fp16_bool_mask_mode3", "Attention", 23,
          [("Q", qh), ("K", kh), ("V", vh), ("attn_mask", mask_h)], ["Y", "", "", "qk"], exact=True,
          qk_matmul_output_mode=3)
+    # The default scale over a head size known only at run time (Q's and K's last dim a symbol `e`),
+    # computed from Q's shape when run, at two head sizes; float16 bit for bit.
+    for e in (8, 5):
+        qe, ke, ve = f32(r, 1, 2, 3, e), f32(r, 1, 2, 4, e), f32(r, 1, 2, 4, 3)
+        sym = {"Q": ["b", None, "l", "e"], "K": ["b", None, "s", "e"], "V": ["b", None, "s", None]}
+        case(f"attention_symbolic_head_size_{e}", "Attention", 23, [("Q", qe), ("K", ke), ("V", ve)], ["Y"],
+             symbolic=sym)
+        case(f"attention_symbolic_head_size_{e}_float16", "Attention", 23,
+             [("Q", qe.astype(h)), ("K", ke.astype(h)), ("V", ve.astype(h))], ["Y"], exact=True, symbolic=sym)
 
 
 # --- FlexAttention ---------------------------------------------------------------------------------

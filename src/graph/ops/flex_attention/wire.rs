@@ -6,7 +6,7 @@
 //! their own type, `Q Kᵀ` is computed in that type (float16 as numpy does it: summed in float32,
 //! rounded once), then cast to the precision, where everything else is computed.
 
-use super::scale::{root_scale, RootScale};
+use super::scale::{root_scale, RootScale, ScaleOf};
 use super::FlexAttention;
 use crate::graph::fixes::HalfSoftmax;
 use crate::graph::ops::attention::wire::{heads, scores as qk, weighted, Heads};
@@ -140,7 +140,7 @@ pub fn scores(plan: &Plan, prefix: &str, model: &mut TypedModel, q: OutletId, k:
             model.add_const(format!("{prefix}.root_scale"), root)?
         }
         None => {
-            let op = RootScale { dt: plan.dt, node: plan.node.clone() };
+            let op = RootScale { dt: plan.dt, of: ScaleOf::Flex, node: plan.node.clone() };
             model.wire_node(format!("{prefix}.root_scale"), op, &[q])?[0]
         }
     };
