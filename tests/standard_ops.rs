@@ -1065,6 +1065,20 @@ mod fixes_elements {
     }
 
     #[test]
+    fn gemm_float16() {
+        check_op("Gemm");
+        let ab = || [("a", DataType::Float16, vec![N(4), N(3)]), ("b", DataType::Float16, vec![N(3), N(6)])];
+        let [a, b] = ab();
+        assert_eq!(inferred(&one_node(13, "Gemm", &[a, b], vec![]).bytes(), &["y"]), ["F16 [4, 6]"]);
+        let [a, b] = ab();
+        let c = ("c", DataType::Float16, vec![N(5)]);
+        assert_error(
+            &one_node(13, "Gemm", &[a, b, c], vec![]).bytes(),
+            &["node 'n' (Gemm)", "C has shape [5], which does not broadcast to the product's [4, 6]"],
+        );
+    }
+
+    #[test]
     fn swish_with_alpha() {
         check_op("Swish");
         let b = one_node(24, "Swish", &[("x", DataType::Int32, vec![N(2)])], vec![]).bytes();

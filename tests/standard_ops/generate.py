@@ -595,6 +595,15 @@ def fix_cases():
                                             ("W", f32(r, 2, 3, 3, 2, 3).astype(np.float16)),
                                             ("B", f32(r, 2).astype(np.float16))], ["Y"], exact=True,
          strides=[2, 1, 1], pads=[1, 0, 1, 1, 0, 1])
+    # Float16 Gemm (tract refused a float16 C): the product rounded to float16, then alpha and beta in
+    # float32 as the reference's float32 attributes make it, rounded once; compared bit for bit.
+    ga, gb = f32(r, 6, 40).astype(np.float16), f32(r, 40, 5).astype(np.float16)
+    case("gemm_f16_c_row", "Gemm", 13, [("A", ga), ("B", gb), ("C", f32(r, 5).astype(np.float16))], ["Y"],
+         exact=True)
+    case("gemm_f16_transposed_alpha_beta", "Gemm", 13,
+         [("A", np.ascontiguousarray(ga.T)), ("B", np.ascontiguousarray(gb.T)), ("C", f32(r, 6, 1).astype(np.float16))],
+         ["Y"], exact=True, alpha=0.37, beta=1.9, transA=1, transB=1)
+    case("gemm_f16_no_c", "Gemm", 13, [("A", ga), ("B", gb)], ["Y"], exact=True, alpha=2.5)
     case("reduce_max_empty_output", "ReduceMax", 18, [("data", empty), ("axes", np.array([2], dtype=np.int64))],
          ["y"])
 

@@ -15,6 +15,7 @@
 //!   (tract transformed float32 in float32; [`dft`]);
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
+//! - `Gemm`: float16 computed as onnx's reference (tract refused a float16 `C`; [`gemm`]);
 //! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
 //!   it);
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
@@ -59,6 +60,7 @@ mod extremum;
 mod fill;
 mod flatten;
 mod gather;
+mod gemm;
 mod generated;
 mod gru;
 mod lstm;
@@ -130,6 +132,7 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("DFT", dft::dft);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
+    onnx.op_register.insert("Gemm", gemm::gemm);
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
         onnx.op_register.insert(op, generated::generated);
     }
