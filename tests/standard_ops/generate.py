@@ -97,6 +97,9 @@ def attention_cases():
     case("attention_4d_fp16_softcap_mode1", "Attention", 23,
          [("Q", (qh * 4).astype(h)), ("K", kh), ("V", vh)], ["Y", "", "", "qk"], exact=True, softcap=3.0,
          qk_matmul_output_mode=1)
+    case("attention_4d_fp16_softcap_precision_float16", "Attention", 23,
+         [("Q", (qh * 4).astype(h)), ("K", kh), ("V", vh)], ["Y"], exact=True, softcap=3.0,
+         softmax_precision=onnx.TensorProto.FLOAT16)
     case("attention_4d_fp16_float_mask_mode2", "Attention", 23,
          [("Q", qh), ("K", kh), ("V", vh), ("attn_mask", f32(r, 2, 1, 5, 17).astype(h))], ["Y", "", "", "qk"],
          exact=True, qk_matmul_output_mode=2)

@@ -351,64 +351,55 @@ impl AttentionSoftmax {
 }
 
 impl AttentionSoftmax {
-    /// The float16 case, each step a numpy operation as in onnx's reference. Without a soft cap,
-    /// float16 operations (computed in float32, rounded once): the logits `score + bias` (the bias,
-    /// mask values and -inf, is exact in float16), then numpy's float16 softmax
-    /// ([`softmax_row_f16`]), or with `softmax_precision` float32 the float16 logits' float32 softmax
-    /// ([`softmax_row_f32`]) rounded to float16. With a soft cap, the reference's cap is a float32
-    /// number, so `c * tanh(s / c)`, the logits and the softmax are float32, rounded at the end. A
-    /// row with nothing to attend, or whose logits are all -inf, is zeros; a row holding NaN is NaN.
+    /// The float16 case, each step a numpy operation as in onnx's reference. Without a soft cap, the
+    /// logits `score + bias` are a float16 operation (computed in float32, rounded once; the bias,
+    /// mask values and -inf, is exact in float16); with one, the reference's cap is a float32 number,
+    /// so `c * tanh(s / c)` and the logits are float32. Then the softmax in the precision: numpy's
+    /// float16 softmax ([`softmax_row_f16`]) of the logits rounded to float16, or numpy's float32
+    /// softmax ([`softmax_row_f32`]) rounded to float16 at the end (the default with a soft cap, see
+    /// [`super::wire`]). A row with nothing to attend, or whose logits are all -inf, is zeros; a row
+    /// holding NaN is NaN.
     fn finish_f16(&self, scores: &Tensor, shape: &[usize], rows: &Rows) -> TractResult<TVec<TValue>> {
         let scores = scores.try_as_plain_ram()?;
         let scores = scores.as_slice::<f16>()?;
         let total = rows.total;
         let mut probs = vec![f16::ZERO; scores.len()];
         let mut extra = if self.qk_output.is_some() { vec![f16::ZERO; scores.len()] } else { vec![] };
-        let in_f32 = self.softcap > 0.0 || self.precision == DatumType::F32;
-        let mut wide = vec![0f32; if in_f32 { total } else { 0 }];
+        // The softmax in float32 (softmax_precision float32, or by default with a soft cap), else in
+        // float16.
+        let in_f32 = self.precision == DatumType::F32;
+        let mut wide = vec![0f32; total];
         self.for_each_row(rows, shape[0], |row, bias| {
             let out = &mut probs[row..row + total];
             let row_scores = &scores[row..row + total];
-            let masked = bias.iter().all(|&v| v == f64::NEG_INFINITY);
-            if self.softcap > 0.0 {
-                let c = self.softcap;
-                for (j, ((w, &s), &b)) in wide.iter_mut().zip(row_scores).zip(bias).enumerate() {
-                    let capped = (s.to_f32() / c).tanh() * c;
-                    // The bias is a float16 mask value, or -inf: exact in float32.
-                    *w = capped + b as f32;
-                    match self.qk_output {
-                        Some(QkOutput::Capped) => extra[row + j] = f16::from_f32(capped),
-                        Some(_) => extra[row + j] = f16::from_f32(*w),
-                        None => {}
-                    }
-                }
-                if !masked && !wide.iter().all(|&v| v == f32::NEG_INFINITY) {
-                    softmax_row_f32(&mut wide);
-                    for (o, &w) in out.iter_mut().zip(&wide) {
-                        *o = f16::from_f32(w);
-                    }
-                }
-                return;
-            }
-            for (j, ((o, &s), &b)) in out.iter_mut().zip(row_scores).zip(bias).enumerate() {
-                *o = f16::from_f32(s.to_f32() + b as f32);
+            for (j, (&s, &b)) in row_scores.iter().zip(bias).enumerate() {
+                // The bias is a float16 mask value, or -inf: exact in float32.
+                let (capped, logit) = if self.softcap > 0.0 {
+                    let capped = (s.to_f32() / self.softcap).tanh() * self.softcap;
+                    (capped, capped + b as f32)
+                } else {
+                    (s.to_f32(), f16::from_f32(s.to_f32() + b as f32).to_f32())
+                };
+                wide[j] = logit;
                 match self.qk_output {
-                    Some(QkOutput::Capped) => extra[row + j] = s,
-                    Some(_) => extra[row + j] = *o,
+                    Some(QkOutput::Capped) => extra[row + j] = f16::from_f32(capped),
+                    Some(_) => extra[row + j] = f16::from_f32(logit),
                     None => {}
                 }
             }
-            if masked || out.iter().all(|&v| v == f16::NEG_INFINITY) {
-                out.fill(f16::ZERO);
-            } else if in_f32 {
-                for (w, o) in wide.iter_mut().zip(out.iter()) {
-                    *w = o.to_f32();
-                }
+            if bias.iter().all(|&v| v == f64::NEG_INFINITY) || wide.iter().all(|&v| v == f32::NEG_INFINITY) {
+                // Nothing to attend: zeros (already there).
+                return;
+            }
+            if in_f32 {
                 softmax_row_f32(&mut wide);
                 for (o, &w) in out.iter_mut().zip(&wide) {
                     *o = f16::from_f32(w);
                 }
             } else {
+                for (o, &w) in out.iter_mut().zip(&wide) {
+                    *o = f16::from_f32(w);
+                }
                 softmax_row_f16(out);
             }
         });

@@ -145,7 +145,9 @@ pub fn wire(op: &Attention, prefix: &str, model: &mut TypedModel, inputs: &[Outl
         has_mask: mask.is_some(),
         has_past: past_key.is_some(),
         has_nonpad: nonpad.is_some(),
-        precision: op.precision.unwrap_or(dt),
+        // By default the scores' type; but float16 soft-capped scores are float32 in the reference
+        // (its cap is a float32 number), and so is their softmax.
+        precision: op.precision.unwrap_or(if dt == DatumType::F16 && op.softcap > 0.0 { DatumType::F32 } else { dt }),
         output: dt,
         qk_output: if qk_extra { Some(op.qk_mode) } else { None },
     };
