@@ -87,7 +87,18 @@ fn model_of(case: &Value) -> Vec<u8> {
         let name = i["name"].as_str().unwrap();
         node_inputs.push(name);
         if !name.is_empty() {
-            let dims: Vec<D> = i["shape"].as_array().unwrap().iter().map(|d| D::N(d.as_i64().unwrap())).collect();
+            // Dims the case declares symbolic by name, the others the values' own.
+            let symbolic = case.get("symbolic").and_then(|s| s.get(name)).and_then(Value::as_array);
+            let dims: Vec<D> = i["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(k, d)| match symbolic.and_then(|s| s[k].as_str()) {
+                    Some(sym) => D::S(Box::leak(sym.to_string().into_boxed_str())),
+                    None => D::N(d.as_i64().unwrap()),
+                })
+                .collect();
             b = b.input(name, data_type(i["dtype"].as_str().unwrap()), &dims);
         }
     }
@@ -273,6 +284,21 @@ mod attention {
                 "F32 [batch, 8, seq, seq+past]"
             ]
         );
+    }
+
+    #[test]
+    fn symbolic_head_size_with_the_default_scale() {
+        use D::{N, S};
+        // Typed here, run by the reference cases attention_symbolic_head_size_*.
+        let bytes = attention(
+            &[S("b"), N(2), S("l"), S("e")],
+            &[S("b"), N(2), S("s"), S("e")],
+            &[S("b"), N(2), S("s"), S("ev")],
+            &[],
+            vec![],
+        )
+        .bytes();
+        assert_eq!(inferred(&bytes, &["y"]), ["F32 [b, 2, l, ev]"]);
     }
 
     #[test]
@@ -1013,6 +1039,46 @@ mod fixes_elements {
     }
 
     #[test]
+    fn softmax_float16_as_numpy() {
+        check_op("Softmax");
+        let b = one_node(13, "Softmax", &[("x", DataType::Float16, vec![N(2), N(3)])], vec![]).bytes();
+        assert_eq!(inferred(&b, &["y"]), ["F16 [2, 3]"]);
+        for dt in [DataType::Float16, DataType::Float] {
+            let b = one_node(13, "Softmax", &[("x", dt, vec![N(2), N(3)])], vec![("axis", A::I(2))]).bytes();
+            assert_error(&b, &["node 'n' (Softmax)", "axis is 2 for an input of rank 2"]);
+        }
+    }
+
+    #[test]
+    fn conv_float16_summed_in_float32() {
+        check_op("Conv");
+        let x = || ("x", DataType::Float16, vec![N(1), N(2), N(5), N(5)]);
+        let w = || ("w", DataType::Float16, vec![N(3), N(2), N(3), N(3)]);
+        assert_eq!(inferred(&one_node(22, "Conv", &[x(), w()], vec![]).bytes(), &["y"]), ["F16 [1, 3, 3, 3]"]);
+        // A bias of 4 values for 3 output channels: refused when run, naming the node.
+        let bias = ("b", DataType::Float16, vec![N(4)]);
+        let model = Model::load_bytes(&one_node(22, "Conv", &[x(), w(), bias], vec![]).bytes()).unwrap();
+        let ones = |shape: &[usize]| Tensor::from_shape(shape, &vec![half::f16::ONE; shape.iter().product()]).unwrap();
+        let e = model.run(vec![ones(&[1, 2, 5, 5]), ones(&[3, 2, 3, 3]), ones(&[4])]).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("\"n\"") && e.contains("Bias should be scalar or a vector"), "{e}");
+    }
+
+    #[test]
+    fn gemm_float16() {
+        check_op("Gemm");
+        let ab = || [("a", DataType::Float16, vec![N(4), N(3)]), ("b", DataType::Float16, vec![N(3), N(6)])];
+        let [a, b] = ab();
+        assert_eq!(inferred(&one_node(13, "Gemm", &[a, b], vec![]).bytes(), &["y"]), ["F16 [4, 6]"]);
+        let [a, b] = ab();
+        let c = ("c", DataType::Float16, vec![N(5)]);
+        assert_error(
+            &one_node(13, "Gemm", &[a, b, c], vec![]).bytes(),
+            &["node 'n' (Gemm)", "C has shape [5], which does not broadcast to the product's [4, 6]"],
+        );
+    }
+
+    #[test]
     fn swish_with_alpha() {
         check_op("Swish");
         let b = one_node(24, "Swish", &[("x", DataType::Int32, vec![N(2)])], vec![]).bytes();
@@ -1198,6 +1264,14 @@ mod flex_attention {
         assert_eq!(inferred(&masked, &["y"]), ["F32 [batch, 8, seq, 4]"]);
         // ... as the node's own translation, not a fallback typed from its rules.
         let analysis = Model::load_bytes(&masked).unwrap().analyse().unwrap();
+        assert!(analysis.fallbacks.is_empty(), "{:?}", analysis.fallbacks);
+        // A symbolic head size with the default scale: typed, and run (the reference cases
+        // flex_attention_symbolic_head_size_*), the scale computed from Q's shape.
+        let (qe, ke, ve) =
+            ([S("b"), N(2), S("l"), S("e")], [S("b"), N(2), S("s"), S("e")], [S("b"), N(2), S("s"), S("ev")]);
+        let sym = flex(DataType::Float, &qe, &ke, &ve, vec![]).bytes();
+        assert_eq!(inferred(&sym, &["y"]), ["F32 [b, 2, l, ev]"]);
+        let analysis = Model::load_bytes(&sym).unwrap().analyse().unwrap();
         assert!(analysis.fallbacks.is_empty(), "{:?}", analysis.fallbacks);
     }
 

@@ -19,7 +19,9 @@ mod view_op;
 pub(crate) use builders::label as node_label;
 pub(crate) use builders::DOMAIN;
 pub use dyn_op::{DynSliceOp, OutDim};
-pub use fixes::{BatchScan, ParamOp, ReshapeAs, ScanForm, ScanInference, ShapePad, SymbolicCast, SymbolicPad};
+pub use fixes::{
+    BatchScan, HalfSoftmax, ParamOp, ReshapeAs, ScanForm, ScanInference, ShapePad, SymbolicCast, SymbolicPad,
+};
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
 pub(crate) use plan_ops::use_our_kernels;

@@ -24,12 +24,13 @@ CASES = []
 
 
 def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=None, atol=None, expected=None,
-         exact=False, **attrs):
+         exact=False, symbolic=None, **attrs):
     """inputs: [(name, array or None)]; None or an empty name is an omitted optional input. `oracle`
     is onnx's reference implementation, or onnxruntime where the reference is known to be wrong.
     `rtol`: the relative tolerance of float outputs where the oracle rounds at every step (the test's
     default is two float32 ulps); `atol`: an absolute tolerance added to it, where sums cancel.
-    `exact`: float outputs must equal the oracle's bit for bit."""
+    `exact`: float outputs must equal the oracle's bit for bit. `symbolic`: {input name: [dim name or
+    None per axis]}, the model's input declared with those dims symbolic (the values keep their shapes)."""
     entry = dict(name=name, op=op, opset=opset, inputs=inputs, outputs=outputs, attrs=attrs, domain=domain,
                  oracle=oracle)
     if rtol is not None:
@@ -40,6 +41,8 @@ def case(name, op, opset, inputs, outputs, domain="", oracle="reference", rtol=N
         entry["expected"] = expected
     if exact:
         entry["exact"] = True
+    if symbolic is not None:
+        entry["symbolic"] = symbolic
     CASES.append(entry)
 
 
@@ -85,6 +88,37 @@ def attention_cases():
     case("attention_4d_fp64_precision", "Attention", 23,
          [("Q", q4.astype(np.float64)), ("K", k4.astype(np.float64)), ("V", v4.astype(np.float64))], ["Y"],
          softmax_precision=11)
+    # Float16 throughout: every step rounded where the reference rounds, compared bit for bit (rows of
+    # 20 keys: pairwise float32 sums; the soft cap; float16 and boolean masks; the extra outputs).
+    h = np.float16
+    qh, kh, vh = f32(r, 2, 3, 5, 8).astype(h), f32(r, 2, 3, 20, 8).astype(h), f32(r, 2, 3, 20, 4).astype(h)
+    case("attention_4d_fp16_causal", "Attention", 23, [("Q", qh), ("K", kh), ("V", vh)], ["Y"], exact=True,
+         is_causal=1)
+    case("attention_4d_fp16_softcap_mode1", "Attention", 23,
+         [("Q", (qh * 4).astype(h)), ("K", kh), ("V", vh)], ["Y", "", "", "qk"], exact=True, softcap=3.0,
+         qk_matmul_output_mode=1)
+    case("attention_4d_fp16_softcap_precision_float16", "Attention", 23,
+         [("Q", (qh * 4).astype(h)), ("K", kh), ("V", vh)], ["Y"], exact=True, softcap=3.0,
+         softmax_precision=onnx.TensorProto.FLOAT16)
+    case("attention_4d_fp16_float_mask_mode2", "Attention", 23,
+         [("Q", qh), ("K", kh), ("V", vh), ("attn_mask", f32(r, 2, 1, 5, 17).astype(h))], ["Y", "", "", "qk"],
+         exact=True, qk_matmul_output_mode=2)
+    case("attention_4d_fp16_softmax_precision_float", "Attention", 23, [("Q", qh), ("K", kh), ("V", vh)], ["Y"],
+         exact=True, softmax_precision=1)
+    mask_h = r.random((5, 20)) > 0.4
+    mask_h[2] = False
+    case("attention_4d_fp16_bool_mask_mode3", "Attention", 23,
+         [("Q", qh), ("K", kh), ("V", vh), ("attn_mask", mask_h)], ["Y", "", "", "qk"], exact=True,
+         qk_matmul_output_mode=3)
+    # The default scale over a head size known only at run time (Q's and K's last dim a symbol `e`),
+    # computed from Q's shape when run, at two head sizes; float16 bit for bit.
+    for e in (8, 5):
+        qe, ke, ve = f32(r, 1, 2, 3, e), f32(r, 1, 2, 4, e), f32(r, 1, 2, 4, 3)
+        sym = {"Q": ["b", None, "l", "e"], "K": ["b", None, "s", "e"], "V": ["b", None, "s", None]}
+        case(f"attention_symbolic_head_size_{e}", "Attention", 23, [("Q", qe), ("K", ke), ("V", ve)], ["Y"],
+             symbolic=sym)
+        case(f"attention_symbolic_head_size_{e}_float16", "Attention", 23,
+             [("Q", qe.astype(h)), ("K", ke.astype(h)), ("V", ve.astype(h))], ["Y"], exact=True, symbolic=sym)
 
 
 # --- FlexAttention ---------------------------------------------------------------------------------
@@ -110,10 +144,20 @@ def flex_attention_cases():
     case("flex_attention_double", "FlexAttention", 1, [("Q", d(q)), ("K", d(k)), ("V", d(v))], ["Y"], domain=P)
     case("flex_attention_float_in_double_precision", "FlexAttention", 1, [("Q", q), ("K", k), ("V", v)], ["Y"],
          domain=P, softmax_precision=onnx.TensorProto.DOUBLE, scale=0.5)
-    # float16 softmax: the reference's exponentials, sums and products round in float16 at every step
-    # (tract's softmax sums in float32), a float16 ulp of the probabilities in each term of Y.
+    # float16 softmax: rounded at every step as numpy rounds it (HalfSoftmax), the product with V summed
+    # in float32 and rounded once; bit for bit.
     case("flex_attention_float16_precision", "FlexAttention", 1, [("Q", h(q)), ("K", h(k)), ("V", h(v))], ["Y"],
-         domain=P, softmax_precision=onnx.TensorProto.FLOAT16, rtol=4e-3, atol=2e-3)
+         domain=P, softmax_precision=onnx.TensorProto.FLOAT16, exact=True)
+    # The default scale over a head size known only at run time (Q's and K's last dim a symbol `e`):
+    # computed from Q's shape when run, rounded as the reference (1/sqrt(e) in double, its square root
+    # in float32), at two head sizes; float16 bit for bit (float32 sums in other orders than numpy).
+    for e in (8, 5):
+        qe, ke, ve = f32(r, 1, 2, 3, e), f32(r, 1, 2, 4, e), f32(r, 1, 2, 4, 3)
+        sym = {"Q": ["b", None, "l", "e"], "K": ["b", None, "s", "e"], "V": ["b", None, "s", None]}
+        case(f"flex_attention_symbolic_head_size_{e}", "FlexAttention", 1, [("Q", qe), ("K", ke), ("V", ve)], ["Y"],
+             domain=P, symbolic=sym)
+        case(f"flex_attention_symbolic_head_size_{e}_float16", "FlexAttention", 1,
+             [("Q", h(qe)), ("K", h(ke)), ("V", h(ve))], ["Y"], domain=P, exact=True, symbolic=sym)
     t = helper.make_tensor
     F, D = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
     # score_mod: a soft cap plus a bias; prob_mod: the probabilities squared.
@@ -527,6 +571,42 @@ def fix_cases():
     case("space_to_depth_crd_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="CRD")
     case("space_to_depth_crd_3", "SpaceToDepth", 28, [("x", sx.astype(np.int64))], ["y"], blocksize=3, mode="CRD")
     case("space_to_depth_dcr_2", "SpaceToDepth", 28, [("x", sx)], ["y"], blocksize=2, mode="DCR")
+    # Float16 Softmax rounded where numpy rounds (tract multiplied by a rounded reciprocal): the last
+    # axis (rows of 5, 18, 200: float32 pairwise sums), another axis (float16 running sums), opset 11's
+    # trailing axes, -inf and NaN; compared bit for bit.
+    for n in (5, 18, 200):
+        case(f"softmax_f16_rows_{n}", "Softmax", 13, [("x", f32(r, 3, n, scale=3.0).astype(np.float16))], ["y"],
+             exact=True)
+    case("softmax_f16_axis1", "Softmax", 13, [("x", f32(r, 2, 9, 5, scale=3.0).astype(np.float16))], ["y"],
+         exact=True, axis=1)
+    special = np.array([[0, -np.inf, 1, 2], [-np.inf] * 4, [np.nan, 0, 0, 0]], dtype=np.float16)
+    case("softmax_f16_infinities_nan", "Softmax", 13, [("x", special)], ["y"], exact=True)
+    # opset 11: the axes from `axis` on as one row (onnx's reference knows only opset 13's form).
+    s11 = f32(r, 2, 3, 4, scale=3.0).astype(np.float16)
+    flat = s11.reshape(2, 12)
+    e11 = np.exp(flat - flat.max(axis=1, keepdims=True))
+    case("softmax_f16_opset11", "Softmax", 11, [("x", s11)], ["y"], exact=True, axis=1,
+         expected=[(e11 / e11.sum(axis=1, keepdims=True)).reshape(2, 3, 4)])
+    # Float16 Conv summed in float32 and rounded once, the bias added in float16 (tract summed in float16):
+    # 2-D with a bias, depthwise 1-D, 3-D strided and padded; compared bit for bit.
+    ch = f32(r, 1, 8, 7, 7).astype(np.float16)
+    case("conv_f16_bias", "Conv", 22, [("X", ch), ("W", f32(r, 4, 8, 3, 3).astype(np.float16)),
+                                      ("B", f32(r, 4).astype(np.float16))], ["Y"], exact=True, pads=[1, 1, 1, 1])
+    case("conv_f16_depthwise_1d", "Conv", 22, [("X", f32(r, 2, 4, 9).astype(np.float16)),
+                                              ("W", f32(r, 4, 1, 4).astype(np.float16))], ["Y"], exact=True, group=4)
+    case("conv_f16_3d_strided", "Conv", 22, [("X", f32(r, 1, 3, 5, 6, 4).astype(np.float16)),
+                                            ("W", f32(r, 2, 3, 3, 2, 3).astype(np.float16)),
+                                            ("B", f32(r, 2).astype(np.float16))], ["Y"], exact=True,
+         strides=[2, 1, 1], pads=[1, 0, 1, 1, 0, 1])
+    # Float16 Gemm (tract refused a float16 C): the product rounded to float16, then alpha and beta in
+    # float32 as the reference's float32 attributes make it, rounded once; compared bit for bit.
+    ga, gb = f32(r, 6, 40).astype(np.float16), f32(r, 40, 5).astype(np.float16)
+    case("gemm_f16_c_row", "Gemm", 13, [("A", ga), ("B", gb), ("C", f32(r, 5).astype(np.float16))], ["Y"],
+         exact=True)
+    case("gemm_f16_transposed_alpha_beta", "Gemm", 13,
+         [("A", np.ascontiguousarray(ga.T)), ("B", np.ascontiguousarray(gb.T)), ("C", f32(r, 6, 1).astype(np.float16))],
+         ["Y"], exact=True, alpha=0.37, beta=1.9, transA=1, transB=1)
+    case("gemm_f16_no_c", "Gemm", 13, [("A", ga), ("B", gb)], ["Y"], exact=True, alpha=2.5)
     case("reduce_max_empty_output", "ReduceMax", 18, [("data", empty), ("axes", np.array([2], dtype=np.int64))],
          ["y"])
 
@@ -743,6 +823,7 @@ def main():
             **({"rtol": c["rtol"]} if "rtol" in c else {}),
             **({"atol": c["atol"]} if "atol" in c else {}),
             **({"exact": True} if c.get("exact") else {}),
+            **({"symbolic": c["symbolic"]} if "symbolic" in c else {}),
         ))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))

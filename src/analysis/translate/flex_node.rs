@@ -26,7 +26,7 @@ impl Translator<'_> {
             })?[0];
         let scores = self.modifier(op, &plan, op.score_mod.as_ref(), scores, &inputs, &prefix)?;
         let probs = super::super::splice::wire_alone(&mut self.target, &mut self.names, &[scores], false, |m, i| {
-            Ok(tvec![wire::softmax(&prefix, m, i[0])?])
+            Ok(tvec![wire::softmax(&plan, &prefix, m, i[0])?])
         })?[0];
         let probs = self.modifier(op, &plan, op.prob_mod.as_ref(), probs, &inputs, &prefix)?;
         super::super::splice::wire_alone(&mut self.target, &mut self.names, &[probs, inputs[2]], false, |m, i| {

@@ -8,11 +8,14 @@
 //!   reference computes (tract shifted modulo the width);
 //! - `Celu`: with its `alpha` (tract left out the multiplication by it);
 //! - `Cast`: exact integers, symbolic shape values kept through integer casts;
+//! - `Conv`: float16 summed in float32 and rounded once, the bias added in float16, as onnx's
+//!   reference (tract summed in float16; [`conv`]);
 //! - `ConstantOfShape`: float32 zeros without a `value` attribute, as the specification says;
 //! - `DFT`: transformed in `f64` and rounded once, `dft_length` honoured, opset 17's `axis` typed
 //!   (tract transformed float32 in float32; [`dft`]);
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
+//! - `Gemm`: float16 computed as onnx's reference (tract refused a float16 `C`; [`gemm`]);
 //! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
 //!   it);
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
@@ -35,6 +38,8 @@
 //! - `Scan`: body inputs without types (they take the Scan inputs'), opset 8's batched form, typed
 //!   per node rather than after tract's analysis of the whole model ([`scan`]);
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
+//! - `Softmax`: float16 rounded where numpy rounds (tract multiplied by a rounded reciprocal;
+//!   [`softmax`]);
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
@@ -48,12 +53,14 @@ mod bit_shift;
 mod cast;
 mod celu;
 mod constant_of_shape;
+mod conv;
 mod dft;
 mod expand;
 mod extremum;
 mod fill;
 mod flatten;
 mod gather;
+mod gemm;
 mod generated;
 mod gru;
 mod lstm;
@@ -75,6 +82,7 @@ mod rotary;
 mod scan;
 mod scan_batch;
 mod scan_wire;
+mod softmax;
 mod space_to_depth;
 mod split;
 mod squeeze;
@@ -91,6 +99,7 @@ pub use reshape::ReshapeAs;
 pub(crate) use resize::resize_named;
 pub use scan::{ScanForm, ScanInference};
 pub use scan_batch::BatchScan;
+pub use softmax::HalfSoftmax;
 pub(crate) use swish::wire_swish;
 pub use sympad::SymbolicPad;
 
@@ -119,9 +128,11 @@ pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Cast", cast::cast);
     onnx.op_register.insert("Celu", celu::celu);
     onnx.op_register.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
+    onnx.op_register.insert("Conv", conv::conv);
     onnx.op_register.insert("DFT", dft::dft);
     onnx.op_register.insert("Flatten", flatten::flatten);
     onnx.op_register.insert("Gather", gather::gather);
+    onnx.op_register.insert("Gemm", gemm::gemm);
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
         onnx.op_register.insert(op, generated::generated);
     }
@@ -142,6 +153,7 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"] {
         onnx.op_register.insert(op, reduce::reduce);
     }
+    onnx.op_register.insert("Softmax", softmax::softmax);
     onnx.op_register.insert("SpaceToDepth", space_to_depth::space_to_depth);
     onnx.op_register.insert("Squeeze", squeeze::squeeze);
     onnx.op_register.insert("Swish", swish::swish);

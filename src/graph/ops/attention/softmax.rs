@@ -12,10 +12,12 @@
 //! scores (soft-capped: `c * tanh(s / c)`) plus the bias, rounded to the softmax precision; the
 //! softmax of a row whose bias is -inf everywhere is a row of zeros (whatever the scores: NaN from an
 //! infinite score does not leak), and a row holding NaN is NaN. Arithmetic is in f64, each result
-//! rounded once to the precision and then to the output type.
+//! rounded once to the precision and then to the output type, except in two cases: float32 without
+//! a soft cap runs on our float32 kernel, and float16 throughout rounds every step to float16 where
+//! onnx's reference (numpy) does, so that its bits are the reference's.
 
 use super::QkOutput;
-use crate::kernel::{softmax_axis, SoftmaxFn};
+use crate::kernel::{softmax_axis, softmax_row_f16, softmax_row_f32, SoftmaxFn};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 
@@ -190,8 +192,11 @@ impl EvalOp for AttentionSoftmax {
             None
         };
         let rows = Rows { mask: mask.as_ref(), past, nonpad: nonpad.as_deref(), heads, q_seq, total };
+        let mask_dt = if self.has_mask { Some(inputs[1].datum_type()) } else { None };
         if self.is_plain_f32(inputs[0].datum_type()) {
             self.finish_f32(&inputs[0], &shape, &rows)
+        } else if self.is_plain_f16(inputs[0].datum_type(), mask_dt) {
+            self.finish_f16(&inputs[0], &shape, &rows)
         } else {
             self.finish_f64(&inputs[0], &shape, &rows)
         }
@@ -215,6 +220,15 @@ impl AttentionSoftmax {
             && self.precision == DatumType::F32
             && self.output == DatumType::F32
             && self.softcap == 0.0
+    }
+
+    /// Whether the op is float16 (scores, outputs, a float16 or boolean mask; the softmax in float16
+    /// or float32): then it rounds where onnx's reference rounds ([`Self::finish_f16`]).
+    fn is_plain_f16(&self, scores: DatumType, mask: Option<DatumType>) -> bool {
+        scores == DatumType::F16
+            && matches!(self.precision, DatumType::F16 | DatumType::F32)
+            && self.output == DatumType::F16
+            && mask.is_none_or(|m| m == DatumType::F16 || m == DatumType::Bool)
     }
 
     /// Calls `row(index of the row's first score, bias)` for every row, with the bias of its masks.
@@ -335,6 +349,70 @@ impl AttentionSoftmax {
             probs[row..row + total].fill(0.0);
         }
         let as_tensor = |v: Vec<f32>| -> TractResult<TValue> {
+            Ok(tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor().into_tvalue())
+        };
+        let mut outputs = tvec![as_tensor(probs)?];
+        if self.qk_output.is_some() {
+            outputs.push(as_tensor(extra)?);
+        }
+        Ok(outputs)
+    }
+}
+
+impl AttentionSoftmax {
+    /// The float16 case, each step a numpy operation as in onnx's reference. Without a soft cap, the
+    /// logits `score + bias` are a float16 operation (computed in float32, rounded once; the bias,
+    /// mask values and -inf, is exact in float16); with one, the reference's cap is a float32 number,
+    /// so `c * tanh(s / c)` and the logits are float32. Then the softmax in the precision: numpy's
+    /// float16 softmax ([`softmax_row_f16`]) of the logits rounded to float16, or numpy's float32
+    /// softmax ([`softmax_row_f32`]) rounded to float16 at the end (the default with a soft cap, see
+    /// [`super::wire`]). A row with nothing to attend, or whose logits are all -inf, is zeros; a row
+    /// holding NaN is NaN.
+    fn finish_f16(&self, scores: &Tensor, shape: &[usize], rows: &Rows) -> TractResult<TVec<TValue>> {
+        let scores = scores.try_as_plain_ram()?;
+        let scores = scores.as_slice::<f16>()?;
+        let total = rows.total;
+        let mut probs = vec![f16::ZERO; scores.len()];
+        let mut extra = if self.qk_output.is_some() { vec![f16::ZERO; scores.len()] } else { vec![] };
+        // The softmax in float32 (softmax_precision float32, or by default with a soft cap), else in
+        // float16.
+        let in_f32 = self.precision == DatumType::F32;
+        let mut wide = vec![0f32; total];
+        self.for_each_row(rows, shape[0], |row, bias| {
+            let out = &mut probs[row..row + total];
+            let row_scores = &scores[row..row + total];
+            for (j, (&s, &b)) in row_scores.iter().zip(bias).enumerate() {
+                // The bias is a float16 mask value, or -inf: exact in float32.
+                let (capped, logit) = if self.softcap > 0.0 {
+                    let capped = (s.to_f32() / self.softcap).tanh() * self.softcap;
+                    (capped, capped + b as f32)
+                } else {
+                    (s.to_f32(), f16::from_f32(s.to_f32() + b as f32).to_f32())
+                };
+                wide[j] = logit;
+                match self.qk_output {
+                    Some(QkOutput::Capped) => extra[row + j] = f16::from_f32(capped),
+                    Some(_) => extra[row + j] = f16::from_f32(logit),
+                    None => {}
+                }
+            }
+            if bias.iter().all(|&v| v == f64::NEG_INFINITY) || wide.iter().all(|&v| v == f32::NEG_INFINITY) {
+                // Nothing to attend: zeros (already there).
+                return;
+            }
+            if in_f32 {
+                softmax_row_f32(&mut wide);
+                for (o, &w) in out.iter_mut().zip(&wide) {
+                    *o = f16::from_f32(w);
+                }
+            } else {
+                for (o, &w) in out.iter_mut().zip(&wide) {
+                    *o = f16::from_f32(w);
+                }
+                softmax_row_f16(out);
+            }
+        });
+        let as_tensor = |v: Vec<f16>| -> TractResult<TValue> {
             Ok(tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor().into_tvalue())
         };
         let mut outputs = tvec![as_tensor(probs)?];

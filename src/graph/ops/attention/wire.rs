@@ -1,6 +1,7 @@
 //! Attention wired from tract's ops, with typed facts (symbolic dims included) for its inputs.
 
 use super::{Attention, AttentionSoftmax, QkOutput};
+use crate::graph::ops::flex_attention::scale::{attention_root_scale, RootScale, ScaleOf};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::array::TypedConcat;
 use tract_onnx::tract_core::ops::change_axes::{wire_with_rank_broadcast, AxisOp};
@@ -112,21 +113,24 @@ pub fn wire(op: &Attention, prefix: &str, model: &mut TypedModel, inputs: &[Outl
         _ => (k4, v4),
     };
     let heads = heads(&op.label, &qd[1], &kd[1])?;
-    // Q and K each scaled by the square root of the scale, in Q's type.
-    let scale = match op.scale {
-        Some(s) => f64::from(s),
+    // Q and K each scaled by the square root of the scale, in Q's type (the default over a symbolic
+    // head size computed from Q's shape when run).
+    let root = match (op.scale, qd[3].to_i64()) {
+        (Some(s), _) => Some(f64::from(s).sqrt()),
+        // A dim: not negative.
+        (None, Ok(d)) => Some(attention_root_scale(usize::try_from(d)?)),
+        (None, Err(_)) => None,
+    };
+    let factor = match root {
+        Some(r) => {
+            let factor = tensor0(r).cast_to_dt(dt)?.into_owned().broadcast_into_rank(4)?;
+            model.add_const(format!("{prefix}.scale"), factor)?
+        }
         None => {
-            let d = qd[3].to_i64().map_err(|_| {
-                l.err(format!("the default scale 1/sqrt(head_size) needs a known head size, got {}", show(&qd[3])))
-            })?;
-            if d <= 0 {
-                return Err(l.err(format!("the head size is {d}: the default scale 1/sqrt(head_size) needs one")));
-            }
-            1.0 / (d as f64).sqrt()
+            let root = RootScale { dt, of: ScaleOf::Attention, node: l.node.clone() };
+            model.wire_node(format!("{prefix}.scale"), root, &[q4])?[0]
         }
     };
-    let factor = tensor0(scale.sqrt()).cast_to_dt(dt)?.into_owned().broadcast_into_rank(4)?;
-    let factor = model.add_const(format!("{prefix}.scale"), factor)?;
     let qs = wire_with_rank_broadcast(format!("{prefix}.q_scaled"), model, tract_core_mul(), &[q4, factor])?[0];
     let ks = wire_with_rank_broadcast(format!("{prefix}.k_scaled"), model, tract_core_mul(), &[key, factor])?[0];
     let scores = scores(prefix, model, &heads, qs, ks, dt)?;
@@ -141,7 +145,9 @@ pub fn wire(op: &Attention, prefix: &str, model: &mut TypedModel, inputs: &[Outl
         has_mask: mask.is_some(),
         has_past: past_key.is_some(),
         has_nonpad: nonpad.is_some(),
-        precision: op.precision.unwrap_or(dt),
+        // By default the scores' type; but float16 soft-capped scores are float32 in the reference
+        // (its cap is a float32 number), and so is their softmax.
+        precision: op.precision.unwrap_or(if dt == DatumType::F16 && op.softcap > 0.0 { DatumType::F32 } else { dt }),
         output: dt,
         qk_output: if qk_extra { Some(op.qk_mode) } else { None },
     };

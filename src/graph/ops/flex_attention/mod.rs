@@ -5,7 +5,8 @@
 //! - Q `(B, Hq, L, E)`, K `(B, Hkv, S, E)`, V `(B, Hkv, S, Ev)`, Y `(B, Hq, L, Ev)`; query head `h`
 //!   reads key/value head `h / (Hq / Hkv)`;
 //! - `scale` (default `1/sqrt(E)`) applied as its square root (taken in float32, as onnx's reference
-//!   does) to Q and to K, in their type;
+//!   does) to Q and to K, in their type; the default over a symbolic `E` is computed when run, from
+//!   Q's shape ([`scale::RootScale`]);
 //! - the scores cast to the softmax precision (`softmax_precision`, by default float32 for float16 and
 //!   float inputs and double for double ones), `score_mod`, the softmax, `prob_mod` and the product
 //!   with V all in that precision, the result cast back to V's type;
@@ -16,6 +17,7 @@
 //! as tract's ops ([`wire`]) with the modifier graphs translated and spliced in between, so the whole
 //! attention is one typed graph (optimized, folded and typed symbolically as any other).
 
+pub mod scale;
 pub mod wire;
 
 use crate::graph::Label;

@@ -6,7 +6,9 @@
 //! their own type, `Q Kᵀ` is computed in that type (float16 as numpy does it: summed in float32,
 //! rounded once), then cast to the precision, where everything else is computed.
 
+use super::scale::{root_scale, RootScale, ScaleOf};
 use super::FlexAttention;
+use crate::graph::fixes::HalfSoftmax;
 use crate::graph::ops::attention::wire::{heads, scores as qk, weighted, Heads};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cast::cast;
@@ -21,10 +23,13 @@ pub struct Plan {
     pub precision: DatumType,
     /// How query heads read key/value heads.
     pub(crate) heads: Heads,
-    /// The square root of the scale, as Q and K are multiplied by it (in float32).
-    pub root_scale: f32,
+    /// The square root of the scale, as Q and K are multiplied by it (in float32); `None`: the
+    /// default scale over a head size known only at run time ([`RootScale`] computes it).
+    pub root_scale: Option<f32>,
     /// The scores' shape `(B, Hq, L, S)`: the modifier graphs take and return it.
     pub scores_shape: TVec<TDim>,
+    /// The node, for errors.
+    pub node: String,
 }
 
 fn show(d: &TDim) -> String {
@@ -86,22 +91,16 @@ pub fn check(op: &FlexAttention, q: &TypedFact, k: &TypedFact, v: &TypedFact) ->
         return Err(l.err(format!("Q's head size {} differs from K's {}", show(&qd[3]), show(&kd[3]))));
     }
     let heads = heads(l, &qd[1], &kd[1])?;
-    let scale = match op.scale {
-        Some(s) => s,
-        None => {
-            let e = qd[3].to_i64().map_err(|_| {
-                l.not_static(format!(
-                    "the default scale 1/sqrt(head_size) needs a known head size, got {}",
-                    show(&qd[3])
-                ))
-            })?;
-            // As the reference: 1/sqrt(E) in double, then float32 (E is a dim: not negative).
-            (1.0 / (e as f64).sqrt()) as f32
-        }
+    // As the reference: 1/sqrt(E) in double, then float32, its square root in float32.
+    let root_scale = match (op.scale, qd[3].to_i64()) {
+        (Some(s), _) => Some(s.sqrt()),
+        // E is a dim: not negative.
+        (None, Ok(e)) => Some(root_scale(usize::try_from(e)?)),
+        (None, Err(_)) => None,
     };
     let precision = op.precision.unwrap_or(if dt == DatumType::F64 { DatumType::F64 } else { DatumType::F32 });
     let scores_shape = tvec![qd[0].clone(), qd[1].clone(), qd[2].clone(), kd[2].clone()];
-    Ok(Plan { dt, precision, heads, root_scale: scale.sqrt(), scores_shape })
+    Ok(Plan { dt, precision, heads, root_scale, scores_shape, node: l.node.clone() })
 }
 
 /// `x` cast to `dt` (itself when it has that type already).
@@ -135,8 +134,16 @@ fn product(
 /// The scaled scores `(Q √s)(K √s)ᵀ` computed in the inputs' type, cast to the precision:
 /// `(B, Hq, L, S)`.
 pub fn scores(plan: &Plan, prefix: &str, model: &mut TypedModel, q: OutletId, k: OutletId) -> TractResult<OutletId> {
-    let root = tensor0(plan.root_scale).cast_to_dt(plan.dt)?.into_owned().broadcast_into_rank(4)?;
-    let root = model.add_const(format!("{prefix}.root_scale"), root)?;
+    let root = match plan.root_scale {
+        Some(r) => {
+            let root = tensor0(r).cast_to_dt(plan.dt)?.into_owned().broadcast_into_rank(4)?;
+            model.add_const(format!("{prefix}.root_scale"), root)?
+        }
+        None => {
+            let op = RootScale { dt: plan.dt, of: ScaleOf::Flex, node: plan.node.clone() };
+            model.wire_node(format!("{prefix}.root_scale"), op, &[q])?[0]
+        }
+    };
     let mul = || -> Box<dyn TypedOp> { Box::new(tract_onnx::tract_core::ops::math::mul()) };
     let qs = wire_with_rank_broadcast(format!("{prefix}.q_scaled"), model, mul(), &[q, root])?[0];
     let ks = wire_with_rank_broadcast(format!("{prefix}.k_scaled"), model, mul(), &[k, root])?[0];
@@ -146,10 +153,15 @@ pub fn scores(plan: &Plan, prefix: &str, model: &mut TypedModel, q: OutletId, k:
 }
 
 /// The softmax over the last axis (the keys), in the scores' type; a row of -inf is NaN, as in the
-/// specification's Softmax.
-pub fn softmax(prefix: &str, model: &mut TypedModel, scores: OutletId) -> TractResult<OutletId> {
+/// specification's Softmax. Float16 (`softmax_precision` 10) rounds as numpy does ([`HalfSoftmax`]).
+pub fn softmax(plan: &Plan, prefix: &str, model: &mut TypedModel, scores: OutletId) -> TractResult<OutletId> {
+    let name = format!("{prefix}.softmax");
+    if model.outlet_fact(scores)?.datum_type == DatumType::F16 {
+        let op = HalfSoftmax { axis: 3, count: 1, node: plan.node.clone() };
+        return Ok(model.wire_node(name, op, &[scores])?[0]);
+    }
     let op = Softmax { axes: tvec![3], quant_output_dt: None, kind: SoftmaxKind::Softmax };
-    Ok(model.wire_node(format!("{prefix}.softmax"), op, &[scores])?[0])
+    Ok(model.wire_node(name, op, &[scores])?[0])
 }
 
 /// The probabilities times V, computed in the precision, cast to V's type: `(B, Hq, L, Ev)`.
