@@ -32,7 +32,7 @@ pub struct HalfConv;
 impl Fix for HalfConv {
     fn folds(_this: &StockNode<Self>, inputs: &[TValue]) -> bool {
         // Float16 is left to the typed model, where it is wired in float32.
-        inputs.first().is_none_or(|x| x.datum_type() != DatumType::F16)
+        super::folds_unless_half(inputs)
     }
 
     fn to_typed(

@@ -55,7 +55,7 @@ pub struct HalfGemm {
 
 impl Fix for HalfGemm {
     fn folds(_this: &StockNode<Self>, inputs: &[TValue]) -> bool {
-        inputs.first().is_none_or(|x| x.datum_type() != DatumType::F16)
+        super::folds_unless_half(inputs)
     }
 
     fn to_typed(

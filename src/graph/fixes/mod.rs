@@ -121,6 +121,12 @@ pub fn stock(op_type: &'static str) -> Builder {
     *all.get(op_type).unwrap_or_else(|| panic!("tract-onnx registers {op_type}"))
 }
 
+/// Whether a fix that computes float16 its own way in the typed model lets the analysis fold a node
+/// over `inputs` with tract's op: yes unless its first input is float16.
+pub(crate) fn folds_unless_half(inputs: &[TValue]) -> bool {
+    inputs.first().is_none_or(|x| x.datum_type() != DatumType::F16)
+}
+
 /// Registers every replacement.
 pub fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("BatchNormalization", batch_norm::batch_norm);

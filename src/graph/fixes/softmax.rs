@@ -37,7 +37,7 @@ pub struct HalfFix {
 impl Fix for HalfFix {
     fn folds(_this: &StockNode<Self>, inputs: &[TValue]) -> bool {
         // Float16 is left to the typed model, where HalfSoftmax folds it.
-        inputs.first().is_none_or(|x| x.datum_type() != DatumType::F16)
+        super::folds_unless_half(inputs)
     }
 
     fn to_typed(
