@@ -2,7 +2,8 @@
 //!
 //! It holds a chain of steps (one per original node, more once consecutive views are merged) and runs
 //! it as one view: one copy, or none when the chain reads its input unchanged. Declutter folds it over
-//! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it.
+//! constants, removes it when it is the identity, and absorbs a `ViewOp` feeding it. In a plan over
+//! concrete shapes it becomes a [`PlannedView`], its chain composed once at code generation.
 
 use super::step::{chain_output_shape, chain_views, compose_chain, run_chain, Chain, Label, SliceStep};
 use crate::view::View;
@@ -188,7 +189,12 @@ impl EvalOp for PlannedView {
     fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let input = args_1!(inputs);
         if input.shape() != &*self.input_shape {
-            bail!("a view planned for an input of shape {:?} got {:?}", self.input_shape, input.shape());
+            let message =
+                format!("a view planned for an input of shape {:?} got {:?}", self.input_shape, input.shape());
+            return Err(match &self.label {
+                Some(l) => l.err(message),
+                None => anyhow!("{message}"),
+            });
         }
         let budget = crate::threads::budget(ctx);
         let run = || -> TractResult<TValue> {
