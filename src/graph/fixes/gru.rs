@@ -54,30 +54,13 @@ impl GruOp {
         if !(given(0) && given(1) && given(2)) || given(4) || node.input.len() > 6 {
             return None;
         }
-        let (mut reverse, mut batch_first, mut linear_before_reset) = (false, false, false);
-        for a in &node.attribute {
-            match a.name.as_str() {
-                "hidden_size" => {}
-                "direction" => match a.s.as_slice() {
-                    b"forward" | b"bidirectional" => {}
-                    b"reverse" => reverse = true,
-                    _ => return None,
-                },
-                "layout" if a.i == 0 || a.i == 1 => batch_first = a.i == 1,
-                "linear_before_reset" if a.i == 0 || a.i == 1 => linear_before_reset = a.i == 1,
-                "activations" => {
-                    let default = [b"Sigmoid".as_slice(), b"Tanh"];
-                    if a.strings.is_empty() || a.strings.chunks(2).any(|c| c.iter().map(Vec::as_slice).ne(default)) {
-                        return None;
-                    }
-                }
-                _ => return None,
-            }
-        }
-        if node.output.len() > 2 {
-            return None;
-        }
-        let outputs: Vec<usize> = (0..2).filter(|&i| node.output.get(i).is_some_and(|n| !n.is_empty())).collect();
+        let mut linear_before_reset = false;
+        let (reverse, batch_first) = recurrent::plain_attributes(node, &[b"Sigmoid", b"Tanh"], |a| {
+            let taken = a.name == "linear_before_reset" && (a.i == 0 || a.i == 1);
+            linear_before_reset |= taken && a.i == 1;
+            taken
+        })?;
+        let outputs = recurrent::asked_outputs(node, 2)?;
         Some(GruOp { label, batch_first, reverse, linear_before_reset, has_bias: given(3), has_h0: given(5), outputs })
     }
 

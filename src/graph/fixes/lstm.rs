@@ -56,32 +56,10 @@ impl LstmOp {
         if !(given(0) && given(1) && given(2)) || given(4) || given(7) || node.input.len() > 8 {
             return None;
         }
-        let mut reverse = false;
-        let mut batch_first = false;
-        for a in &node.attribute {
-            match a.name.as_str() {
-                "hidden_size" => {}
-                "direction" => match a.s.as_slice() {
-                    b"forward" | b"bidirectional" => {}
-                    b"reverse" => reverse = true,
-                    _ => return None,
-                },
-                "layout" if a.i == 0 || a.i == 1 => batch_first = a.i == 1,
-                "input_forget" if a.i == 0 => {}
-                "activations" => {
-                    let default = [b"Sigmoid".as_slice(), b"Tanh", b"Tanh"];
-                    if a.strings.is_empty() || a.strings.chunks(3).any(|c| c.iter().map(Vec::as_slice).ne(default)) {
-                        return None;
-                    }
-                }
-                // clip, activation_alpha/beta, anything unknown: tract's.
-                _ => return None,
-            }
-        }
-        let outputs: Vec<usize> = (0..3).filter(|&i| node.output.get(i).is_some_and(|n| !n.is_empty())).collect();
-        if node.output.len() > 3 {
-            return None;
-        }
+        let (reverse, batch_first) = recurrent::plain_attributes(node, &[b"Sigmoid", b"Tanh", b"Tanh"], |a| {
+            a.name == "input_forget" && a.i == 0
+        })?;
+        let outputs = recurrent::asked_outputs(node, 3)?;
         Some(LstmOp { label, batch_first, reverse, has_bias: given(3), has_h0: given(5), has_c0: given(6), outputs })
     }
 

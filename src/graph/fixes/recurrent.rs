@@ -3,7 +3,49 @@
 //! sizes of one evaluation checked against every input, and the outputs asked for.
 
 use crate::graph::Label;
+use tract_onnx::pb::{AttributeProto, NodeProto};
 use tract_onnx::prelude::*;
+
+/// `reverse` and `batch_first` of a recurrent node of the plain form: `hidden_size`, `direction`
+/// (forward, reverse or bidirectional), `layout` (0 or 1) and `activations` equal to `default` for
+/// every direction; any other attribute must be one `own` takes (returns true for). `None` when the
+/// node is not of that form.
+pub(super) fn plain_attributes(
+    node: &NodeProto,
+    default: &[&[u8]],
+    mut own: impl FnMut(&AttributeProto) -> bool,
+) -> Option<(bool, bool)> {
+    let (mut reverse, mut batch_first) = (false, false);
+    for a in &node.attribute {
+        match a.name.as_str() {
+            "hidden_size" => {}
+            "direction" => match a.s.as_slice() {
+                b"forward" | b"bidirectional" => {}
+                b"reverse" => reverse = true,
+                _ => return None,
+            },
+            "layout" if a.i == 0 || a.i == 1 => batch_first = a.i == 1,
+            "activations" => {
+                let differs = |c: &[Vec<u8>]| c.iter().map(Vec::as_slice).ne(default.iter().copied());
+                if a.strings.is_empty() || a.strings.chunks(default.len()).any(differs) {
+                    return None;
+                }
+            }
+            // clip, activation_alpha/beta, anything unknown: tract's.
+            _ if own(a) => {}
+            _ => return None,
+        }
+    }
+    Some((reverse, batch_first))
+}
+
+/// The outputs a node of at most `count` outputs asks for (by position), `None` if it has more.
+pub(super) fn asked_outputs(node: &NodeProto, count: usize) -> Option<Vec<usize>> {
+    if node.output.len() > count {
+        return None;
+    }
+    Some((0..count).filter(|&i| node.output.get(i).is_some_and(|n| !n.is_empty())).collect())
+}
 
 /// `(seq, batch)` axes of `X` and of `Y`'s first two.
 fn seq_batch(batch_first: bool) -> (usize, usize) {
