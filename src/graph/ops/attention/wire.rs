@@ -74,18 +74,8 @@ pub fn wire(op: &Attention, prefix: &str, model: &mut TypedModel, inputs: &[Outl
         r => return Err(l.err(format!("Q, K and V must have rank 3 or 4, got {r}"))),
     };
     let (qd, kd, vd) = (dims(model, q4)?, dims(model, k4)?, dims(model, v4)?);
-    if qd[3] != kd[3] {
-        return Err(l.err(format!("Q's head size {} differs from K's {}", show(&qd[3]), show(&kd[3]))));
-    }
-    if kd[1] != vd[1] || kd[2] != vd[2] {
-        return Err(l.err(format!(
-            "K has {} heads of {} positions but V has {} of {}: they must agree",
-            show(&kd[1]),
-            show(&kd[2]),
-            show(&vd[1]),
-            show(&vd[2])
-        )));
-    }
+    same_head_size(l, &qd, &kd)?;
+    same_kv_heads(l, &kd, &vd)?;
     // The cache: past keys and values come first.
     let (key, value) = match (past_key, past_value) {
         (Some(pk), Some(pv)) => {
@@ -216,6 +206,30 @@ fn split_heads(
     let split = AxisOp::Reshape(2, tvec![hidden.to_dim()], tvec![h.to_dim(), (hidden / h).to_dim()]);
     let x = model.wire_node(format!("{prefix}.split_heads"), split, &[x])?[0];
     Ok(model.wire_node(format!("{prefix}.heads_first"), AxisOp::Move(2, 1), &[x])?[0])
+}
+
+/// Checks that Q and K (rank 4, `(batch, heads, sequence, head size)`) have one head size; the error
+/// names the node `label`.
+pub(crate) fn same_head_size(label: &crate::graph::Label, q: &[TDim], k: &[TDim]) -> TractResult<()> {
+    if q[3] != k[3] {
+        return Err(label.err(format!("Q's head size {} differs from K's {}", show(&q[3]), show(&k[3]))));
+    }
+    Ok(())
+}
+
+/// Checks that K and V (rank 4) have as many heads of as many positions; the error names the node
+/// `label`.
+pub(crate) fn same_kv_heads(label: &crate::graph::Label, k: &[TDim], v: &[TDim]) -> TractResult<()> {
+    if k[1] != v[1] || k[2] != v[2] {
+        return Err(label.err(format!(
+            "K has {} heads of {} positions but V has {} of {}: they must agree",
+            show(&k[1]),
+            show(&k[2]),
+            show(&v[1]),
+            show(&v[2])
+        )));
+    }
+    Ok(())
 }
 
 /// The head mapping of `q` query heads over `kv` key/value heads (grouped ones must be known

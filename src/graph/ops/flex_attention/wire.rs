@@ -9,7 +9,7 @@
 use super::scale::{root_scale, RootScale, ScaleOf};
 use super::FlexAttention;
 use crate::graph::fixes::HalfSoftmax;
-use crate::graph::ops::attention::wire::{heads, scores as qk, weighted, Heads};
+use crate::graph::ops::attention::wire::{heads, same_head_size, same_kv_heads, scores as qk, weighted, Heads};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cast::cast;
 use tract_onnx::tract_core::ops::change_axes::wire_with_rank_broadcast;
@@ -78,18 +78,8 @@ pub fn check(op: &FlexAttention, q: &TypedFact, k: &TypedFact, v: &TypedFact) ->
             show(&vd[0])
         )));
     }
-    if kd[1] != vd[1] || kd[2] != vd[2] {
-        return Err(l.err(format!(
-            "K has {} heads of {} positions but V has {} of {}: they must agree",
-            show(&kd[1]),
-            show(&kd[2]),
-            show(&vd[1]),
-            show(&vd[2])
-        )));
-    }
-    if qd[3] != kd[3] {
-        return Err(l.err(format!("Q's head size {} differs from K's {}", show(&qd[3]), show(&kd[3]))));
-    }
+    same_kv_heads(l, &kd, &vd)?;
+    same_head_size(l, &qd, &kd)?;
     let heads = heads(l, &qd[1], &kd[1])?;
     // As the reference: 1/sqrt(E) in double, then float32, its square root in float32.
     let root_scale = match (op.scale, qd[3].to_i64()) {
