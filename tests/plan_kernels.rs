@@ -14,7 +14,11 @@
 //!   following `Relu` or `Clip` inside;
 //! - a layer normalization over the last axis of an f32 tensor (`RowLayerNorm`, put in place before
 //!   code generation) gives the definition's values within float32 rounding of its sums, its scale
-//!   and bias inside.
+//!   and bias inside;
+//! - a small f32 matrix product (`SmallMatMul`, put in place before code generation) gives the
+//!   definition's values within float32 rounding of its sums, in every layout of its axes (batch
+//!   axes broadcast, several row or depth axes, a transposed or constant operand, an output whose
+//!   columns are not its last axis), a following bias inside.
 
 mod common;
 
@@ -743,5 +747,151 @@ fn layer_norms_over_the_last_axis_run_as_one_op_with_the_definitions_values() {
                 assert!((g - want).abs() <= bound, "{what} at row {r} column {j}: {g} vs {want}");
             }
         }
+    }
+}
+
+/// A product case: an `Einsum` equation (or `MatMul` when the equation's inputs broadcast as
+/// `MatMul` does), its two input shapes, which inputs are initializers, whether an `Add` of one
+/// value per output column follows, and whether the plan computes it with `SmallMatMul`.
+struct ProductCase {
+    equation: &'static str,
+    matmul: bool,
+    shapes: [&'static [usize]; 2],
+    constant: [bool; 2],
+    bias: bool,
+    small: bool,
+}
+
+/// The product's value in f64 by the equation's definition (an axis of length 1 in one input is
+/// broadcast), and for each output element the sum of its terms' magnitudes.
+fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
+    let (ins, out) = equation.split_once("->").unwrap();
+    let ins: Vec<Vec<char>> = ins.split(',').map(|s| s.chars().collect()).collect();
+    let out: Vec<char> = out.chars().collect();
+    let mut letters: Vec<(char, usize)> = vec![];
+    for (i, term) in ins.iter().enumerate() {
+        for (p, c) in term.iter().enumerate() {
+            match letters.iter_mut().find(|(l, _)| l == c) {
+                Some((_, len)) => *len = (*len).max(shapes[i][p]),
+                None => letters.push((*c, shapes[i][p])),
+            }
+        }
+    }
+    let len = |c: &char| letters.iter().find(|(l, _)| l == c).unwrap().1;
+    let out_shape: Vec<usize> = out.iter().map(len).collect();
+    let size: usize = out_shape.iter().product();
+    let (mut value, mut magnitude) = (vec![0.0; size], vec![0.0; size]);
+    let total: usize = letters.iter().map(|l| l.1).product();
+    for flat in 0..total {
+        let mut rest = flat;
+        let mut at = std::collections::HashMap::new();
+        for (c, l) in letters.iter().rev() {
+            at.insert(*c, rest % l);
+            rest /= l;
+        }
+        let offset = |term: &[char], shape: &[usize]| {
+            term.iter().zip(shape).fold(0, |o, (c, &d)| o * d + if d == 1 { 0 } else { at[c] })
+        };
+        let o = offset(&out, &out_shape);
+        let term = x[0][offset(&ins[0], shapes[0])] * x[1][offset(&ins[1], shapes[1])];
+        value[o] += term;
+        magnitude[o] += term.abs();
+    }
+    (out_shape, value, magnitude)
+}
+
+/// Runs `case`: the plan has a `SmallMatMul` (and nothing else but the inputs, the bias inside) or
+/// not, as the case says, and every output value is the definition's within float32 rounding of a
+/// sum of its terms.
+fn check_product(case: &ProductCase) {
+    let what = format!("{} {:?} constant {:?} bias {}", case.equation, case.shapes, case.constant, case.bias);
+    let values = |shape: &[usize], seed: usize| -> Vec<f32> {
+        (0..shape.iter().product::<usize>()).map(|i| ((i * 37 + seed * 11) % 41) as f32 / 16.0 - 1.25).collect()
+    };
+    let xs = [values(case.shapes[0], 1), values(case.shapes[1], 2)];
+    let mut b = Builder::new(13);
+    let mut fed = vec![];
+    for (i, name) in ["a", "b"].into_iter().enumerate() {
+        let dims: Vec<i64> = case.shapes[i].iter().map(|&d| d as i64).collect();
+        if case.constant[i] {
+            b = b.init_f32(name, &dims, &xs[i]);
+        } else {
+            let dims: Vec<D> = dims.iter().map(|&d| D::N(d)).collect();
+            b = b.input(name, DataType::Float, &dims);
+            fed.push(tensor1(&xs[i]).into_shape(case.shapes[i]).unwrap());
+        }
+    }
+    let x64 = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
+    let (shape, mut want, magnitude) = einsum_reference(case.equation, case.shapes, [&x64(&xs[0]), &x64(&xs[1])]);
+    b = if case.matmul {
+        b.node("MatMul", "", "mm", &["a", "b"], &["p"], vec![])
+    } else {
+        b.node("Einsum", "", "mm", &["a", "b"], &["p"], vec![("equation", A::S(case.equation))])
+    };
+    if case.bias {
+        let n = *shape.last().unwrap();
+        let bias: Vec<f32> = (0..n).map(|j| (j % 7) as f32 * 0.5 - 1.5).collect();
+        for (i, w) in want.iter_mut().enumerate() {
+            *w += bias[i % n] as f64;
+        }
+        b = b.init_f32("bias", &[n as i64], &bias).node("Add", "", "add", &["p", "bias"], &["y"], vec![]);
+    } else {
+        b = b.node("Identity", "", "id", &["p"], &["y"], vec![]);
+    }
+    let m = Model::load_bytes(&b.output("y").bytes()).unwrap();
+    let plan = m.plan_for(&fed).unwrap();
+    let names: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
+    let what = format!("{what}: {names:?}");
+    assert_eq!(names.iter().any(|n| n == "SmallMatMul"), case.small, "{what}");
+    if case.small {
+        assert!(names.iter().all(|n| n == "Source" || n == "SmallMatMul"), "{what}");
+    }
+    let y = m.run(fed).unwrap().remove(0).1;
+    assert_eq!(y.shape(), shape, "{what}");
+    let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+    let terms = case.shapes[0].iter().chain(case.shapes[1]).product::<usize>() / shape.iter().product::<usize>().max(1);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let bound = (terms as f64 + 2.0) * f32::EPSILON as f64 * (magnitude[i] + 2.0);
+        assert!((*g as f64 - w).abs() <= bound, "{what} at {i}: {g} vs {w}");
+    }
+}
+
+/// Small float32 products run as one `SmallMatMul` with the definition's values, whatever the
+/// layout of their axes; a large one stays tract's, with the same values.
+#[test]
+fn small_products_run_on_our_kernel_with_the_definitions_values() {
+    let case = |equation, matmul, shapes, constant, bias, small| ProductCase {
+        equation,
+        matmul,
+        shapes,
+        constant,
+        bias,
+        small,
+    };
+    let cases = [
+        // A linear layer: constant weights, a bias, one batch axis of 1.
+        case("amk,kn->amn", true, [&[1, 7, 32], &[32, 100]], [false, true], true, true),
+        // Both inputs fed, columns not a multiple of 8.
+        case("mk,kn->mn", false, [&[9, 13], &[13, 21]], [false, false], false, true),
+        // Attention scores: the second input's columns are not contiguous (gathered per call).
+        case("bhsd,bhtd->bhst", false, [&[1, 4, 7, 8], &[1, 4, 7, 8]], [false, false], false, true),
+        // Grouped-query attention: a row axis the second input does not have.
+        case("ahgst,tav->ahgsv", false, [&[2, 1, 2, 7, 7], &[7, 2, 8]], [false, false], false, true),
+        // Heads summed over: two depth axes, the calls adding into one block.
+        case("cbmk,cbkn->mn", false, [&[2, 3, 7, 8], &[2, 3, 8, 32]], [false, true], true, true),
+        // The constant operand first, laid out columns last; rows of the output from the second.
+        case("nk,mk->mn", false, [&[24, 16], &[5, 16]], [true, false], true, true),
+        // A batch axis last in the output: computed in a scratch block and scattered.
+        case("bmk,bkn->mnb", false, [&[3, 4, 5], &[3, 5, 6]], [false, false], false, true),
+        // MatMul broadcasting a batch axis of 1 against 3.
+        case("amk,akn->amn", true, [&[1, 7, 5], &[3, 5, 6]], [false, false], false, true),
+        // A vector times a matrix (no row axis) and a matrix times a vector (no column axis).
+        case("k,kn->n", false, [&[12], &[12, 10]], [false, true], false, true),
+        case("mk,k->m", false, [&[10, 12], &[12]], [false, false], false, true),
+        // Too large: tract's packed product (2^23 multiply-adds).
+        case("mk,kn->mn", true, [&[256, 128], &[128, 256]], [false, true], false, false),
+    ];
+    for c in &cases {
+        check_product(c);
     }
 }

@@ -25,7 +25,9 @@ pub use fixes::{
 pub use inference::SliceInference;
 pub use patterns::{AffineGather, AxisChange};
 pub(crate) use plan_ops::use_our_kernels;
-pub use plan_ops::{AxisSoftmax, BroadcastBin, CubePow, DirectConv, PlaneMaxPool, RowLayerNorm, RowResize};
+pub use plan_ops::{
+    AxisSoftmax, BroadcastBin, CubePow, DirectConv, PlaneMaxPool, RowLayerNorm, RowResize, SmallMatMul,
+};
 pub(crate) use spec::dims_of;
 pub use spec::{NodeKind, NodeSpec};
 pub use step::{Chain, Label, SliceStep};

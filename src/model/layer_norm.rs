@@ -14,13 +14,11 @@
 //! [`crate::kernel::layer_norm_rows`]), not tract's bits, which is why it is a rewrite of the plan
 //! and not of the graph `infer` and `fold` see.
 
-use std::sync::Arc;
-
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::nn::{Reduce, Reducer, RmsNorm};
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::node_match::{binary, single_use_producer, uniform};
+use super::node_match::{affine_after, binary, single_use_producer, uniform};
 use crate::graph::RowLayerNorm;
 
 /// The pass (see the module docs).
@@ -90,34 +88,4 @@ fn centered_input(model: &TypedModel, node: &TypedNode, rms: &RmsNorm) -> Option
 /// float64).
 fn is_reciprocal(v: Option<f32>, n: usize) -> bool {
     v.is_some_and(|v| v == 1.0 / n as f32 || v == (1.0 / n as f64) as f32)
-}
-
-/// If the value of node `id` is read by one node alone, a `binary` op named `name` with a float32
-/// constant of `n` values along the last axis (every other axis of length 1, no more axes than the
-/// value has) that keeps the value's shape: that constant as `n` values, and the node.
-fn affine_after(model: &TypedModel, id: usize, n: usize, name: &str) -> Option<(Arc<Tensor>, usize)> {
-    let outlet = OutletId::new(id, 0);
-    let node = model.node(id);
-    if node.outputs.len() != 1 || node.outputs[0].successors.len() != 1 || model.outputs.contains(&outlet) {
-        return None;
-    }
-    let next = model.node(node.outputs[0].successors[0].node);
-    let (op, [a, b]) = binary(next)?;
-    let other = match (a == outlet, b == outlet) {
-        (true, false) => b,
-        (false, true) => a,
-        _ => return None,
-    };
-    let value = model.outlet_fact(outlet).ok()?;
-    let konst = model.outlet_fact(other).ok()?.konst.clone()?;
-    let along_last = konst.datum_type() == f32::datum_type()
-        && konst.rank() <= value.rank()
-        && konst.shape().last() == Some(&n)
-        && konst.shape().iter().rev().skip(1).all(|&d| d == 1);
-    let keeps_shape = model.outlet_fact(OutletId::new(next.id, 0)).ok()?.shape == value.shape;
-    if op != name || !along_last || !keeps_shape {
-        return None;
-    }
-    let values = konst.clone().into_tensor().into_shape(&[n]).ok()?;
-    Some((values.into_arc_tensor(), next.id))
 }

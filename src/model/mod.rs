@@ -18,6 +18,7 @@ pub(crate) mod optimize;
 mod overrides;
 mod plans;
 mod prepare;
+mod small_matmul;
 mod types;
 mod warnings;
 

@@ -24,9 +24,11 @@ use super::fuse_chain::Fuse;
 use super::hard_swish::HardSwishPass;
 use super::layer_norm::LayerNormPass;
 use super::names::NameIndex;
+use super::small_matmul::SmallMatMulPass;
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
-/// rewrites of the plan (decomposed hard swish, small convolutions, layer norms) between the two.
+/// rewrites of the plan (decomposed hard swish, small convolutions, layer norms, small matrix products)
+/// between the two.
 pub fn optimize(model: TypedModel) -> TractResult<TypedModel> {
     optimize_with(model, true)
 }
@@ -42,11 +44,12 @@ pub fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<Typed
                 Box::new(HardSwishPass::default()),
                 Box::new(DirectConvPass::default()),
                 Box::new(LayerNormPass::default()),
+                Box::new(SmallMatMulPass::default()),
             ],
             steps: None,
         };
         run_optimizer(&patterns, &mut model)
-            .context("rewriting decomposed activations, convolutions and layer norms")?;
+            .context("rewriting decomposed activations, convolutions, layer norms and small products")?;
     }
     run_optimizer(&codegen(), &mut model).context("optimizing")?;
     crate::graph::use_our_kernels(&mut model).context("putting our kernels in the plan")?;

@@ -3,15 +3,16 @@
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, and arithmetic on broadcasting operands. [`use_our_kernels`] swaps them for ops of the same meaning,
-//! inputs and facts that run our kernels; nothing else in the plan changes. [`DirectConv`] and
-//! [`RowLayerNorm`] are the exceptions: passes put them in place before code generation (see
-//! `model::direct_conv` and `model::layer_norm`), with the weights, bias, clamp or scale they take
-//! inside.
+//! inputs and facts that run our kernels; nothing else in the plan changes. [`DirectConv`],
+//! [`RowLayerNorm`] and [`SmallMatMul`] are the exceptions: passes put them in place before code
+//! generation (see `model::direct_conv`, `model::layer_norm` and `model::small_matmul`), with the
+//! weights, bias, clamp or scale they take inside.
 
 mod broadcast;
 mod conv;
 mod int_pow;
 mod layer_norm;
+mod matmul;
 mod maxpool;
 mod resize;
 mod softmax;
@@ -27,6 +28,7 @@ pub use broadcast::BroadcastBin;
 pub use conv::DirectConv;
 pub use int_pow::CubePow;
 pub use layer_norm::RowLayerNorm;
+pub use matmul::SmallMatMul;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
 pub use softmax::AxisSoftmax;

@@ -1,0 +1,469 @@
+//! [`SmallMatMul`]: a float32 two-input `EinSum` of concrete small shapes as calls of our unpacked
+//! matrix-product kernel ([`crate::kernel::matmul_f32`]), a following bias inside.
+//!
+//! The einsum's axes take roles: the one summed over (in both inputs, not the output) is the depth
+//! `k`; one axis of the first input and the output is the rows `m`, one of the second input and the
+//! output the columns `n`; the axes of both inputs and the output are batch axes (either input may
+//! broadcast one with a length of 1). Further row, column or depth axes become loops around the
+//! kernel, as batch axes are, the depth loops innermost and adding into the same output block. Axes
+//! of length 1 everywhere play no part. The kernel reads the second input in tiles of 16 contiguous
+//! columns: a constant one is laid out once, here, as the kernel's panels (each tile one sequential
+//! run over the depth); another is read in place when its column axis is its last, else gathered
+//! into a scratch block per call. An output whose column axis is not its last is computed in a
+//! scratch block and scattered.
+//!
+//! The offsets of every kernel call are worked out once, when the op is made for its shapes (the
+//! small-matmul pass, `model::small_matmul`, does that before code generation).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::axes::{AxesMapping, Axis};
+use tract_onnx::tract_core::internal::*;
+
+use crate::kernel::{matmul_f32, Gemm, Init, COLS};
+
+/// Kernel calls the op makes at most; past that a model's batch loops are better left to tract.
+const MAX_CALLS: usize = 4096;
+
+/// Floats of the second operand one call reads at most (1 MB): the kernel does not cut the depth in
+/// blocks, so each tile of rows streams the whole block from the cache, which must hold it.
+const MAX_BLOCK: usize = 1 << 18;
+
+/// A float32 matrix product in calls of our kernel (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SmallMatMul {
+    /// The shape of the first input, and of the second unless it is constant.
+    inputs: TVec<TVec<usize>>,
+    /// The output's shape.
+    output: TVec<usize>,
+    /// Rows, depth and columns of each call.
+    m: usize,
+    /// See `m`.
+    k: usize,
+    /// See `m`.
+    n: usize,
+    /// Strides of the first input along the rows and the depth.
+    a: [usize; 2],
+    /// Strides of the second input along the depth and the columns.
+    b: [usize; 2],
+    /// Strides of the output along the rows and the columns.
+    c: [usize; 2],
+    /// The offsets of every call, in order.
+    calls: Vec<Call>,
+    /// The second input when it is constant, as the kernel's panels (see `pack`).
+    panels: Option<Arc<Tensor>>,
+    /// A bias of `n` values added to every row, if the op took one in.
+    bias: Option<Arc<Tensor>>,
+}
+
+/// One call of the kernel: where its blocks start, and whether it starts or ends an output block's
+/// sum over the depth loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Call {
+    a: usize,
+    b: usize,
+    c: usize,
+    first: bool,
+    last: bool,
+}
+
+/// One axis of the einsum: its position and length in each input and the output, when it has one.
+#[derive(Debug, Clone, Copy)]
+struct Role {
+    a: Option<usize>,
+    b: Option<usize>,
+    c: Option<usize>,
+    len: usize,
+}
+
+impl SmallMatMul {
+    /// The op computing `axes` on inputs of `shapes` (the first input's axes are `axes`' input
+    /// `first`, the second's the other one: `first` is 1 to swap them), the second input `constant`
+    /// when given, with `bias` (`n` values) added to every row when given: `None` when the einsum
+    /// is not a matrix product the kernel computes, or too many calls (see the module docs).
+    pub fn plan(
+        axes: &AxesMapping,
+        first: usize,
+        shapes: [&[usize]; 2],
+        output: &[usize],
+        constant: Option<&Tensor>,
+        bias: Option<Arc<Tensor>>,
+    ) -> Option<SmallMatMul> {
+        if axes.input_count() != 2 || axes.output_count() != 1 || first > 1 {
+            return None;
+        }
+        let slots = [InOut::In(first), InOut::In(1 - first), InOut::Out(0)];
+        let dims = [shapes[0], shapes[1], output];
+        let mut roles = Vec::new();
+        for axis in axes.iter_all_axes() {
+            let role = role(axis, slots, dims)?;
+            if role.len == 0 {
+                return None; // tract's own product handles empty tensors
+            }
+            if role.len != 1 {
+                roles.push(role);
+            }
+        }
+        let pick = |want: fn(&Role) -> bool, prefer_last: bool| -> Option<Role> {
+            let last_of_c = output.len().checked_sub(1);
+            let candidates = roles.iter().filter(|r| want(r));
+            if prefer_last {
+                if let Some(r) = candidates.clone().find(|r| r.c.is_some() && r.c == last_of_c) {
+                    return Some(*r);
+                }
+            }
+            candidates.max_by_key(|r| r.len).copied()
+        };
+        let m = pick(|r| r.a.is_some() && r.b.is_none() && r.c.is_some(), false);
+        let n = pick(|r| r.a.is_none() && r.b.is_some() && r.c.is_some(), true);
+        let k = pick(|r| r.a.is_some() && r.b.is_some() && r.c.is_none(), false);
+        if bias.is_some() && (n.is_none() || n.and_then(|n| n.c) != output.len().checked_sub(1)) {
+            return None;
+        }
+        if k.map_or(1, |r| r.len).saturating_mul(n.map_or(1, |r| r.len)) > MAX_BLOCK {
+            return None;
+        }
+        let chosen = |r: &Role| [m, n, k].iter().flatten().any(|x| x.a == r.a && x.b == r.b && x.c == r.c);
+        // Loops: batch, row and column axes outermost in the output's order, the depth axes inside.
+        let mut loops: Vec<Role> = roles.iter().filter(|r| r.c.is_some() && !chosen(r)).copied().collect();
+        loops.sort_by_key(|r| r.c);
+        loops.extend(roles.iter().filter(|r| r.c.is_none() && !chosen(r)));
+
+        // Strides by the original axes; 0 along an axis of length 1 (broadcast or unit).
+        let [a_strides, b_strides, c_strides] = dims.map(strides);
+        let stride = |role: Option<Role>, pick: fn(&Role) -> Option<usize>, strides: &[usize]| {
+            role.and_then(|r| pick(&r)).map_or(0, |p| strides[p])
+        };
+        let mut op = SmallMatMul {
+            inputs: if constant.is_some() {
+                tvec![shapes[0].into()]
+            } else {
+                tvec![shapes[0].into(), shapes[1].into()]
+            },
+            output: output.into(),
+            m: m.map_or(1, |r| r.len),
+            k: k.map_or(1, |r| r.len),
+            n: n.map_or(1, |r| r.len),
+            a: [stride(m, |r| r.a, &a_strides), stride(k, |r| r.a, &a_strides)],
+            b: [stride(k, |r| r.b, &b_strides), if n.is_some() { stride(n, |r| r.b, &b_strides) } else { 1 }],
+            c: [stride(m, |r| r.c, &c_strides), if n.is_some() { stride(n, |r| r.c, &c_strides) } else { 1 }],
+            calls: vec![],
+            panels: None,
+            bias,
+        };
+        let along =
+            |r: &Role| [(r.a, &a_strides), (r.b, &b_strides), (r.c, &c_strides)].map(|(p, s)| p.map_or(0, |p| s[p]));
+        let sums = loops.iter().filter(|r| r.c.is_none()).count();
+        let total = loops.iter().try_fold(1usize, |t, r| t.checked_mul(r.len))?;
+        if total > MAX_CALLS {
+            return None;
+        }
+        let inner: usize = loops[loops.len() - sums..].iter().map(|r| r.len).product();
+        let mut index = vec![0usize; loops.len()];
+        for call in 0..total {
+            let mut offsets = [0usize; 3];
+            for (r, &i) in loops.iter().zip(&index) {
+                for (o, s) in offsets.iter_mut().zip(along(r)) {
+                    *o = o.checked_add(i.checked_mul(s)?)?;
+                }
+            }
+            let [a, b, c] = offsets;
+            op.calls.push(Call { a, b, c, first: call % inner == 0, last: call % inner == inner - 1 });
+            for (i, r) in index.iter_mut().zip(&loops).rev() {
+                *i += 1;
+                if *i < r.len {
+                    break;
+                }
+                *i = 0;
+            }
+        }
+        op.check(constant.map(Tensor::len)).ok()?;
+        if let Some(b) = constant {
+            op.pack(b).ok()?;
+        }
+        Some(op)
+    }
+
+    /// That every call stays inside its operands (the shapes come from a model file), the second
+    /// operand `constant` elements long when it is constant.
+    fn check(&self, constant: Option<usize>) -> TractResult<()> {
+        let size = |shape: &[usize]| shape.iter().try_fold(1usize, |s, &d| s.checked_mul(d));
+        let b_len = constant.or_else(|| size(&self.inputs[1]));
+        let lens = [size(&self.inputs[0]), b_len, size(&self.output)];
+        // The farthest element each block reaches from its start: two axes of each operand.
+        let reach = |[(n1, s1), (n2, s2)]: [(usize, usize); 2]| {
+            (n1.checked_sub(1)?.checked_mul(s1)?).checked_add(n2.checked_sub(1)?.checked_mul(s2)?)
+        };
+        let (m, k, n) = (self.m, self.k, self.n);
+        let reaches = [
+            reach([(m, self.a[0]), (k, self.a[1])]),
+            reach([(k, self.b[0]), (n, self.b[1])]),
+            reach([(m, self.c[0]), (n, self.c[1])]),
+        ];
+        for call in &self.calls {
+            for ((start, reach), len) in [call.a, call.b, call.c].into_iter().zip(reaches).zip(lens) {
+                let end = reach.and_then(|r| r.checked_add(start));
+                ensure!(matches!((end, len), (Some(e), Some(l)) if e < l), "matrix product call outside its operands");
+            }
+        }
+        Ok(())
+    }
+
+    /// Lays out the blocks the calls read of the constant second operand `b` as the kernel's panels
+    /// (each tile of 16 columns one run of `k·16` floats, the last tile padded with zeros), each
+    /// block once, and points the calls at them.
+    fn pack(&mut self, b: &Tensor) -> TractResult<()> {
+        let b = b.try_as_plain_ram()?;
+        let b = b.as_slice::<f32>()?;
+        let (k, n) = (self.k, self.n);
+        let block = n.div_ceil(COLS).checked_mul(k).and_then(|t| t.checked_mul(COLS)).context("panels overflow")?;
+        let mut packed: Vec<f32> = vec![];
+        let mut starts: HashMap<usize, usize> = HashMap::new();
+        for call in &mut self.calls {
+            if let Some(&at) = starts.get(&call.b) {
+                call.b = at;
+                continue;
+            }
+            let at = packed.len();
+            packed.resize(at.checked_add(block).context("panels overflow")?, 0.0);
+            for p in 0..k {
+                for j in 0..n {
+                    packed[at + j / COLS * k * COLS + p * COLS + j % COLS] = b[call.b + p * self.b[0] + j * self.b[1]];
+                }
+            }
+            starts.insert(call.b, at);
+            call.b = at;
+        }
+        self.panels = Some(Arc::new(tensor1(&packed)));
+        Ok(())
+    }
+
+    /// The kernel's geometry of every call: `B` in panels when constant, rows of the input when its
+    /// columns are contiguous, else rows of a gathered block; `C` in the output when its columns are
+    /// contiguous, else in a block of its own.
+    fn gemm(&self) -> Gemm {
+        let (m, k, n) = (self.m, self.k, self.n);
+        let (b_step, b_tile) = match (&self.panels, self.b[1] == 1) {
+            (Some(_), _) => (COLS, k * COLS),
+            (None, true) => (self.b[0], COLS),
+            (None, false) => (n, COLS),
+        };
+        let c_row = if self.c[1] == 1 { self.c[0] } else { n };
+        Gemm { m, k, n, a_row: self.a[0], a_col: self.a[1], b_step, b_tile, c_row }
+    }
+}
+
+/// The role of `axis` in the product, or `None` if it has none (an axis repeated in one input, or
+/// summed over one input alone).
+fn role(axis: &Axis, slots: [InOut; 3], dims: [&[usize]; 3]) -> Option<Role> {
+    let mut at = [None; 3];
+    let mut len = 1;
+    for (i, slot) in slots.iter().enumerate() {
+        let positions = match slot {
+            InOut::In(s) => &axis.inputs[*s],
+            InOut::Out(s) => &axis.outputs[*s],
+        };
+        match positions[..] {
+            [] => {}
+            [p] => {
+                let d = *dims[i].get(p)?;
+                if d != 1 {
+                    if len != 1 && d != len {
+                        return None;
+                    }
+                    len = d;
+                }
+                at[i] = Some(p);
+            }
+            _ => return None,
+        }
+    }
+    let [a, b, c] = at;
+    let role = Role { a, b, c, len };
+    let present = |p: Option<usize>, i: usize| p.is_some_and(|p| dims[i][p] == len);
+    let useful = match (a.is_some(), b.is_some(), c.is_some()) {
+        _ if len == 1 => true,
+        (true, true, true) => c.is_some_and(|_| present(c, 2)),
+        (true, false, true) | (false, true, true) | (true, true, false) => true,
+        _ => false,
+    };
+    useful.then_some(role)
+}
+
+/// The row-major strides of `shape`: 0 along an axis of length 1 (it is never stepped along, or is
+/// broadcast).
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![0; shape.len()];
+    let mut step = 1usize;
+    for axis in (0..shape.len()).rev() {
+        s[axis] = if shape[axis] == 1 { 0 } else { step };
+        step = step.saturating_mul(shape[axis]);
+    }
+    s
+}
+
+impl Op for SmallMatMul {
+    fn name(&self) -> StaticName {
+        "SmallMatMul".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!(
+            "{} calls of m={} k={} n={}, bias: {}, constant second input: {}",
+            self.calls.len(),
+            self.m,
+            self.k,
+            self.n,
+            self.bias.is_some(),
+            self.panels.is_some()
+        )])
+    }
+
+    op_as_typed_op!();
+}
+
+impl TypedOp for SmallMatMul {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs.len() == self.inputs.len(), "SmallMatMul takes {} inputs", self.inputs.len());
+        for (fact, shape) in inputs.iter().zip(&self.inputs) {
+            ensure!(fact.datum_type == f32::datum_type(), "SmallMatMul multiplies float32 tensors");
+            ensure!(
+                fact.shape.as_concrete() == Some(&shape[..]),
+                "SmallMatMul planned for {shape:?}, given {:?}",
+                fact.shape
+            );
+        }
+        Ok(tvec!(f32::fact(&*self.output)))
+    }
+
+    as_op!();
+}
+
+impl EvalOp for SmallMatMul {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        ensure!(inputs.len() == self.inputs.len(), "SmallMatMul takes {} inputs", self.inputs.len());
+        for (t, shape) in inputs.iter().zip(&self.inputs) {
+            ensure!(
+                t.shape() == &shape[..],
+                "SmallMatMul planned for an input of shape {shape:?}, given {:?}",
+                t.shape()
+            );
+        }
+        let a = inputs[0].try_as_plain_ram()?;
+        let a = a.as_slice::<f32>()?;
+        let b = match &self.panels {
+            Some(b) => b.try_as_plain_ram()?,
+            None => inputs[1].try_as_plain_ram()?,
+        };
+        let b = b.as_slice::<f32>()?;
+        let bias = self.bias.as_ref().map(|t| t.try_as_plain_ram()).transpose()?;
+        let bias = bias.as_ref().map(|t| t.as_slice::<f32>()).transpose()?;
+        let mut c_tensor = Tensor::zero::<f32>(&self.output)?;
+        let mut c_plain = c_tensor.try_as_plain_ram_mut()?;
+        let c = c_plain.as_slice_mut::<f32>()?;
+        let gemm = self.gemm();
+        let (k, n) = (self.k, self.n);
+        let gather = self.panels.is_none() && self.b[1] != 1;
+        let scatter = self.c[1] != 1;
+        let mut b_block = vec![0f32; if gather { k * n } else { 0 }];
+        let mut c_block = vec![0f32; if scatter { self.m * n } else { 0 }];
+        for call in &self.calls {
+            let init = match (call.first, bias) {
+                (false, _) => Init::Accumulate,
+                (true, Some(bias)) => Init::Bias(bias),
+                (true, None) => Init::Zero,
+            };
+            let b_at: &[f32] = if gather {
+                for (p, row) in b_block.chunks_exact_mut(n).enumerate() {
+                    for (j, x) in row.iter_mut().enumerate() {
+                        *x = b[call.b + p * self.b[0] + j * self.b[1]];
+                    }
+                }
+                &b_block
+            } else {
+                &b[call.b..]
+            };
+            if scatter {
+                matmul_f32(&gemm, &a[call.a..], b_at, &mut c_block, init);
+                if call.last {
+                    for (i, row) in c_block.chunks_exact(n).enumerate() {
+                        for (j, x) in row.iter().enumerate() {
+                            c[call.c + i * self.c[0] + j * self.c[1]] = *x;
+                        }
+                    }
+                }
+            } else {
+                matmul_f32(&gemm, &a[call.a..], b_at, &mut c[call.c..], init);
+            }
+        }
+        drop(c_plain);
+        Ok(tvec!(c_tensor.into_tvalue()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(expr: &str, shapes: [&[usize]; 2], output: &[usize], bias: bool) -> Option<SmallMatMul> {
+        let axes: AxesMapping = expr.parse().unwrap();
+        let bias = bias.then(|| Arc::new(tensor1(&vec![0f32; *output.last().unwrap()])));
+        SmallMatMul::plan(&axes, 0, shapes, output, None, bias)
+    }
+
+    /// Attention scores: rows and columns from the two inputs' sequence axes, the head size summed,
+    /// one call per head; the second input's columns are 8 apart (gathered), the output's contiguous.
+    #[test]
+    fn attention_scores_are_one_call_per_head() {
+        let op = plan("bhsd,bhtd->bhst", [&[1, 4, 7, 8], &[1, 4, 7, 8]], &[1, 4, 7, 7], false).unwrap();
+        assert_eq!((op.m, op.k, op.n), (7, 8, 7));
+        assert_eq!((op.a, op.b, op.c), ([8, 1], [1, 8], [7, 1]));
+        let starts: Vec<[usize; 3]> = op.calls.iter().map(|c| [c.a, c.b, c.c]).collect();
+        assert_eq!(starts, [[0, 0, 0], [56, 56, 49], [112, 112, 98], [168, 168, 147]]);
+        assert!(op.calls.iter().all(|c| c.first && c.last));
+    }
+
+    /// Two depth axes: the calls over the outer one add into the same block, first to last.
+    #[test]
+    fn depth_loops_add_into_one_block() {
+        let op = plan("cmk,ckn->mn", [&[3, 5, 4], &[3, 4, 6]], &[5, 6], true).unwrap();
+        let flags: Vec<(usize, bool, bool)> = op.calls.iter().map(|c| (c.c, c.first, c.last)).collect();
+        assert_eq!(flags, [(0, true, false), (0, false, false), (0, false, true)]);
+    }
+
+    /// What the kernel cannot compute, or should not, is left to tract: an axis summed over one
+    /// input alone, a repeated axis, a bias along another axis than the output's last, too many
+    /// calls, too large a block of the second input, sizes whose products overflow, empty axes.
+    #[test]
+    fn products_left_to_tract() {
+        assert!(plan("mkx,kn->mn", [&[2, 3, 4], &[3, 5]], &[2, 5], false).is_none());
+        assert!(plan("mk,kn->nm", [&[2, 3], &[3, 5]], &[5, 2], true).is_none());
+        assert!(plan("bmk,bkn->bmn", [&[5000, 2, 3], &[5000, 3, 2]], &[5000, 2, 2], false).is_none());
+        assert!(plan("mk,kn->mn", [&[2, 1024], &[1024, 1024]], &[2, 1024], false).is_none());
+        let huge = usize::MAX / 3;
+        assert!(plan("bmk,kn->bmn", [&[huge, 4, 4], &[4, 4]], &[huge, 4, 4], false).is_none());
+        assert!(plan("mk,kn->mn", [&[0, 3], &[3, 5]], &[0, 5], false).is_none());
+        let axes: AxesMapping = "ii,ij->j".parse().unwrap();
+        assert!(SmallMatMul::plan(&axes, 0, [&[3, 3], &[3, 2]], &[2], None, None).is_none());
+    }
+
+    /// A constant second input becomes panels of 16 columns, each block once however many calls
+    /// read it (here a batch axis the constant does not have).
+    #[test]
+    fn a_constant_is_packed_once_per_block() {
+        let axes: AxesMapping = "bmk,kn->bmn".parse().unwrap();
+        let b = Tensor::from_shape(&[2, 20], &(0..40).map(|v| v as f32).collect::<Vec<_>>()).unwrap();
+        let op = SmallMatMul::plan(&axes, 0, [&[3, 4, 2], &[2, 20]], &[3, 4, 20], Some(&b), None).unwrap();
+        let panels = op.panels.as_ref().unwrap();
+        assert_eq!(panels.len(), 2 * 2 * COLS);
+        assert!(op.calls.iter().all(|c| c.b == 0));
+        let p = panels.try_as_plain_ram().unwrap();
+        let p = p.as_slice::<f32>().unwrap();
+        // Tile 0, depth 1, column 3 is b[1, 3]; tile 1, depth 0, column 17 is b[0, 17]; padding 0.
+        assert_eq!((p[COLS + 3], p[2 * COLS + 1], p[2 * COLS + 5]), (23.0, 17.0, 0.0));
+    }
+}

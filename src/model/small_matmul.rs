@@ -1,0 +1,110 @@
+//! [`SmallMatMulPass`]: a float32 matrix product of concrete small shapes as one [`SmallMatMul`],
+//! a bias added after it inside.
+//!
+//! tract generates every `EinSum` into its packed matrix product: the activations are packed into
+//! panels by a node of their own (`OptMatMulPack`), then `OptMatMul` runs its kernel over the
+//! panels. On a small transformer that is about 2 µs a product for a few thousand multiply-adds,
+//! and more than half of the whole model's time (a Llama of hidden size 32: 19 products and 17
+//! packing nodes, 0.033 of 0.059 ms).
+//! The rewrite is on the decluttered model, before code generation: an `EinSum` of two float32
+//! inputs of concrete shapes, without quantization, that [`SmallMatMul::plan`] can lay out as calls
+//! of our kernel, with at most [`MAX_WORK`] multiply-adds; then, when its value is read by that node
+//! alone, an `Add` of a constant of one value per output column. Values are the definition's up to
+//! float32 rounding of the sums (see [`crate::kernel::matmul_f32`]), not tract's bits, which is why
+//! it is a rewrite of the plan and not of the graph `infer` and `fold` see.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::InOut;
+use tract_onnx::tract_core::ops::einsum::EinSum;
+use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
+
+use super::node_match::affine_after;
+use crate::graph::SmallMatMul;
+
+/// Multiply-adds of the largest product the pass rewrites (about 0.3 ms on one core). Up to it our
+/// kernel measured as fast as tract's or faster on every shape tried (one thread; from 7x32x32 to
+/// 3136x96x96 and 512x256x256, 1.0-2.6x); past it a product is worth tract's multithreaded
+/// executor when one is asked for, which our kernel does not use.
+pub const MAX_WORK: usize = 1 << 22;
+
+/// The pass (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct SmallMatMulPass {
+    /// The first node not looked at yet in this sweep.
+    next: usize,
+}
+
+impl TypedPass for SmallMatMulPass {
+    fn reset(&mut self) -> TractResult<()> {
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next(&mut self, _session: &mut OptimizerSession, model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
+        for node in model.nodes.iter().skip(self.next) {
+            self.next = node.id + 1;
+            let Some(op) = node.op_as::<EinSum>() else { continue };
+            let Some((small, last, inputs)) = small_product(model, node, op) else { continue };
+            let mut patch = TypedModelPatch::new(format!("small matmul {}", node.name));
+            let taps = inputs.iter().map(|&i| patch.tap_model(model, i)).collect::<TractResult<TVec<_>>>()?;
+            let out = patch.wire_node(&model.node(last).name, small, &taps)?[0];
+            patch.shunt_outside(model, OutletId::new(last, 0), out)?;
+            return Ok(Some(patch));
+        }
+        Ok(None)
+    }
+}
+
+/// The op for the einsum `node`, the last node it takes in (the einsum or the bias `Add` after it)
+/// and the inputs it reads, if the einsum is a small float32 matrix product.
+fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(SmallMatMul, usize, TVec<OutletId>)> {
+    let f32_ = f32::datum_type();
+    if op.q_params.is_some() || op.operating_dt != f32_ || node.inputs.len() != 2 {
+        return None;
+    }
+    let facts = [model.outlet_fact(node.inputs[0]).ok()?, model.outlet_fact(node.inputs[1]).ok()?];
+    let out_fact = model.outlet_fact(OutletId::new(node.id, 0)).ok()?;
+    if facts.iter().any(|f| f.datum_type != f32_ || f.is_exotic()) || out_fact.datum_type != f32_ {
+        return None;
+    }
+    let shapes = [facts[0].shape.as_concrete()?, facts[1].shape.as_concrete()?];
+    let output = out_fact.shape.as_concrete()?;
+    // The kernel reads the second input's rows whole: a constant input plays that part, else the
+    // input holding the output's last axis.
+    let last = op.axes.axis((InOut::Out(0), output.len().checked_sub(1)?)).ok();
+    let holds_last = |i: usize| last.is_some_and(|a| !a.inputs[i].is_empty());
+    let konst = [facts[0].konst.as_deref(), facts[1].konst.as_deref()];
+    let first = match konst {
+        [Some(_), None] => 1,
+        [None, Some(_)] => 0,
+        _ if holds_last(0) && !holds_last(1) => 1,
+        _ => 0,
+    };
+    let constant = konst[1 - first];
+    if macs(op, shapes)? > MAX_WORK {
+        return None;
+    }
+    let ordered = [shapes[first], shapes[1 - first]];
+    let bias = affine_after(model, node.id, *output.last()?, "Add");
+    let inputs: TVec<OutletId> = match constant {
+        Some(_) => tvec![node.inputs[first]],
+        None => tvec![node.inputs[first], node.inputs[1 - first]],
+    };
+    if let Some((values, add)) = bias {
+        if let Some(small) = SmallMatMul::plan(&op.axes, first, ordered, output, constant, Some(values)) {
+            return Some((small, add, inputs));
+        }
+    }
+    let small = SmallMatMul::plan(&op.axes, first, ordered, output, constant, None)?;
+    Some((small, node.id, inputs))
+}
+
+/// The multiply-adds of the einsum: the product of the lengths of all its axes.
+fn macs(op: &EinSum, shapes: [&[usize]; 2]) -> Option<usize> {
+    op.axes.iter_all_axes().try_fold(1usize, |total, axis| {
+        let len = (0..2)
+            .flat_map(|i| axis.inputs[i].iter().map(move |&p| shapes[i].get(p).copied()))
+            .try_fold(1usize, |len, d| Some(len.max(d?)))?;
+        total.checked_mul(len)
+    })
+}
