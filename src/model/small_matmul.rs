@@ -69,15 +69,16 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
     }
     let shapes = [facts[0].shape.as_concrete()?, facts[1].shape.as_concrete()?];
     let output = out_fact.shape.as_concrete()?;
-    // The kernel reads the second input's rows whole: a constant input plays that part, else the
-    // input holding the output's last axis.
+    // The kernel vectorizes over the second input's columns: the input holding the output's last
+    // axis plays that part, so that the output's rows are written whole; when neither or both hold
+    // it, a constant input, packed once.
     let last = op.axes.axis((InOut::Out(0), output.len().checked_sub(1)?)).ok();
     let holds_last = |i: usize| last.is_some_and(|a| !a.inputs[i].is_empty());
     let konst = [facts[0].konst.as_deref(), facts[1].konst.as_deref()];
-    let first = match konst {
-        [Some(_), None] => 1,
-        [None, Some(_)] => 0,
-        _ if holds_last(0) && !holds_last(1) => 1,
+    let first = match (holds_last(0), holds_last(1), konst) {
+        (true, false, _) => 1,
+        (false, true, _) => 0,
+        (_, _, [Some(_), None]) => 1,
         _ => 0,
     };
     let constant = konst[1 - first];
