@@ -800,8 +800,8 @@ fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (V
     (out_shape, value, magnitude)
 }
 
-/// Runs `case`: the plan has a `SmallMatMul` (and nothing else but the inputs, the bias inside) or
-/// not, as the case says, and every output value is the definition's within float32 rounding of a
+/// Runs `case`: the plan has a `SmallMatMul` (and nothing else but the inputs and constants, the
+/// bias inside) or not, as the case says, and every output value is the definition's within float32 rounding of a
 /// sum of its terms.
 fn check_product(case: &ProductCase) {
     let what = format!("{} {:?} constant {:?} bias {}", case.equation, case.shapes, case.constant, case.bias);
@@ -844,7 +844,7 @@ fn check_product(case: &ProductCase) {
     let what = format!("{what}: {names:?}");
     assert_eq!(names.iter().any(|n| n == "SmallMatMul"), case.small, "{what}");
     if case.small {
-        assert!(names.iter().all(|n| n == "Source" || n == "SmallMatMul"), "{what}");
+        assert!(names.iter().all(|n| ["Source", "Const", "SmallMatMul"].contains(&n.as_str())), "{what}");
     }
     let y = m.run(fed).unwrap().remove(0).1;
     assert_eq!(y.shape(), shape, "{what}");
@@ -894,4 +894,31 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
     for c in &cases {
         check_product(c);
     }
+}
+
+/// A product whose output rows run along the fed input (a 1x1 convolution: constant weights
+/// `[c_out, c_in]` times pixels `[c_in, p]`) takes the fed input as the kernel's column operand,
+/// read in place, and the weights as its rows: the output is written whole, not scattered.
+#[test]
+fn the_input_along_the_output_rows_is_the_column_operand() {
+    let case = ProductCase {
+        equation: "ck,kp->cp",
+        matmul: true,
+        shapes: [&[24, 16], &[16, 50]],
+        constant: [true, false],
+        bias: false,
+        small: true,
+    };
+    check_product(&case);
+    let weights: Vec<f32> = (0..24 * 16).map(|i| i as f32).collect();
+    let bytes = Builder::new(13)
+        .init_f32("a", &[24, 16], &weights)
+        .input("b", DataType::Float, &[D::N(16), D::N(50)])
+        .node("MatMul", "", "mm", &["a", "b"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let plan = m.plan_for(&[Tensor::zero::<f32>(&[16, 50]).unwrap()]).unwrap();
+    let info: Vec<String> = plan.model().nodes().iter().flat_map(|n| n.op().info().unwrap()).collect();
+    assert_eq!(info, ["1 calls of m=24 k=16 n=50, bias: false, constant second input: false"]);
 }
