@@ -184,7 +184,7 @@ mod avx2 {
         let width = V * LANES;
         let all = mask(LANES);
         let mut j = 0;
-        // Safety (every tile below): rows `i..i + R` are inside `from..to`, and its columns inside
+        // Safety: (every tile below) rows `i..i + R` are inside `from..to`, and its columns inside
         // `n` or masked to it, so each tile reads and writes inside the spans (see `product`).
         unsafe {
             while j + width <= g.n {
@@ -253,7 +253,7 @@ mod avx2 {
             let col = j + v * LANES;
             col / COLS * g.b_tile + col % COLS
         });
-        // Safety (every access below): row `i + r < m`, depth `p < k`, and the columns of vector
+        // Safety: (every access below) row `i + r < m`, depth `p < k`, and the columns of vector
         // `v` are `j + 8v..`, whole or masked to what is inside `n`: inside the spans of `product`.
         // Addresses are made with `wrapping_add`, which is defined whatever the result; a masked
         // access touches none of its masked-off lanes.

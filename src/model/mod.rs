@@ -392,7 +392,7 @@ impl Model {
     }
 
     /// The model optimized as tract's own optimizer would (symbolic dims as declared), without our
-    /// rewrites of the plan (hard swish, small convolutions, layer norms): what
+    /// rewrites of the plan (hard swish, small convolutions, layer norms, small matrix products): what
     /// [`Model::optimized`] is compared with, to show our optimizer driver changes nothing else.
     pub fn optimized_without_rewrites(&self) -> anyhow::Result<TypedModel> {
         let typed = self.typed()?;

@@ -400,7 +400,6 @@ impl EvalOp for SmallMatMul {
                 matmul_f32(&gemm, &a[call.a..], b_at, &mut c[call.c..], init);
             }
         }
-        drop(c_plain);
         Ok(tvec!(c_tensor.into_tvalue()))
     }
 }
