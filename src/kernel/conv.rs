@@ -422,11 +422,14 @@ mod avx2 {
         wide: &mut [f32],
     ) {
         // Safety: as this function's.
-        unsafe { tiled::<1, 4>(geo, sizes, conv, offsets, x, wide) }
+        unsafe { tiled::<1, 4>(geo, sizes, conv, offsets, x, wide, 0) }
     }
 
-    /// One image, on AVX-512 machines: the same sums with 32 vector registers, so tiles of 8
-    /// channels by 16 pixels (16 sums); depthwise, of one channel by 64 pixels.
+    /// One image, on AVX-512 machines: tiles of 16 channels by 16 pixels in 512-bit vectors (16
+    /// sums, each step one load of pixels and 16 of weights for 16 multiply-adds, twice the
+    /// arithmetic of a step of 256-bit ones) while 16 whole channels are left; the channels left
+    /// with the same 256-bit sums as [`image`] but 32 vector registers, so tiles of 8 channels by 16
+    /// pixels (16 sums); depthwise, tiles of one channel by 64 pixels.
     ///
     /// Safety: callers make sure the CPU has AVX2, FMA, AVX512F and AVX512VL; the rest as [`image`].
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
@@ -438,11 +441,17 @@ mod avx2 {
         x: &[f32],
         wide: &mut [f32],
     ) {
-        // Safety: as this function's.
-        unsafe { tiled::<2, 8>(geo, sizes, conv, offsets, x, wide) }
+        let mut first = 0;
+        if !conv.depthwise && geo.c_out >= 16 {
+            // Safety: as this function's.
+            first = unsafe { super::avx512::groups_of_16(geo, sizes, conv, offsets, x, wide) };
+        }
+        // Safety: as this function's; blocks from `first` on are left.
+        unsafe { tiled::<2, 8>(geo, sizes, conv, offsets, x, wide, first) }
     }
 
-    /// One image in tiles of `NB` blocks of 4 channels, or, depthwise, of `DV` vectors of pixels.
+    /// One image in tiles of `NB` blocks of 4 channels from block `first` on, or, depthwise (all
+    /// channels), of `DV` vectors of pixels.
     ///
     /// Safety: as [`image`].
     #[target_feature(enable = "avx2,fma")]
@@ -454,20 +463,21 @@ mod avx2 {
         offsets: &[usize],
         x: &[f32],
         wide: &mut [f32],
+        first: usize,
     ) {
         // Safety: as this function's.
         unsafe {
             if conv.depthwise {
                 depthwise_tiled::<DV>(geo, sizes, conv, offsets, x, wide)
             } else {
-                image_tiled::<NB>(geo, sizes, conv, offsets, x, wide)
+                image_tiled::<NB>(geo, sizes, conv, offsets, x, wide, first)
             }
         }
     }
 
-    /// The loops of [`image`], over pairs of blocks of 4 channels: tiles of 16 pixels by both blocks
-    /// at once when `NB` is 2, one block at a time otherwise; the last 8 pixels or fewer in a tile of
-    /// both blocks by 8 pixels.
+    /// The loops of [`image`], over pairs of blocks of 4 channels from block `first` on: tiles of
+    /// 16 pixels by both blocks at once when `NB` is 2, one block at a time otherwise; the last 8
+    /// pixels or fewer in a tile of both blocks by 8 pixels.
     ///
     /// Safety: as [`image`].
     #[target_feature(enable = "avx2,fma")]
@@ -479,6 +489,7 @@ mod avx2 {
         offsets: &[usize],
         x: &[f32],
         wide: &mut [f32],
+        first: usize,
     ) {
         let k = offsets.len();
         // A tile starting at pixel q < pixels reads `offset + q .. + 16` for each tap offset: the
@@ -490,7 +501,7 @@ mod avx2 {
         assert!(wide.len() == geo.c_out * sizes.wide && sizes.wide.is_multiple_of(TILE_PIXELS));
         let weights = |b: usize| &conv.weights[b * k * CO_BLOCK..][..k * CO_BLOCK];
         let bias = |b: usize| &conv.bias[b * CO_BLOCK..][..CO_BLOCK];
-        let mut b = 0;
+        let mut b = first;
         while b < blocks {
             let pair = (blocks - b).min(2);
             let c0 = b * CO_BLOCK;
@@ -685,6 +696,84 @@ mod avx2 {
         }
     }
 }
+/// The 512-bit tiles of [`avx2::image_avx512`].
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{ConvGeometry, PackedConv, Sizes, CO_BLOCK, TILE_PIXELS};
+    use std::arch::x86_64::*;
+
+    /// Output channels of one tile: four blocks.
+    const GROUP: usize = 4 * CO_BLOCK;
+
+    /// The sums of every group of 16 output channels that are all inside `c_out`, in tiles of 16
+    /// channels by 16 pixels; returns the first block of 4 channels left to the caller.
+    ///
+    /// Safety: the CPU has AVX512F; `x` is the prepared input of `sizes` and `wide` the output in
+    /// the kernel's layout, the sizes [`super::conv2d`] checked; the convolution is not depthwise.
+    #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+    #[inline(never)]
+    pub(super) unsafe fn groups_of_16(
+        geo: &ConvGeometry,
+        sizes: &Sizes,
+        conv: &PackedConv,
+        offsets: &[usize],
+        x: &[f32],
+        wide: &mut [f32],
+    ) -> usize {
+        let k = offsets.len();
+        // A tile starting at pixel q < pixels reads `offset + q .. + 16` for each tap offset: the
+        // farthest float is inside `x`.
+        let farthest = offsets.iter().max().copied().unwrap_or(0) + sizes.pixels - 1 + TILE_PIXELS;
+        assert!(farthest <= x.len(), "prepared input too short for its taps");
+        let groups = geo.c_out / GROUP;
+        assert!(conv.weights.len() >= groups * GROUP * k && conv.bias.len() >= groups * GROUP);
+        assert!(wide.len() == geo.c_out * sizes.wide && sizes.wide.is_multiple_of(TILE_PIXELS));
+        for g in 0..groups {
+            let weights: [&[f32]; 4] =
+                std::array::from_fn(|i| &conv.weights[(g * 4 + i) * k * CO_BLOCK..][..k * CO_BLOCK]);
+            let bias = &conv.bias[g * GROUP..][..GROUP];
+            let out = &mut wide[g * GROUP * sizes.wide..][..GROUP * sizes.wide];
+            let (low, high) = (_mm512_set1_ps(conv.low), _mm512_set1_ps(conv.high));
+            for q in (0..sizes.pixels).step_by(TILE_PIXELS) {
+                // Safety: the tile starts at pixel `q < pixels`, which the assertions above cover.
+                let sums = unsafe { tile(x, q, offsets, weights, bias) };
+                for (channel, sum) in out.chunks_exact_mut(sizes.wide).zip(sums) {
+                    // `max(low, v)` and `min(high, v)` return `v` when it is NaN.
+                    let v = _mm512_min_ps(high, _mm512_max_ps(low, sum));
+                    // Safety: `q + 16 <= wide`, a multiple of 16 above `pixels`: inside `channel`.
+                    unsafe { _mm512_storeu_ps(channel[q..q + TILE_PIXELS].as_mut_ptr(), v) };
+                }
+            }
+        }
+        groups * 4
+    }
+
+    /// The sums of 16 output channels (the four blocks of `w`) over the 16 pixels from `start`, from
+    /// their biases, one 512-bit vector a channel.
+    ///
+    /// Safety: as [`groups_of_16`]; every load reads `start + offset .. + 16` with `offset` a tap
+    /// offset and `start` a pixel below `pixels`, inside `x`; the weights read are `w[i][4·tap ..
+    /// 4·tap + 4]` for `tap < offsets.len()`, which each `w[i]` holds.
+    #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+    #[inline]
+    unsafe fn tile(x: &[f32], start: usize, offsets: &[usize], w: [&[f32]; 4], bias: &[f32]) -> [__m512; GROUP] {
+        let mut acc: [__m512; GROUP] = std::array::from_fn(|c| _mm512_set1_ps(bias[c]));
+        // Safety: as this function's.
+        unsafe {
+            let xp = x.as_ptr().add(start);
+            let wp: [*const f32; 4] = std::array::from_fn(|i| w[i].as_ptr());
+            for (tap, &offset) in offsets.iter().enumerate() {
+                let v = _mm512_loadu_ps(xp.add(offset));
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let weight = _mm512_set1_ps(*wp[c / CO_BLOCK].add(tap * CO_BLOCK + c % CO_BLOCK));
+                    *a = _mm512_fmadd_ps(weight, v, *a);
+                }
+            }
+        }
+        acc
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -820,7 +909,7 @@ mod tests {
     fn every_build_follows_the_definition() {
         let mut seed = 0;
         let mut cases = 0;
-        for (c_in, c_out) in [(1, 1), (3, 8), (2, 5), (5, 9), (4, 16), (3, 17), (6, 13), (11, 11)] {
+        for (c_in, c_out) in [(1, 1), (3, 8), (2, 5), (5, 9), (4, 16), (3, 17), (6, 13), (11, 11), (2, 36)] {
             for (h, w) in [(1, 1), (5, 7), (9, 24), (12, 3), (16, 31), (7, 40)] {
                 for kernel in [[1, 3], [3, 3], [2, 5], [3, 1]] {
                     for stride in [[1, 1], [2, 2], [1, 2], [2, 1], [3, 2]] {
@@ -863,6 +952,15 @@ mod tests {
         conv2d(&geo, &packed, &[f32::NAN, 1.0, 10.0, -5.0], &mut out).unwrap();
         assert!(out[0].is_nan());
         assert_eq!(&out[1..], &[6.0, 5.0]);
+        // 16 output channels: the 512-bit tiles on AVX-512 machines.
+        let geo = geometry(1, [1, 16], [1, 4], [1, 2], [1, 1], [1, 1], [0, 0], [0, 0]).unwrap();
+        let packed = PackedConv::new(&[1.0; 32], None, [16, 1, 1, 2], 0.0, 6.0).unwrap();
+        let mut out = vec![0.0; 48];
+        conv2d(&geo, &packed, &[f32::NAN, 1.0, 10.0, -5.0], &mut out).unwrap();
+        for channel in out.chunks(3) {
+            assert!(channel[0].is_nan());
+            assert_eq!(&channel[1..], &[6.0, 5.0]);
+        }
     }
 
     #[test]
