@@ -1,5 +1,5 @@
 //! Small matchers over a typed model's nodes, for the passes that recognize patterns in it
-//! ([`super::hard_swish`], [`super::direct_conv`], [`super::layer_norm`]).
+//! ([`super::hard_swish`], [`super::direct_conv`], [`super::layer_norm`], [`super::small_matmul`]).
 
 use std::sync::Arc;
 

@@ -255,8 +255,8 @@ impl SmallMatMul {
     }
 }
 
-/// The role of `axis` in the product, or `None` if it has none (an axis repeated in one input, or
-/// summed over one input alone).
+/// The role of `axis` in the product, or `None` if it has none (an axis repeated in one input,
+/// summed over one input alone, of other lengths than 1 and one other, or broadcast in the output).
 fn role(axis: &Axis, slots: [InOut; 3], dims: [&[usize]; 3]) -> Option<Role> {
     let mut at = [None; 3];
     let mut len = 1;
@@ -282,11 +282,11 @@ fn role(axis: &Axis, slots: [InOut; 3], dims: [&[usize]; 3]) -> Option<Role> {
     }
     let [a, b, c] = at;
     let role = Role { a, b, c, len };
-    let present = |p: Option<usize>, i: usize| p.is_some_and(|p| dims[i][p] == len);
+    // An input may broadcast an axis (a length of 1), the output may not.
+    let whole_in_output = c.is_none_or(|p| dims[2][p] == len);
     let useful = match (a.is_some(), b.is_some(), c.is_some()) {
         _ if len == 1 => true,
-        (true, true, true) => c.is_some_and(|_| present(c, 2)),
-        (true, false, true) | (false, true, true) | (true, true, false) => true,
+        (true, true, _) | (true, false, true) | (false, true, true) => whole_in_output,
         _ => false,
     };
     useful.then_some(role)
