@@ -290,6 +290,16 @@ fn kernel(geo: &ConvGeometry, sizes: &Sizes, conv: &PackedConv, offsets: &[usize
     portable_image(geo, sizes, conv, offsets, x, wide);
 }
 
+/// Asserts what the tiles of 16 pixels of the vector builds rely on: a tile starting at a pixel
+/// below `pixels` reads `offset + q .. + 16` for each tap offset, and that farthest float is inside
+/// `x`; `wide` holds the output channels in rows of whole tiles.
+#[cfg(target_arch = "x86_64")]
+fn assert_tiles_inside(geo: &ConvGeometry, sizes: &Sizes, offsets: &[usize], x: &[f32], wide: &[f32]) {
+    let farthest = offsets.iter().max().copied().unwrap_or(0) + sizes.pixels - 1 + TILE_PIXELS;
+    assert!(farthest <= x.len(), "prepared input too short for its taps");
+    assert!(wide.len() == geo.c_out * sizes.wide && sizes.wide.is_multiple_of(TILE_PIXELS));
+}
+
 /// For each tap (channel, kernel row, kernel column) of the first `channels` input channels: where
 /// pixel 0 reads it in the prepared input.
 fn tap_offsets(geo: &ConvGeometry, sizes: &Sizes, channels: usize) -> Vec<usize> {
@@ -492,13 +502,9 @@ mod avx2 {
         first: usize,
     ) {
         let k = offsets.len();
-        // A tile starting at pixel q < pixels reads `offset + q .. + 16` for each tap offset: the
-        // farthest float is inside `x`.
-        let farthest = offsets.iter().max().copied().unwrap_or(0) + sizes.pixels - 1 + TILE_PIXELS;
-        assert!(farthest <= x.len(), "prepared input too short for its taps");
+        super::assert_tiles_inside(geo, sizes, offsets, x, wide);
         let blocks = geo.c_out.div_ceil(CO_BLOCK);
         assert!(conv.weights.len() == blocks * k * CO_BLOCK && conv.bias.len() == blocks * CO_BLOCK);
-        assert!(wide.len() == geo.c_out * sizes.wide && sizes.wide.is_multiple_of(TILE_PIXELS));
         let weights = |b: usize| &conv.weights[b * k * CO_BLOCK..][..k * CO_BLOCK];
         let bias = |b: usize| &conv.bias[b * CO_BLOCK..][..CO_BLOCK];
         let mut b = first;
@@ -721,13 +727,9 @@ mod avx512 {
         wide: &mut [f32],
     ) -> usize {
         let k = offsets.len();
-        // A tile starting at pixel q < pixels reads `offset + q .. + 16` for each tap offset: the
-        // farthest float is inside `x`.
-        let farthest = offsets.iter().max().copied().unwrap_or(0) + sizes.pixels - 1 + TILE_PIXELS;
-        assert!(farthest <= x.len(), "prepared input too short for its taps");
+        super::assert_tiles_inside(geo, sizes, offsets, x, wide);
         let groups = geo.c_out / GROUP;
         assert!(conv.weights.len() >= groups * GROUP * k && conv.bias.len() >= groups * GROUP);
-        assert!(wide.len() == geo.c_out * sizes.wide && sizes.wide.is_multiple_of(TILE_PIXELS));
         for g in 0..groups {
             let weights: [&[f32]; 4] =
                 std::array::from_fn(|i| &conv.weights[(g * 4 + i) * k * CO_BLOCK..][..k * CO_BLOCK]);
