@@ -213,13 +213,23 @@ impl SmallMatMul {
 
     /// Lays out the blocks the calls read of the constant second operand `b` as the kernel's panels
     /// (each tile of 16 columns one run of `k·16` floats, the last tile padded with zeros), each
-    /// block once, and points the calls at them.
+    /// block once, and points the calls at them; an error when the panels would take more than
+    /// twice the constant's memory.
     fn pack(&mut self, b: &Tensor) -> TractResult<()> {
         let b = b.try_as_plain_ram()?;
         let b = b.as_slice::<f32>()?;
         let (k, n) = (self.k, self.n);
         let block = n.div_ceil(COLS).checked_mul(k).and_then(|t| t.checked_mul(COLS)).context("panels overflow")?;
-        let mut packed: Vec<f32> = vec![];
+        let blocks = self.calls.iter().map(|c| c.b).collect::<std::collections::HashSet<_>>().len();
+        // Padding a few columns to 16 may multiply a constant's size by up to 16: past twice its
+        // size (and a few pages), the product is left to tract rather than the memory spent.
+        let size = block.checked_mul(blocks).context("panels overflow")?;
+        ensure!(
+            size <= b.len().saturating_mul(2).saturating_add(1 << 14),
+            "panels of {size} floats for {} values",
+            b.len()
+        );
+        let mut packed: Vec<f32> = Vec::with_capacity(size);
         let mut starts: HashMap<usize, usize> = HashMap::new();
         for call in &mut self.calls {
             if let Some(&at) = starts.get(&call.b) {
@@ -448,6 +458,17 @@ mod tests {
         assert!(plan("mk,kn->mn", [&[0, 3], &[3, 5]], &[0, 5], false).is_none());
         let axes: AxesMapping = "ii,ij->j".parse().unwrap();
         assert!(SmallMatMul::plan(&axes, 0, [&[3, 3], &[3, 2]], &[2], None, None).is_none());
+    }
+
+    /// A constant whose panels would take more than twice its memory (many blocks of 2 columns,
+    /// each padded to 16) is left to tract.
+    #[test]
+    fn a_constant_padded_past_twice_its_size_is_left_to_tract() {
+        let axes: AxesMapping = "bmk,bkn->bmn".parse().unwrap();
+        let b = Tensor::zero::<f32>(&[300, 64, 2]).unwrap();
+        assert!(SmallMatMul::plan(&axes, 0, [&[300, 1, 64], &[300, 64, 2]], &[300, 1, 2], Some(&b), None).is_none());
+        let b = Tensor::zero::<f32>(&[300, 64, 16]).unwrap();
+        assert!(SmallMatMul::plan(&axes, 0, [&[300, 1, 64], &[300, 64, 16]], &[300, 1, 16], Some(&b), None).is_some());
     }
 
     /// A constant second input becomes panels of 16 columns, each block once however many calls
