@@ -18,7 +18,9 @@
 //! - a small f32 matrix product (`SmallMatMul`, put in place before code generation) gives the
 //!   definition's values within float32 rounding of its sums, in every layout of its axes (batch
 //!   axes broadcast, several row or depth axes, a transposed or constant operand, an output whose
-//!   columns are not its last axis), a following bias inside.
+//!   columns are not its last axis), a following bias inside;
+//! - a transpose tract plans as one moved axis (`MoveAxis`) runs as one copy of our slicing kernel
+//!   (`PlannedView`), its values in place.
 
 mod common;
 
@@ -921,4 +923,43 @@ fn the_input_along_the_output_rows_is_the_column_operand() {
     let plan = m.plan_for(&[Tensor::zero::<f32>(&[16, 50]).unwrap()]).unwrap();
     let info: Vec<String> = plan.model().nodes().iter().flat_map(|n| n.op().info().unwrap()).collect();
     assert_eq!(info, ["1 calls of m=24 k=16 n=50, bias: false, constant second input: false"]);
+}
+
+/// A transpose that tract plans as one moved axis runs as one copy on our slicing kernel (a
+/// `SliceView`, no `MoveAxis` left), with the input's values at their permuted places, in f32 and
+/// in i64.
+#[test]
+fn moved_axes_run_as_one_copy_on_our_kernel() {
+    let shape = [2usize, 3, 4, 5];
+    for perm in [[0usize, 3, 1, 2], [0, 2, 3, 1], [1, 0, 2, 3], [0, 1, 3, 2]] {
+        for dt in [DataType::Float, DataType::Int64] {
+            let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+            let perm_i64: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+            let bytes = Builder::new(13)
+                .input("x", dt, &dims)
+                .node("Transpose", "", "t", &["x"], &["y"], vec![("perm", A::Is(perm_i64))])
+                .output("y")
+                .bytes();
+            let m = Model::load_bytes(&bytes).unwrap();
+            let values: Vec<i64> = (0..120).collect();
+            let x = tensor1(&values).into_shape(&shape).unwrap();
+            let x = if dt == DataType::Float { x.cast_to::<f32>().unwrap().into_owned() } else { x };
+            let names = plan_ops(&m, &x);
+            assert_eq!(names, ["Source", "SliceView"], "{perm:?} {dt:?}");
+            let y = m.run(vec![x]).unwrap().remove(0).1.cast_to::<i64>().unwrap().into_owned();
+            let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+            assert_eq!(y.shape(), out_shape, "{perm:?}");
+            let got = y.try_as_plain_ram().unwrap().as_slice::<i64>().unwrap().to_vec();
+            for (flat, g) in got.iter().enumerate() {
+                let mut rest = flat;
+                let mut index = [0usize; 4];
+                for i in (0..4).rev() {
+                    index[perm[i]] = rest % out_shape[i];
+                    rest /= out_shape[i];
+                }
+                let want = ((index[0] * 3 + index[1]) * 4 + index[2]) * 5 + index[3];
+                assert_eq!(*g, want as i64, "{perm:?} {dt:?} at {flat}");
+            }
+        }
+    }
 }

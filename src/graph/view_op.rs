@@ -46,22 +46,11 @@ impl TypedOp for ViewOp {
     /// Over an input of concrete shape (a plan for given input shapes), the chain is composed once
     /// here rather than on every run: [`PlannedView`].
     fn codegen(&self, model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
-        let Some(shape) = model.outlet_fact(node.inputs[0])?.shape.as_concrete().map(|s| s.to_vec()) else {
+        let Some(shape) = model.outlet_fact(node.inputs[0])?.shape.as_concrete() else {
             return Ok(None);
         };
-        // As `run_chain` does: a view reading its input (the value so far) unchanged is skipped.
-        let mut dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        let mut views = vec![];
         // A chain that does not compose fails when it runs, with its node's error, as before.
-        let Ok(composed) = chain_views(&self.chain, &shape) else { return Ok(None) };
-        for view in composed {
-            if !view.is_identity_of(&dims) {
-                dims = view.axes.iter().map(|a| a.len).collect();
-                views.push(view);
-            }
-        }
-        let label = self.chain.last().map(|(l, _)| l.clone());
-        let op = PlannedView { label, input_shape: shape.into(), views };
+        let Some(op) = PlannedView::of_chain(&self.chain, shape) else { return Ok(None) };
         TypedModelPatch::replace_single_op(model, node, &node.inputs, op).map(Some)
     }
 
@@ -169,6 +158,32 @@ pub struct PlannedView {
     input_shape: TVec<usize>,
     /// The views to apply one after the other (none: the identity).
     views: Vec<View<i64>>,
+}
+
+impl PlannedView {
+    /// `chain` composed over an input of `shape`, or `None` when it does not compose.
+    fn of_chain(chain: &Chain, shape: &[usize]) -> Option<PlannedView> {
+        // As `run_chain` does: a view reading its input (the value so far) unchanged is skipped.
+        let mut dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let mut views = vec![];
+        for view in chain_views(chain, shape).ok()? {
+            if !view.is_identity_of(&dims) {
+                dims = view.axes.iter().map(|a| a.len).collect();
+                views.push(view);
+            }
+        }
+        let label = chain.last().map(|(l, _)| l.clone());
+        Some(PlannedView { label, input_shape: shape.into(), views })
+    }
+
+    /// In an optimized plan, for tract's `MoveAxis` `node` (a transpose) over an input of concrete
+    /// shape: the same permutation as one copy on our kernel, where tract walks the permuted ndarray
+    /// view element by element (an `NHWC` to `NCHW` image of `[1, 64, 96, 3]`: 18.8 µs).
+    pub(crate) fn replacing_move(node: &TypedNode, input: &TypedFact) -> Option<PlannedView> {
+        let moves = node.op_as::<AxisOp>().is_some_and(|op| matches!(op, AxisOp::Move(..)));
+        let step = SliceStep::of_typed(node).filter(|_| moves && node.inputs.len() == 1)?;
+        PlannedView::of_chain(&vec![(Label::of_typed(node), step)], input.shape.as_concrete()?)
+    }
 }
 
 impl Op for PlannedView {

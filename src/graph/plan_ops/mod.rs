@@ -2,11 +2,13 @@
 //!
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
-//! that is not the last, `Resize`, 2-D max pooling, `x^3`, and arithmetic on broadcasting operands. [`use_our_kernels`] swaps them for ops of the same meaning,
-//! inputs and facts that run our kernels; nothing else in the plan changes. [`DirectConv`],
-//! [`RowLayerNorm`] and [`SmallMatMul`] are the exceptions: passes put them in place before code
-//! generation (see `model::direct_conv`, `model::layer_norm` and `model::small_matmul`), with the
-//! weights, bias, clamp or scale they take inside.
+//! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
+//! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]).
+//! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
+//! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
+//! are the exceptions: passes put them in place before code generation (see `model::direct_conv`,
+//! `model::layer_norm` and `model::small_matmul`), with the weights, bias, clamp or scale they take
+//! inside.
 
 mod broadcast;
 mod conv;
@@ -18,11 +20,14 @@ mod resize;
 mod softmax;
 
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::AxisOp;
 use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::Softmax;
+
+use super::PlannedView;
 
 pub use broadcast::BroadcastBin;
 pub use conv::DirectConv;
@@ -51,6 +56,8 @@ pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             CubePow::replacing(ew).map(|op| Box::new(op) as _)
         } else if let (Some(bin), [a, b]) = (node.op_as::<TypedBinOp>(), &*node.inputs) {
             BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
+        } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
+            PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else {
             None
         };
