@@ -756,17 +756,19 @@ fn layer_norms_over_the_last_axis_run_as_one_op_with_the_definitions_values() {
 /// `MatMul` does), its two input shapes, which inputs are initializers, whether an `Add` of one
 /// value per output column follows, and whether the plan computes it with `SmallMatMul`.
 struct ProductCase {
-    equation: &'static str,
+    equation: String,
     matmul: bool,
-    shapes: [&'static [usize]; 2],
+    shapes: [Vec<usize>; 2],
     constant: [bool; 2],
     bias: bool,
-    small: bool,
+    /// Whether the plan has a `SmallMatMul`; `None`: either (random cases).
+    small: Option<bool>,
 }
 
 /// The product's value in f64 by the equation's definition (an axis of length 1 in one input is
-/// broadcast), and for each output element the sum of its terms' magnitudes.
-fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
+/// broadcast), for each output element the sum of its terms' magnitudes, and the number of terms
+/// of each.
+fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (Vec<usize>, Vec<f64>, Vec<f64>, usize) {
     let (ins, out) = equation.split_once("->").unwrap();
     let ins: Vec<Vec<char>> = ins.split(',').map(|s| s.chars().collect()).collect();
     let out: Vec<char> = out.chars().collect();
@@ -799,18 +801,18 @@ fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (V
         value[o] += term;
         magnitude[o] += term.abs();
     }
-    (out_shape, value, magnitude)
+    (out_shape, value, magnitude, total / size.max(1))
 }
 
 /// Runs `case`: the plan has a `SmallMatMul` (and nothing else but the inputs and constants, the
-/// bias inside) or not, as the case says, and every output value is the definition's within float32 rounding of a
-/// sum of its terms.
-fn check_product(case: &ProductCase) {
+/// bias inside) or not, as the case says, and every output value is the definition's within
+/// float32 rounding of a sum of its terms. Returns whether the plan had a `SmallMatMul`.
+fn check_product(case: &ProductCase) -> bool {
     let what = format!("{} {:?} constant {:?} bias {}", case.equation, case.shapes, case.constant, case.bias);
     let values = |shape: &[usize], seed: usize| -> Vec<f32> {
         (0..shape.iter().product::<usize>()).map(|i| ((i * 37 + seed * 11) % 41) as f32 / 16.0 - 1.25).collect()
     };
-    let xs = [values(case.shapes[0], 1), values(case.shapes[1], 2)];
+    let xs = [values(&case.shapes[0], 1), values(&case.shapes[1], 2)];
     let mut b = Builder::new(13);
     let mut fed = vec![];
     for (i, name) in ["a", "b"].into_iter().enumerate() {
@@ -820,15 +822,17 @@ fn check_product(case: &ProductCase) {
         } else {
             let dims: Vec<D> = dims.iter().map(|&d| D::N(d)).collect();
             b = b.input(name, DataType::Float, &dims);
-            fed.push(tensor1(&xs[i]).into_shape(case.shapes[i]).unwrap());
+            fed.push(tensor1(&xs[i]).into_shape(&case.shapes[i]).unwrap());
         }
     }
     let x64 = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
-    let (shape, mut want, magnitude) = einsum_reference(case.equation, case.shapes, [&x64(&xs[0]), &x64(&xs[1])]);
+    let shapes = [&case.shapes[0][..], &case.shapes[1][..]];
+    let (shape, mut want, magnitude, terms) = einsum_reference(&case.equation, shapes, [&x64(&xs[0]), &x64(&xs[1])]);
     b = if case.matmul {
         b.node("MatMul", "", "mm", &["a", "b"], &["p"], vec![])
     } else {
-        b.node("Einsum", "", "mm", &["a", "b"], &["p"], vec![("equation", A::S(case.equation))])
+        let equation: &'static str = Box::leak(case.equation.clone().into_boxed_str());
+        b.node("Einsum", "", "mm", &["a", "b"], &["p"], vec![("equation", A::S(equation))])
     };
     if case.bias {
         let n = *shape.last().unwrap();
@@ -844,31 +848,32 @@ fn check_product(case: &ProductCase) {
     let plan = m.plan_for(&fed).unwrap();
     let names: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
     let what = format!("{what}: {names:?}");
-    assert_eq!(names.iter().any(|n| n == "SmallMatMul"), case.small, "{what}");
-    if case.small {
+    let small = names.iter().any(|n| n == "SmallMatMul");
+    assert!(case.small.is_none_or(|s| s == small), "{what}");
+    if case.small == Some(true) {
         assert!(names.iter().all(|n| ["Source", "Const", "SmallMatMul"].contains(&n.as_str())), "{what}");
     }
     let y = m.run(fed).unwrap().remove(0).1;
     assert_eq!(y.shape(), shape, "{what}");
     let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
-    let terms = case.shapes[0].iter().chain(case.shapes[1]).product::<usize>() / shape.iter().product::<usize>().max(1);
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let bound = (terms as f64 + 2.0) * f32::EPSILON as f64 * (magnitude[i] + 2.0);
         assert!((*g as f64 - w).abs() <= bound, "{what} at {i}: {g} vs {w}");
     }
+    small
 }
 
 /// Small float32 products run as one `SmallMatMul` with the definition's values, whatever the
 /// layout of their axes; a large one stays tract's, with the same values.
 #[test]
 fn small_products_run_on_our_kernel_with_the_definitions_values() {
-    let case = |equation, matmul, shapes, constant, bias, small| ProductCase {
-        equation,
+    let case = |equation: &str, matmul, shapes: [&[usize]; 2], constant, bias, small| ProductCase {
+        equation: equation.into(),
         matmul,
-        shapes,
+        shapes: shapes.map(|s| s.to_vec()),
         constant,
         bias,
-        small,
+        small: Some(small),
     };
     let cases = [
         // A linear layer: constant weights, a bias, one batch axis of 1.
@@ -898,18 +903,68 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
     }
 }
 
+/// A random two-input einsum over up to 5 axes, each a batch, row, column or depth axis of length 1
+/// to 6, in a random order in each operand and the output; random constant operands and bias.
+fn random_product(seed: u64) -> ProductCase {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n) as usize
+    };
+    loop {
+        let (mut a, mut b, mut out) = (vec![], vec![], vec![]);
+        let mut len = std::collections::HashMap::new();
+        for letter in "pqrst".chars().take(1 + next(5)) {
+            len.insert(letter, 1 + next(6));
+            match next(4) {
+                0 => (a.push(letter), b.push(letter), out.push(letter)),
+                1 => (a.push(letter), (), out.push(letter)),
+                2 => ((), b.push(letter), out.push(letter)),
+                _ => (a.push(letter), b.push(letter), ()),
+            };
+        }
+        if a.is_empty() || b.is_empty() || out.is_empty() {
+            continue;
+        }
+        for term in [&mut a, &mut b, &mut out] {
+            for i in (1..term.len()).rev() {
+                term.swap(i, next(i as u64 + 1));
+            }
+        }
+        let text = |t: &[char]| t.iter().collect::<String>();
+        return ProductCase {
+            equation: format!("{},{}->{}", text(&a), text(&b), text(&out)),
+            matmul: false,
+            shapes: [a.iter().map(|c| len[c]).collect(), b.iter().map(|c| len[c]).collect()],
+            constant: [next(3) == 0, next(2) == 0],
+            bias: next(2) == 0,
+            small: None,
+        };
+    }
+}
+
+/// 400 random einsums (every role, order, unit axis, constant operand and bias): the definition's
+/// values, whether the plan computes them with `SmallMatMul` or not, and most of them with it.
+#[test]
+fn random_products_have_the_definitions_values() {
+    let small = (0..400).filter(|&seed| check_product(&random_product(seed))).count();
+    assert!(small > 200, "only {small} of 400 random products ran as SmallMatMul");
+}
+
 /// A product whose output rows run along the fed input (a 1x1 convolution: constant weights
 /// `[c_out, c_in]` times pixels `[c_in, p]`) takes the fed input as the kernel's column operand,
 /// read in place, and the weights as its rows: the output is written whole, not scattered.
 #[test]
 fn the_input_along_the_output_rows_is_the_column_operand() {
     let case = ProductCase {
-        equation: "ck,kp->cp",
+        equation: "ck,kp->cp".into(),
         matmul: true,
-        shapes: [&[24, 16], &[16, 50]],
+        shapes: [vec![24, 16], vec![16, 50]],
         constant: [true, false],
         bias: false,
-        small: true,
+        small: Some(true),
     };
     check_product(&case);
     let weights: Vec<f32> = (0..24 * 16).map(|i| i as f32).collect();
