@@ -760,7 +760,8 @@ struct ProductCase {
     matmul: bool,
     shapes: [Vec<usize>; 2],
     constant: [bool; 2],
-    bias: bool,
+    /// The shape of a constant added to the product (numpy broadcasting), if any.
+    bias: Option<Vec<usize>>,
     /// Whether the plan has a `SmallMatMul`; `None`: either (random cases).
     small: Option<bool>,
 }
@@ -808,7 +809,7 @@ fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (V
 /// bias inside) or not, as the case says, and every output value is the definition's within
 /// float32 rounding of a sum of its terms. Returns whether the plan had a `SmallMatMul`.
 fn check_product(case: &ProductCase) -> bool {
-    let what = format!("{} {:?} constant {:?} bias {}", case.equation, case.shapes, case.constant, case.bias);
+    let what = format!("{} {:?} constant {:?} bias {:?}", case.equation, case.shapes, case.constant, case.bias);
     let values = |shape: &[usize], seed: usize| -> Vec<f32> {
         (0..shape.iter().product::<usize>()).map(|i| ((i * 37 + seed * 11) % 41) as f32 / 16.0 - 1.25).collect()
     };
@@ -834,13 +835,26 @@ fn check_product(case: &ProductCase) -> bool {
         let equation: &'static str = Box::leak(case.equation.clone().into_boxed_str());
         b.node("Einsum", "", "mm", &["a", "b"], &["p"], vec![("equation", A::S(equation))])
     };
-    if case.bias {
-        let n = *shape.last().unwrap();
-        let bias: Vec<f32> = (0..n).map(|j| (j % 7) as f32 * 0.5 - 1.5).collect();
-        for (i, w) in want.iter_mut().enumerate() {
-            *w += bias[i % n] as f64;
+    if let Some(bias_shape) = &case.bias {
+        let bias: Vec<f32> = (0..bias_shape.iter().product()).map(|j: usize| (j % 7) as f32 * 0.5 - 1.5).collect();
+        // The bias element each output element adds: the output's index, its leading axes dropped
+        // and the bias' axes of length 1 at 0.
+        let lead = shape.len() - bias_shape.len();
+        for (flat, w) in want.iter_mut().enumerate() {
+            let (mut rest, mut at, mut step) = (flat, 0, 1);
+            for (axis, &d) in shape.iter().enumerate().rev() {
+                let i = rest % d;
+                rest /= d;
+                if axis >= lead {
+                    let bd = bias_shape[axis - lead];
+                    at += if bd == 1 { 0 } else { i * step };
+                    step *= bd;
+                }
+            }
+            *w += bias[at] as f64;
         }
-        b = b.init_f32("bias", &[n as i64], &bias).node("Add", "", "add", &["p", "bias"], &["y"], vec![]);
+        let dims: Vec<i64> = bias_shape.iter().map(|&d| d as i64).collect();
+        b = b.init_f32("bias", &dims, &bias).node("Add", "", "add", &["p", "bias"], &["y"], vec![]);
     } else {
         b = b.node("Identity", "", "id", &["p"], &["y"], vec![]);
     }
@@ -867,36 +881,41 @@ fn check_product(case: &ProductCase) -> bool {
 /// layout of their axes; a large one stays tract's, with the same values.
 #[test]
 fn small_products_run_on_our_kernel_with_the_definitions_values() {
-    let case = |equation: &str, matmul, shapes: [&[usize]; 2], constant, bias, small| ProductCase {
+    let case = |equation: &str, matmul, shapes: [&[usize]; 2], constant, bias: &[usize], small| ProductCase {
         equation: equation.into(),
         matmul,
         shapes: shapes.map(|s| s.to_vec()),
         constant,
-        bias,
+        bias: (!bias.is_empty()).then(|| bias.to_vec()),
         small: Some(small),
     };
     let cases = [
         // A linear layer: constant weights, a bias, one batch axis of 1.
-        case("amk,kn->amn", true, [&[1, 7, 32], &[32, 100]], [false, true], true, true),
+        case("amk,kn->amn", true, [&[1, 7, 32], &[32, 100]], [false, true], &[100], true),
         // Both inputs fed, columns not a multiple of 8.
-        case("mk,kn->mn", false, [&[9, 13], &[13, 21]], [false, false], false, true),
+        case("mk,kn->mn", false, [&[9, 13], &[13, 21]], [false, false], &[], true),
         // Attention scores: the second input's columns are not contiguous (gathered per call).
-        case("bhsd,bhtd->bhst", false, [&[1, 4, 7, 8], &[1, 4, 7, 8]], [false, false], false, true),
+        case("bhsd,bhtd->bhst", false, [&[1, 4, 7, 8], &[1, 4, 7, 8]], [false, false], &[], true),
         // Grouped-query attention: a row axis the second input does not have.
-        case("ahgst,tav->ahgsv", false, [&[2, 1, 2, 7, 7], &[7, 2, 8]], [false, false], false, true),
+        case("ahgst,tav->ahgsv", false, [&[2, 1, 2, 7, 7], &[7, 2, 8]], [false, false], &[], true),
         // Heads summed over: two depth axes, the calls adding into one block.
-        case("cbmk,cbkn->mn", false, [&[2, 3, 7, 8], &[2, 3, 8, 32]], [false, true], true, true),
+        case("cbmk,cbkn->mn", false, [&[2, 3, 7, 8], &[2, 3, 8, 32]], [false, true], &[32], true),
         // The constant operand first, laid out columns last; rows of the output from the second.
-        case("nk,mk->mn", false, [&[24, 16], &[5, 16]], [true, false], true, true),
+        case("nk,mk->mn", false, [&[24, 16], &[5, 16]], [true, false], &[24], true),
         // A batch axis last in the output: computed in a scratch block and scattered.
-        case("bmk,bkn->mnb", false, [&[3, 4, 5], &[3, 5, 6]], [false, false], false, true),
+        case("bmk,bkn->mnb", false, [&[3, 4, 5], &[3, 5, 6]], [false, false], &[], true),
         // MatMul broadcasting a batch axis of 1 against 3.
-        case("amk,akn->amn", true, [&[1, 7, 5], &[3, 5, 6]], [false, false], false, true),
+        case("amk,akn->amn", true, [&[1, 7, 5], &[3, 5, 6]], [false, false], &[], true),
         // A vector times a matrix (no row axis) and a matrix times a vector (no column axis).
-        case("k,kn->n", false, [&[12], &[12, 10]], [false, true], false, true),
-        case("mk,k->m", false, [&[10, 12], &[12]], [false, false], false, true),
+        case("k,kn->n", false, [&[12], &[12, 10]], [false, true], &[], true),
+        case("mk,k->m", false, [&[10, 12], &[12]], [false, false], &[], true),
+        // A 1x1 convolution's bias, one value per output channel (a row of the product).
+        case("ck,kp->cp", true, [&[24, 16], &[16, 50]], [true, false], &[24, 1], true),
+        // A constant of the output's whole shape, and one along a batch axis.
+        case("mk,kn->mn", true, [&[4, 5], &[5, 6]], [false, false], &[4, 6], true),
+        case("bmk,bkn->bmn", true, [&[3, 4, 5], &[3, 5, 6]], [false, false], &[3, 1, 1], true),
         // Too large: tract's packed product (2^23 multiply-adds).
-        case("mk,kn->mn", true, [&[256, 128], &[128, 256]], [false, true], false, false),
+        case("mk,kn->mn", true, [&[256, 128], &[128, 256]], [false, true], &[], false),
     ];
     for c in &cases {
         check_product(c);
@@ -934,12 +953,23 @@ fn random_product(seed: u64) -> ProductCase {
             }
         }
         let text = |t: &[char]| t.iter().collect::<String>();
+        // None, one value per element of the last axis or of another axis, or the whole shape.
+        let dims: Vec<usize> = out.iter().map(|c| len[c]).collect();
+        let bias_shape = match next(4) {
+            0 => None,
+            1 => Some(vec![*dims.last().unwrap()]),
+            2 => {
+                let axis = next(dims.len() as u64);
+                Some((axis..dims.len()).map(|i| if i == axis { dims[i] } else { 1 }).collect())
+            }
+            _ => Some(dims),
+        };
         return ProductCase {
             equation: format!("{},{}->{}", text(&a), text(&b), text(&out)),
             matmul: false,
             shapes: [a.iter().map(|c| len[c]).collect(), b.iter().map(|c| len[c]).collect()],
             constant: [next(3) == 0, next(2) == 0],
-            bias: next(2) == 0,
+            bias: bias_shape,
             small: None,
         };
     }
@@ -963,7 +993,7 @@ fn the_input_along_the_output_rows_is_the_column_operand() {
         matmul: true,
         shapes: [vec![24, 16], vec![16, 50]],
         constant: [true, false],
-        bias: false,
+        bias: None,
         small: Some(true),
     };
     check_product(&case);

@@ -2,8 +2,8 @@
 //!
 //! `C[i, j] = init(i, j) + Σ_p A[i, p] · B[p, j]` for `i < m`, `j < n`, `p < k`, where `A` is read
 //! through any two strides (rows, depth), `C`'s rows are contiguous runs of `n` floats at any row
-//! stride, and `init` is zero, a bias of `n` values (the same for every row) or `C`'s own values (to
-//! add a product to a sum begun by an earlier call). `B` is cut in tiles of 16 columns, each a run of
+//! stride, and `init` is zero, a bias (`bias[i·row + j·col]`, `col` 0 or 1: one value per column, per
+//! row, or per element) or `C`'s own values (to add a product to a sum begun by an earlier call). `B` is cut in tiles of 16 columns, each a run of
 //! 16 contiguous floats per depth step: element `(p, j)` is at `(j / 16)·tile + p·step + j mod 16`.
 //! Rows of `B` contiguous at a stride `r` are `tile = 16`, `step = r`; `B` packed in panels (each
 //! tile's `k` runs of 16 one after the other, the last tile's padded) is `step = 16`, `tile = 16·k`,
@@ -33,8 +33,15 @@ pub(crate) const COLS: usize = 2 * LANES;
 pub(crate) enum Init<'a> {
     /// From zero.
     Zero,
-    /// From these `n` values, the same for every row.
-    Bias(&'a [f32]),
+    /// From `values[i·row + j·col]` for `C[i, j]`, `col` 0 or 1.
+    Bias {
+        /// The values.
+        values: &'a [f32],
+        /// From row `i` to row `i + 1`.
+        row: usize,
+        /// From column `j` to column `j + 1`: 0 or 1.
+        col: usize,
+    },
     /// From the values in `C` (a product added to an earlier one).
     Accumulate,
 }
@@ -84,13 +91,15 @@ impl Gemm {
 /// Computes the product `gemm` describes into `c` (see the module docs).
 ///
 /// # Panics
-/// If an operand is shorter than the strides span ([`Gemm::spans`]), or a bias is not `n` long:
-/// callers size them from the same geometry.
+/// If an operand or a bias is shorter than its strides span ([`Gemm::spans`]), or a bias' column
+/// step is not 0 or 1: callers size them from the same geometry.
 pub(crate) fn matmul_f32(gemm: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
     let (a_span, b_span, c_span) = gemm.spans().expect("matrix product strides overflow");
     assert!(a.len() >= a_span && b.len() >= b_span && c.len() >= c_span, "matrix product operand too short");
-    if let Init::Bias(bias) = init {
-        assert!(bias.len() == gemm.n, "bias of {} values for {} columns", bias.len(), gemm.n);
+    if let Init::Bias { values, row, col } = init {
+        let last = |count: usize, step: usize| count.saturating_sub(1).checked_mul(step);
+        let reach = last(gemm.m, row).zip(last(gemm.n, col)).and_then(|(r, c)| r.checked_add(c));
+        assert!(col <= 1 && reach.is_some_and(|r| gemm.m * gemm.n == 0 || r < values.len()), "bias too short");
     }
     if gemm.m == 0 || gemm.n == 0 {
         return;
@@ -116,7 +125,8 @@ fn portable(g: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
         let row = &mut c[i * g.c_row..][..g.n];
         match init {
             Init::Zero => row.fill(0.0),
-            Init::Bias(bias) => row.copy_from_slice(bias),
+            Init::Bias { values, row: step, col: 1 } => row.copy_from_slice(&values[i * step..][..g.n]),
+            Init::Bias { values, row: step, .. } => row.fill(values[i * step]),
             Init::Accumulate => {}
         }
         for p in 0..g.k {
@@ -141,7 +151,8 @@ mod avx2 {
         a: *const f32,
         b: *const f32,
         c: *mut f32,
-        bias: Option<*const f32>,
+        /// The bias' start, its row step, and whether it has one value per column (else per row).
+        bias: Option<(*const f32, usize, bool)>,
         accumulate: bool,
     }
 
@@ -157,7 +168,11 @@ mod avx2 {
             a: a.as_ptr(),
             b: b.as_ptr(),
             c: c.as_mut_ptr(),
-            bias: if let Init::Bias(bias) = init { Some(bias.as_ptr()) } else { None },
+            bias: if let Init::Bias { values, row, col } = init {
+                Some((values.as_ptr(), row, col == 1))
+            } else {
+                None
+            },
             accumulate: matches!(init, Init::Accumulate),
         };
         let blocks = gemm.m / ROWS * ROWS;
@@ -266,9 +281,15 @@ mod avx2 {
                 }
             };
             let mut sums = [[_mm256_setzero_ps(); V]; R];
-            if let Some(bias) = ops.bias {
-                let start: [__m256; V] = std::array::from_fn(|v| load(bias.wrapping_add(j + v * LANES), v));
-                sums = [start; R];
+            if let Some((bias, step, columns)) = ops.bias {
+                for (r, row) in sums.iter_mut().enumerate() {
+                    let at = bias.add((i + r) * step);
+                    *row = if columns {
+                        std::array::from_fn(|v| load(at.wrapping_add(j + v * LANES), v))
+                    } else {
+                        [_mm256_set1_ps(*at); V]
+                    };
+                }
             } else if ops.accumulate {
                 for (r, row) in sums.iter_mut().enumerate() {
                     let c = ops.c.add((i + r) * g.c_row + j);
@@ -307,15 +328,15 @@ mod avx2 {
 mod tests {
     use super::*;
 
-    /// The product in float64, from `init` as [`matmul_f32`] takes it.
-    fn reference(g: &Gemm, a: &[f32], b: &[f32], c: &[f32], bias: Option<&[f32]>, accumulate: bool) -> Vec<f64> {
+    /// The product in float64, from `init` as [`matmul_f32`] takes it (`c`: `C` before).
+    fn reference(g: &Gemm, a: &[f32], b: &[f32], c: &[f32], init: Init) -> Vec<f64> {
         let mut out = vec![0.0; g.m * g.n];
         for i in 0..g.m {
             for j in 0..g.n {
-                let mut s = match (bias, accumulate) {
-                    (Some(bias), _) => bias[j] as f64,
-                    (None, true) => c[i * g.c_row + j] as f64,
-                    (None, false) => 0.0,
+                let mut s = match init {
+                    Init::Bias { values, row, col } => values[i * row + j * col] as f64,
+                    Init::Accumulate => c[i * g.c_row + j] as f64,
+                    Init::Zero => 0.0,
                 };
                 for p in 0..g.k {
                     s += a[i * g.a_row + p * g.a_col] as f64 * b[j / COLS * g.b_tile + p * g.b_step + j % COLS] as f64;
@@ -340,7 +361,8 @@ mod tests {
     }
 
     /// Every tile shape and mask (rows 1 to 9, columns 1 to 40), transposed and padded strides, `B`
-    /// in rows and in panels, the three starts, against float64 within the rounding bound of `k`
+    /// in rows and in panels, every start (zero, a bias per column, per row or per element, `C`'s
+    /// values), against float64 within the rounding bound of `k`
     /// products of values below 1; the floats around `C`'s rows are left as they were.
     #[test]
     fn products_match_the_definition() {
@@ -354,17 +376,19 @@ mod tests {
                 let (a_span, b_span, c_span) = g.spans().unwrap();
                 let a = values(a_span, (m * 100 + k) as u32);
                 let b = values(b_span, (n * 7 + k) as u32);
-                let bias = values(n, n as u32);
-                for start in 0..3 {
+                let bias = values(m * (n + 2), n as u32);
+                for start in 0..5 {
                     let before = values(c_span + 4, 99);
                     let mut c = before.clone();
-                    let (init, bias, accumulate) = match start {
-                        0 => (Init::Zero, None, false),
-                        1 => (Init::Bias(&bias), Some(&bias[..]), false),
-                        _ => (Init::Accumulate, None, true),
+                    let init = match start {
+                        0 => Init::Zero,
+                        1 => Init::Bias { values: &bias[..n], row: 0, col: 1 },
+                        2 => Init::Bias { values: &bias[..m], row: 1, col: 0 },
+                        3 => Init::Bias { values: &bias, row: n + 2, col: 1 },
+                        _ => Init::Accumulate,
                     };
                     matmul_f32(&g, &a, &b, &mut c, init);
-                    let want = reference(&g, &a, &b, &before, bias, accumulate);
+                    let want = reference(&g, &a, &b, &before, init);
                     let bound = (k as f64 + 2.0) * f32::EPSILON as f64 * (k as f64 + 1.0);
                     for (idx, got) in c.iter().enumerate() {
                         let (i, j) = (idx / g.c_row, idx % g.c_row);
@@ -386,12 +410,20 @@ mod tests {
     fn portable_products_match_the_definition() {
         let g = Gemm { m: 5, k: 9, n: 21, a_row: 9, a_col: 1, b_step: 21, b_tile: COLS, c_row: 21 };
         let (a_span, b_span, c_span) = g.spans().unwrap();
-        let (a, b) = (values(a_span, 1), values(b_span, 2));
-        let mut c = vec![0.5; c_span];
-        portable(&g, &a, &b, &mut c, Init::Accumulate);
-        let want = reference(&g, &a, &b, &vec![0.5; c_span], None, true);
-        for (got, w) in c.iter().zip(&want) {
-            assert!((*got as f64 - w).abs() <= 1e-5, "{got} vs {w}");
+        let (a, b, bias) = (values(a_span, 1), values(b_span, 2), values(5 * 21, 3));
+        for init in [
+            Init::Zero,
+            Init::Bias { values: &bias[..21], row: 0, col: 1 },
+            Init::Bias { values: &bias[..5], row: 1, col: 0 },
+            Init::Bias { values: &bias, row: 21, col: 1 },
+            Init::Accumulate,
+        ] {
+            let mut c = vec![0.5; c_span];
+            portable(&g, &a, &b, &mut c, init);
+            let want = reference(&g, &a, &b, &vec![0.5; c_span], init);
+            for (got, w) in c.iter().zip(&want) {
+                assert!((*got as f64 - w).abs() <= 1e-5, "{init:?}: {got} vs {w}");
+            }
         }
     }
 
@@ -408,7 +440,7 @@ mod tests {
         );
         assert_eq!(c, [7.0; 6]);
         let g = Gemm { m: 3, k: 0, n: 2, a_row: 0, a_col: 1, b_step: 2, b_tile: COLS, c_row: 2 };
-        matmul_f32(&g, &[], &[], &mut c, Init::Bias(&[1.0, 2.0]));
+        matmul_f32(&g, &[], &[], &mut c, Init::Bias { values: &[1.0, 2.0], row: 0, col: 1 });
         assert_eq!(c, [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]);
     }
 

@@ -9,16 +9,19 @@
 //! The rewrite is on the decluttered model, before code generation: an `EinSum` of two float32
 //! inputs of concrete shapes, without quantization, that [`SmallMatMul::plan`] can lay out as calls
 //! of our kernel, with at most [`MAX_WORK`] multiply-adds; then, when its value is read by that node
-//! alone, an `Add` of a constant of one value per output column. Values are the definition's up to
+//! alone, an `Add` of a constant that broadcasts to it (one value per output column, per output
+//! channel of a 1x1 convolution, or per element). Values are the definition's up to
 //! float32 rounding of the sums (see [`crate::kernel::matmul_f32`]), not tract's bits, which is why
 //! it is a rewrite of the plan and not of the graph `infer` and `fold` see.
+
+use std::sync::Arc;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::InOut;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::node_match::affine_after;
+use super::node_match::binary;
 use crate::graph::SmallMatMul;
 
 /// Multiply-adds of the largest product the pass rewrites (about 0.1 ms on one core). Our kernel
@@ -86,7 +89,7 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
         return None;
     }
     let ordered = [shapes[first], shapes[1 - first]];
-    let bias = affine_after(model, node.id, *output.last()?, "Add");
+    let bias = constant_added(model, node.id, output);
     let inputs: TVec<OutletId> = match constant {
         Some(_) => tvec![node.inputs[first]],
         None => tvec![node.inputs[first], node.inputs[1 - first]],
@@ -108,4 +111,34 @@ fn macs(op: &EinSum, shapes: [&[usize]; 2]) -> Option<usize> {
             .try_fold(1usize, |len, d| Some(len.max(d?)))?;
         total.checked_mul(len)
     })
+}
+
+/// If the value of node `id`, of concrete shape `output`, is read by one node alone, an `Add` of a
+/// float32 constant that broadcasts to it and keeps its shape: the constant with `output`'s rank
+/// (leading axes of 1 added), and the node.
+fn constant_added(model: &TypedModel, id: usize, output: &[usize]) -> Option<(Arc<Tensor>, usize)> {
+    let outlet = OutletId::new(id, 0);
+    let node = model.node(id);
+    if node.outputs.len() != 1 || node.outputs[0].successors.len() != 1 || model.outputs.contains(&outlet) {
+        return None;
+    }
+    let next = model.node(node.outputs[0].successors[0].node);
+    let other = match binary(next)? {
+        ("Add", [a, b]) if a == outlet && b != outlet => b,
+        ("Add", [a, b]) if b == outlet && a != outlet => a,
+        _ => return None,
+    };
+    let konst = model.outlet_fact(other).ok()?.konst.clone()?;
+    let rank = output.len();
+    if konst.datum_type() != f32::datum_type() || konst.rank() > rank {
+        return None;
+    }
+    let mut shape = vec![1; rank - konst.rank()];
+    shape.extend_from_slice(konst.shape());
+    let broadcasts = shape.iter().zip(output).all(|(&d, &o)| d == 1 || d == o);
+    let keeps_shape = model.outlet_fact(OutletId::new(next.id, 0)).ok()?.shape.as_concrete() == Some(output);
+    if !broadcasts || !keeps_shape {
+        return None;
+    }
+    Some((konst.into_tensor().into_shape(&shape).ok()?.into_arc_tensor(), next.id))
 }

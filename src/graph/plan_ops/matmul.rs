@@ -1,5 +1,6 @@
 //! [`SmallMatMul`]: a float32 two-input `EinSum` of concrete small shapes as calls of our unpacked
-//! matrix-product kernel ([`crate::kernel::matmul_f32`]), a following bias inside.
+//! matrix-product kernel ([`crate::kernel::matmul_f32`]), a following bias inside (one value per
+//! output column, per row, or any constant broadcast to the output whose columns are contiguous).
 //!
 //! The einsum's axes take roles: the one summed over (in both inputs, not the output) is the depth
 //! `k`; one axis of the first input and the output is the rows `m`, one of the second input and the
@@ -54,8 +55,11 @@ pub struct SmallMatMul {
     calls: Vec<Call>,
     /// The second input when it is constant, as the kernel's panels (see `pack`).
     panels: Option<Arc<Tensor>>,
-    /// A bias of `n` values added to every row, if the op took one in.
+    /// A constant added to the product, if the op took one in: of the output's rank, each dim 1
+    /// (broadcast) or the output's.
     bias: Option<Arc<Tensor>>,
+    /// The bias' strides along the rows and the columns (the latter 0 or 1).
+    bias_steps: [usize; 2],
 }
 
 /// One call of the kernel: where its blocks start, and whether it starts or ends an output block's
@@ -65,6 +69,7 @@ struct Call {
     a: usize,
     b: usize,
     c: usize,
+    bias: usize,
     first: bool,
     last: bool,
 }
@@ -81,8 +86,9 @@ struct Role {
 impl SmallMatMul {
     /// The op computing `axes` on inputs of `shapes` (the first input's axes are `axes`' input
     /// `first`, the second's the other one: `first` is 1 to swap them), the second input `constant`
-    /// when given, with `bias` (`n` values) added to every row when given: `None` when the einsum
-    /// is not a matrix product the kernel computes, or too many calls (see the module docs).
+    /// when given, with `bias` added when given (a constant of the output's rank, each dim 1 or the
+    /// output's): `None` when the einsum is not a matrix product the kernel computes, the bias is
+    /// not one it can start from, or there are too many calls (see the module docs).
     pub fn plan(
         axes: &AxesMapping,
         first: usize,
@@ -119,9 +125,6 @@ impl SmallMatMul {
         let m = pick(|r| r.a.is_some() && r.b.is_none() && r.c.is_some(), false);
         let n = pick(|r| r.a.is_none() && r.b.is_some() && r.c.is_some(), true);
         let k = pick(|r| r.a.is_some() && r.b.is_some() && r.c.is_none(), false);
-        if bias.is_some() && (n.is_none() || n.and_then(|n| n.c) != output.len().checked_sub(1)) {
-            return None;
-        }
         if k.map_or(1, |r| r.len).saturating_mul(n.map_or(1, |r| r.len)) > MAX_BLOCK {
             return None;
         }
@@ -133,6 +136,18 @@ impl SmallMatMul {
 
         // Strides by the original axes; 0 along an axis of length 1 (broadcast or unit).
         let [a_strides, b_strides, c_strides] = dims.map(strides);
+        let bias_strides = match &bias {
+            Some(t) if t.rank() == output.len() && t.shape().iter().zip(output).all(|(&d, &o)| d == 1 || d == o) => {
+                strides(t.shape())
+            }
+            Some(_) => return None,
+            None => vec![0; output.len()],
+        };
+        let bias_steps =
+            [m.and_then(|r| r.c).map_or(0, |p| bias_strides[p]), n.and_then(|r| r.c).map_or(0, |p| bias_strides[p])];
+        if bias_steps[1] > 1 {
+            return None; // the kernel starts rows of columns from a run or one value
+        }
         let stride = |role: Option<Role>, pick: fn(&Role) -> Option<usize>, strides: &[usize]| {
             role.and_then(|r| pick(&r)).map_or(0, |p| strides[p])
         };
@@ -152,9 +167,12 @@ impl SmallMatMul {
             calls: vec![],
             panels: None,
             bias,
+            bias_steps,
         };
-        let along =
-            |r: &Role| [(r.a, &a_strides), (r.b, &b_strides), (r.c, &c_strides)].map(|(p, s)| p.map_or(0, |p| s[p]));
+        let along = |r: &Role| {
+            [(r.a, &a_strides), (r.b, &b_strides), (r.c, &c_strides), (r.c, &bias_strides)]
+                .map(|(p, s)| p.map_or(0, |p| s[p]))
+        };
         let sums = loops.iter().filter(|r| r.c.is_none()).count();
         let total = loops.iter().try_fold(1usize, |t, r| t.checked_mul(r.len))?;
         if total > MAX_CALLS {
@@ -163,14 +181,14 @@ impl SmallMatMul {
         let inner: usize = loops[loops.len() - sums..].iter().map(|r| r.len).product();
         let mut index = vec![0usize; loops.len()];
         for call in 0..total {
-            let mut offsets = [0usize; 3];
+            let mut offsets = [0usize; 4];
             for (r, &i) in loops.iter().zip(&index) {
                 for (o, s) in offsets.iter_mut().zip(along(r)) {
                     *o = o.checked_add(i.checked_mul(s)?)?;
                 }
             }
-            let [a, b, c] = offsets;
-            op.calls.push(Call { a, b, c, first: call % inner == 0, last: call % inner == inner - 1 });
+            let [a, b, c, bias] = offsets;
+            op.calls.push(Call { a, b, c, bias, first: call % inner == 0, last: call % inner == inner - 1 });
             for (i, r) in index.iter_mut().zip(&loops).rev() {
                 *i += 1;
                 if *i < r.len {
@@ -202,10 +220,15 @@ impl SmallMatMul {
             reach([(k, self.b[0]), (n, self.b[1])]),
             reach([(m, self.c[0]), (n, self.c[1])]),
         ];
+        let bias_reach = reach([(m, self.bias_steps[0]), (n, self.bias_steps[1])]);
         for call in &self.calls {
             for ((start, reach), len) in [call.a, call.b, call.c].into_iter().zip(reaches).zip(lens) {
                 let end = reach.and_then(|r| r.checked_add(start));
                 ensure!(matches!((end, len), (Some(e), Some(l)) if e < l), "matrix product call outside its operands");
+            }
+            if let Some(bias) = &self.bias {
+                let end = bias_reach.and_then(|r| r.checked_add(call.bias));
+                ensure!(end.is_some_and(|e| e < bias.len()), "matrix product bias outside its values");
             }
         }
         Ok(())
@@ -384,7 +407,10 @@ impl EvalOp for SmallMatMul {
         for call in &self.calls {
             let init = match (call.first, bias) {
                 (false, _) => Init::Accumulate,
-                (true, Some(bias)) => Init::Bias(bias),
+                (true, Some(bias)) => {
+                    let [row, col] = self.bias_steps;
+                    Init::Bias { values: &bias[call.bias..], row, col }
+                }
                 (true, None) => Init::Zero,
             };
             let b_at: &[f32] = if gather {
@@ -418,9 +444,10 @@ impl EvalOp for SmallMatMul {
 mod tests {
     use super::*;
 
+    /// The op for `expr`, with a bias of the output's shape when `bias` (zeros).
     fn plan(expr: &str, shapes: [&[usize]; 2], output: &[usize], bias: bool) -> Option<SmallMatMul> {
         let axes: AxesMapping = expr.parse().unwrap();
-        let bias = bias.then(|| Arc::new(tensor1(&vec![0f32; *output.last().unwrap()])));
+        let bias = bias.then(|| Arc::new(Tensor::zero::<f32>(output).unwrap()));
         SmallMatMul::plan(&axes, 0, shapes, output, None, bias)
     }
 
@@ -445,12 +472,16 @@ mod tests {
     }
 
     /// What the kernel cannot compute, or should not, is left to tract: an axis summed over one
-    /// input alone, a repeated axis, a bias along another axis than the output's last, too many
-    /// calls, too large a block of the second input, sizes whose products overflow, empty axes.
+    /// input alone, a repeated axis, a bias whose values are not contiguous along the columns or
+    /// not of the output's rank, too many calls, too large a block of the second input, sizes whose
+    /// products overflow, empty axes.
     #[test]
     fn products_left_to_tract() {
         assert!(plan("mkx,kn->mn", [&[2, 3, 4], &[3, 5]], &[2, 5], false).is_none());
         assert!(plan("mk,kn->nm", [&[2, 3], &[3, 5]], &[5, 2], true).is_none());
+        let axes: AxesMapping = "mk,kn->mn".parse().unwrap();
+        let bias = Some(Arc::new(Tensor::zero::<f32>(&[5]).unwrap()));
+        assert!(SmallMatMul::plan(&axes, 0, [&[2, 3], &[3, 5]], &[2, 5], None, bias).is_none());
         assert!(plan("bmk,bkn->bmn", [&[5000, 2, 3], &[5000, 3, 2]], &[5000, 2, 2], false).is_none());
         assert!(plan("mk,kn->mn", [&[2, 1024], &[1024, 1024]], &[2, 1024], false).is_none());
         let huge = usize::MAX / 3;
