@@ -16,7 +16,7 @@
 //! The offsets of every kernel call are worked out once, when the op is made for its shapes (the
 //! small-matmul pass, `model::small_matmul`, does that before code generation).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tract_onnx::prelude::*;
@@ -243,7 +243,7 @@ impl SmallMatMul {
         let b = b.as_slice::<f32>()?;
         let (k, n) = (self.k, self.n);
         let block = n.div_ceil(COLS).checked_mul(k).and_then(|t| t.checked_mul(COLS)).context("panels overflow")?;
-        let blocks = self.calls.iter().map(|c| c.b).collect::<std::collections::HashSet<_>>().len();
+        let blocks = self.calls.iter().map(|c| c.b).collect::<HashSet<_>>().len();
         // Padding a few columns to 16 may multiply a constant's size by up to 16: past twice its
         // size (and a few pages), the product is left to tract rather than the memory spent.
         let size = block.checked_mul(blocks).context("panels overflow")?;
