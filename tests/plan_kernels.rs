@@ -760,7 +760,9 @@ struct ProductCase {
     matmul: bool,
     shapes: [Vec<usize>; 2],
     constant: [bool; 2],
-    /// The shape of a constant added to the product (numpy broadcasting), if any.
+    /// The shape of a constant the product is multiplied by (numpy broadcasting), if any.
+    scale: Option<Vec<usize>>,
+    /// The shape of a constant added to the product (after the scale), if any.
     bias: Option<Vec<usize>>,
     /// Whether the plan has a `SmallMatMul`; `None`: either (random cases).
     small: Option<bool>,
@@ -809,7 +811,10 @@ fn einsum_reference(equation: &str, shapes: [&[usize]; 2], x: [&[f64]; 2]) -> (V
 /// bias inside) or not, as the case says, and every output value is the definition's within
 /// float32 rounding of a sum of its terms. Returns whether the plan had a `SmallMatMul`.
 fn check_product(case: &ProductCase) -> bool {
-    let what = format!("{} {:?} constant {:?} bias {:?}", case.equation, case.shapes, case.constant, case.bias);
+    let what = format!(
+        "{} {:?} constant {:?} scale {:?} bias {:?}",
+        case.equation, case.shapes, case.constant, case.scale, case.bias
+    );
     let values = |shape: &[usize], seed: usize| -> Vec<f32> {
         (0..shape.iter().product::<usize>()).map(|i| ((i * 37 + seed * 11) % 41) as f32 / 16.0 - 1.25).collect()
     };
@@ -835,28 +840,41 @@ fn check_product(case: &ProductCase) -> bool {
         let equation: &'static str = Box::leak(case.equation.clone().into_boxed_str());
         b.node("Einsum", "", "mm", &["a", "b"], &["p"], vec![("equation", A::S(equation))])
     };
+    // The element of a constant of `cshape` each output element meets: the output's index, its
+    // leading axes dropped and the constant's axes of length 1 at 0.
+    let broadcast = |cshape: &[usize], flat: usize| {
+        let lead = shape.len() - cshape.len();
+        let (mut rest, mut at, mut step) = (flat, 0, 1);
+        for (axis, &d) in shape.iter().enumerate().rev() {
+            let i = rest % d;
+            rest /= d;
+            if axis >= lead {
+                let cd = cshape[axis - lead];
+                at += if cd == 1 { 0 } else { i * step };
+                step *= cd;
+            }
+        }
+        at
+    };
+    let mut last = "p";
+    if let Some(scale_shape) = &case.scale {
+        let scale: Vec<f32> = (0..scale_shape.iter().product()).map(|j: usize| (j % 5) as f32 * 0.25 + 0.5).collect();
+        for (flat, w) in want.iter_mut().enumerate() {
+            *w *= scale[broadcast(scale_shape, flat)] as f64;
+        }
+        let dims: Vec<i64> = scale_shape.iter().map(|&d| d as i64).collect();
+        b = b.init_f32("scale", &dims, &scale).node("Mul", "", "mul", &["p", "scale"], &["q"], vec![]);
+        last = "q";
+    }
     if let Some(bias_shape) = &case.bias {
         let bias: Vec<f32> = (0..bias_shape.iter().product()).map(|j: usize| (j % 7) as f32 * 0.5 - 1.5).collect();
-        // The bias element each output element adds: the output's index, its leading axes dropped
-        // and the bias' axes of length 1 at 0.
-        let lead = shape.len() - bias_shape.len();
         for (flat, w) in want.iter_mut().enumerate() {
-            let (mut rest, mut at, mut step) = (flat, 0, 1);
-            for (axis, &d) in shape.iter().enumerate().rev() {
-                let i = rest % d;
-                rest /= d;
-                if axis >= lead {
-                    let bd = bias_shape[axis - lead];
-                    at += if bd == 1 { 0 } else { i * step };
-                    step *= bd;
-                }
-            }
-            *w += bias[at] as f64;
+            *w += bias[broadcast(bias_shape, flat)] as f64;
         }
         let dims: Vec<i64> = bias_shape.iter().map(|&d| d as i64).collect();
-        b = b.init_f32("bias", &dims, &bias).node("Add", "", "add", &["p", "bias"], &["y"], vec![]);
+        b = b.init_f32("bias", &dims, &bias).node("Add", "", "add", &[last, "bias"], &["y"], vec![]);
     } else {
-        b = b.node("Identity", "", "id", &["p"], &["y"], vec![]);
+        b = b.node("Identity", "", "id", &[last], &["y"], vec![]);
     }
     let m = Model::load_bytes(&b.output("y").bytes()).unwrap();
     let plan = m.plan_for(&fed).unwrap();
@@ -871,7 +889,8 @@ fn check_product(case: &ProductCase) -> bool {
     assert_eq!(y.shape(), shape, "{what}");
     let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        let bound = (terms as f64 + 2.0) * f32::EPSILON as f64 * (magnitude[i] + 2.0);
+        // Scales are at most 1.5: the product's rounding grows with them, plus one rounding.
+        let bound = (terms as f64 + 3.0) * f32::EPSILON as f64 * (1.5 * magnitude[i] + 2.0);
         assert!((*g as f64 - w).abs() <= bound, "{what} at {i}: {g} vs {w}");
     }
     small
@@ -886,6 +905,7 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
         matmul,
         shapes: shapes.map(|s| s.to_vec()),
         constant,
+        scale: None,
         bias: (!bias.is_empty()).then(|| bias.to_vec()),
         small: Some(small),
     };
@@ -920,6 +940,24 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
     for c in &cases {
         check_product(c);
     }
+    // A batch normalization after a 1x1 convolution (a scale, then a shift, per channel) and a
+    // scale per column after a linear layer: the scale goes into the constant operand, the shift
+    // starts the sums, and the plan is the product alone.
+    let scaled = |equation: &str, shapes: [&[usize]; 2], constant, scale: &[usize], bias: &[usize]| ProductCase {
+        equation: equation.into(),
+        matmul: true,
+        shapes: shapes.map(|s| s.to_vec()),
+        constant,
+        scale: Some(scale.to_vec()),
+        bias: Some(bias.to_vec()),
+        small: Some(true),
+    };
+    check_product(&scaled("ck,kp->cp", [&[24, 16], &[16, 50]], [true, false], &[24, 1], &[24, 1]));
+    check_product(&scaled("amk,kn->amn", [&[1, 7, 32], &[32, 100]], [false, true], &[100], &[100]));
+    // A scale along the fed operand's axis stays a `Mul` of its own, with the same values.
+    let mut along_pixels = scaled("ck,kp->cp", [&[24, 16], &[16, 50]], [true, false], &[50], &[24, 1]);
+    along_pixels.small = None;
+    assert!(check_product(&along_pixels));
 }
 
 /// A random two-input einsum over up to 5 axes, each a batch, row, column or depth axis of length 1
@@ -955,20 +993,22 @@ fn random_product(seed: u64) -> ProductCase {
         let text = |t: &[char]| t.iter().collect::<String>();
         // None, one value per element of the last axis or of another axis, or the whole shape.
         let dims: Vec<usize> = out.iter().map(|c| len[c]).collect();
-        let bias_shape = match next(4) {
+        let mut constant_shape = |dims: &[usize]| match next(4) {
             0 => None,
             1 => Some(vec![*dims.last().unwrap()]),
             2 => {
                 let axis = next(dims.len() as u64);
                 Some((axis..dims.len()).map(|i| if i == axis { dims[i] } else { 1 }).collect())
             }
-            _ => Some(dims),
+            _ => Some(dims.to_vec()),
         };
+        let (scale_shape, bias_shape) = (constant_shape(&dims), constant_shape(&dims));
         return ProductCase {
             equation: format!("{},{}->{}", text(&a), text(&b), text(&out)),
             matmul: false,
             shapes: [a.iter().map(|c| len[c]).collect(), b.iter().map(|c| len[c]).collect()],
             constant: [next(3) == 0, next(2) == 0],
+            scale: scale_shape,
             bias: bias_shape,
             small: None,
         };
@@ -993,6 +1033,7 @@ fn the_input_along_the_output_rows_is_the_column_operand() {
         matmul: true,
         shapes: [vec![24, 16], vec![16, 50]],
         constant: [true, false],
+        scale: None,
         bias: None,
         small: Some(true),
     };

@@ -9,8 +9,10 @@
 //! The rewrite is on the decluttered model, before code generation: an `EinSum` of two float32
 //! inputs of concrete shapes, without quantization, that [`SmallMatMul::plan`] can lay out as calls
 //! of our kernel, with at most [`MAX_WORK`] multiply-adds; then, when its value is read by that node
-//! alone, an `Add` of a constant that broadcasts to it (one value per output column, per output
-//! channel of a 1x1 convolution, or per element). Values are the definition's up to
+//! alone, a `Mul` by a constant that varies along a constant operand's axes only (a batch
+//! normalization's scale after a 1x1 convolution: the operand is scaled once, here), and an `Add`
+//! of a constant that broadcasts to it (one value per output column, per output channel of a 1x1
+//! convolution, or per element), each read by the next node alone. Values are the definition's up to
 //! float32 rounding of the sums (see [`crate::kernel::matmul_f32`]), not tract's bits, which is why
 //! it is a rewrite of the plan and not of the graph `infer` and `fold` see.
 
@@ -49,7 +51,13 @@ impl TypedPass for SmallMatMulPass {
             let Some(op) = node.op_as::<EinSum>() else { continue };
             let Some((small, last, inputs)) = small_product(model, node, op) else { continue };
             let mut patch = TypedModelPatch::new(format!("small matmul {}", node.name));
-            let taps = inputs.iter().map(|&i| patch.tap_model(model, i)).collect::<TractResult<TVec<_>>>()?;
+            let mut taps = tvec![];
+            for input in inputs {
+                taps.push(match input {
+                    Operand::Wire(outlet) => patch.tap_model(model, outlet)?,
+                    Operand::Scaled(t) => patch.add_const(format!("{}.scaled", node.name), t)?,
+                });
+            }
             let out = patch.wire_node(&model.node(last).name, small, &taps)?[0];
             patch.shunt_outside(model, OutletId::new(last, 0), out)?;
             return Ok(Some(patch));
@@ -58,9 +66,16 @@ impl TypedPass for SmallMatMulPass {
     }
 }
 
-/// The op for the einsum `node`, the last node it takes in (the einsum or the bias `Add` after it)
-/// and the inputs it reads, if the einsum is a small float32 matrix product.
-fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(SmallMatMul, usize, TVec<OutletId>)> {
+/// An input of the op: a value of the model, or a constant operand scaled by the `Mul` the op took
+/// in.
+enum Operand {
+    Wire(OutletId),
+    Scaled(Arc<Tensor>),
+}
+
+/// The op for the einsum `node`, the last node it takes in (the einsum, or the `Mul` and `Add` of
+/// constants after it) and its inputs, if the einsum is a small float32 matrix product.
+fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(SmallMatMul, usize, TVec<Operand>)> {
     let f32_ = f32::datum_type();
     if op.q_params.is_some() || op.operating_dt != f32_ || node.inputs.len() != 2 {
         return None;
@@ -77,30 +92,87 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
     // it, a constant input, packed once.
     let last = op.axes.axis((InOut::Out(0), output.len().checked_sub(1)?)).ok();
     let holds_last = |i: usize| last.is_some_and(|a| !a.inputs[i].is_empty());
-    let konst = [facts[0].konst.as_deref(), facts[1].konst.as_deref()];
-    let first = match (holds_last(0), holds_last(1), konst) {
+    let mut konst = [facts[0].konst.clone(), facts[1].konst.clone()];
+    let first = match (holds_last(0), holds_last(1), &konst) {
         (true, false, _) => 1,
         (false, true, _) => 0,
         (_, _, [Some(_), None]) => 1,
         _ => 0,
     };
-    let constant = konst[1 - first];
     if macs(op, shapes)? > MAX_WORK {
         return None;
     }
-    let ordered = [shapes[first], shapes[1 - first]];
-    let bias = constant_added(model, node.id, output);
-    let inputs: TVec<OutletId> = match constant {
-        Some(_) => tvec![node.inputs[first]],
-        None => tvec![node.inputs[first], node.inputs[1 - first]],
+    // A following `Mul` by a constant (a batch normalization's scale) goes into a constant operand.
+    let mut last = node.id;
+    let mut scaled = None;
+    if let Some((scale, mul)) = constant_applied(model, node.id, output, "Mul") {
+        if let Some((i, t)) =
+            (0..2).find_map(|i| Some((i, scaled_operand(op, i, konst[i].as_deref()?, &scale, output)?)))
+        {
+            konst[i] = Some(t.clone());
+            scaled = Some(i);
+            last = mul;
+        }
+    }
+    let operand = |i: usize| match scaled {
+        Some(s) if s == i => Operand::Scaled(konst[i].clone().expect("a scaled operand is constant")),
+        _ => Operand::Wire(node.inputs[i]),
     };
-    if let Some((values, add)) = bias {
+    let constant = konst[1 - first].as_deref();
+    let ordered = [shapes[first], shapes[1 - first]];
+    let inputs: TVec<Operand> = match constant {
+        Some(_) => tvec![operand(first)],
+        None => tvec![operand(first), operand(1 - first)],
+    };
+    if let Some((values, add)) = constant_applied(model, last, output, "Add") {
         if let Some(small) = SmallMatMul::plan(&op.axes, first, ordered, output, constant, Some(values)) {
             return Some((small, add, inputs));
         }
     }
     let small = SmallMatMul::plan(&op.axes, first, ordered, output, constant, None)?;
-    Some((small, node.id, inputs))
+    Some((small, last, inputs))
+}
+
+/// Operand `i` of the einsum, the constant `x`, times the constant `scale` (of the output's rank,
+/// broadcasting to it) where the product is multiplied by it: `x'[..] = x[..] · scale[..]` at the
+/// output position of each of `x`'s axes, when every axis `scale` varies along is one of `x`'s (the
+/// product is then scaled term by term). `None` otherwise.
+fn scaled_operand(op: &EinSum, i: usize, x: &Tensor, scale: &Tensor, output: &[usize]) -> Option<Arc<Tensor>> {
+    let scale_strides: Vec<usize> = {
+        let mut s = vec![0; output.len()];
+        let mut step = 1;
+        for p in (0..output.len()).rev() {
+            s[p] = if scale.shape()[p] == 1 { 0 } else { step };
+            step *= scale.shape()[p];
+        }
+        s
+    };
+    let covered = (0..output.len())
+        .all(|p| scale.shape()[p] == 1 || op.axes.axis((InOut::Out(0), p)).is_ok_and(|a| !a.inputs[i].is_empty()));
+    if !covered || x.datum_type() != f32::datum_type() || scale.datum_type() != f32::datum_type() {
+        return None;
+    }
+    // For each axis of `x`, the scale's stride along its output position (0 when it has none).
+    let along: Vec<usize> = (0..x.rank())
+        .map(|q| {
+            let axis = op.axes.axis((InOut::In(i), q)).ok()?;
+            Some(axis.outputs[0].first().map_or(0, |&p| scale_strides[p]))
+        })
+        .collect::<Option<_>>()?;
+    let values = x.try_as_plain_ram().ok()?;
+    let values = values.as_slice::<f32>().ok()?;
+    let factors = scale.try_as_plain_ram().ok()?;
+    let factors = factors.as_slice::<f32>().ok()?;
+    let mut out = Vec::with_capacity(values.len());
+    for (flat, v) in values.iter().enumerate() {
+        let (mut rest, mut at) = (flat, 0);
+        for (q, &d) in x.shape().iter().enumerate().rev() {
+            at += (rest % d) * along[q];
+            rest /= d;
+        }
+        out.push(v * factors[at]);
+    }
+    Some(Arc::new(Tensor::from_shape(x.shape(), &out).ok()?))
 }
 
 /// The multiply-adds of the einsum: the product of the lengths of all its axes.
@@ -113,10 +185,10 @@ fn macs(op: &EinSum, shapes: [&[usize]; 2]) -> Option<usize> {
     })
 }
 
-/// If the value of node `id`, of concrete shape `output`, is read by one node alone, an `Add` of a
-/// float32 constant that broadcasts to it and keeps its shape: the constant with `output`'s rank
-/// (leading axes of 1 added), and the node.
-fn constant_added(model: &TypedModel, id: usize, output: &[usize]) -> Option<(Arc<Tensor>, usize)> {
+/// If the value of node `id`, of concrete shape `output`, is read by one node alone, a binary op
+/// named `name` (`Add`, `Mul`) of it and a float32 constant that broadcasts to it and keeps its
+/// shape: the constant with `output`'s rank (leading axes of 1 added), and the node.
+fn constant_applied(model: &TypedModel, id: usize, output: &[usize], name: &str) -> Option<(Arc<Tensor>, usize)> {
     let outlet = OutletId::new(id, 0);
     let node = model.node(id);
     if node.outputs.len() != 1 || node.outputs[0].successors.len() != 1 || model.outputs.contains(&outlet) {
@@ -124,8 +196,8 @@ fn constant_added(model: &TypedModel, id: usize, output: &[usize]) -> Option<(Ar
     }
     let next = model.node(node.outputs[0].successors[0].node);
     let other = match binary(next)? {
-        ("Add", [a, b]) if a == outlet && b != outlet => b,
-        ("Add", [a, b]) if b == outlet && a != outlet => a,
+        (op, [a, b]) if op == name && a == outlet && b != outlet => b,
+        (op, [a, b]) if op == name && b == outlet && a != outlet => a,
         _ => return None,
     };
     let konst = model.outlet_fact(other).ok()?.konst.clone()?;
