@@ -576,6 +576,12 @@ fn arithmetic_on_broadcasting_operands_runs_as_broadcast_bin_with_the_same_bits(
 
 /// A `Conv` (`[c_out, c_in, kh, kw]` kernel, pads, strides, dilations, group 1) over an f32 input
 /// of `shape`, then `after` (`Relu`, `Clip` 0..6, or nothing); the weights and bias deterministic.
+/// The scale and shift of output channel `co` in the batch normalization of [`conv_model`]'s `Bn`
+/// cases.
+fn bn_affine(co: usize) -> (f32, f32) {
+    (0.5 + (co % 5) as f32 * 0.25, (co % 3) as f32 - 1.0)
+}
+
 fn conv_model(
     shape: [usize; 4],
     kernel: [usize; 4],
@@ -603,7 +609,21 @@ fn conv_model(
         .init_f32("low", &[], &[0.0])
         .init_f32("high", &[], &[6.0]);
     let conv_out = if after.is_empty() { "y" } else { "c" };
-    let b = b.node("Conv", "", "conv", &["x", "w", "b"], &[conv_out], attrs);
+    let mut b = b.node("Conv", "", "conv", &["x", "w", "b"], &[conv_out], attrs);
+    if let Some(rest) = after.strip_prefix("Bn") {
+        // A batch normalization as exporters leave it: a scale, then a shift, per channel.
+        let c = kernel[0];
+        let (scale, shift): (Vec<f32>, Vec<f32>) = (0..c).map(|co| bn_affine(co)).unzip();
+        let out = if rest.is_empty() { "y" } else { "d" };
+        b = b
+            .init_f32("scale", &[c as i64, 1, 1], &scale)
+            .init_f32("shift", &[c as i64, 1, 1], &shift)
+            .node("Mul", "", "mul", &["c", "scale"], &["s"], vec![])
+            .node("Add", "", "add", &["s", "shift"], &[out], vec![]);
+        if rest == "Relu" {
+            b = b.node("Relu", "", "relu", &["d"], &["y"], vec![]);
+        }
+    }
     let b = match after {
         "Relu" => b.node("Relu", "", "relu", &["c"], &["y"], vec![]),
         "Clip" => b.node("Clip", "", "clip", &["c", "low", "high"], &["y"], vec![]),
@@ -627,6 +647,9 @@ fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
         ([1, 3, 16, 16], [8, 3, 4, 4], [4, 4], [0, 0, 0, 0], "", false),
         ([1, 12, 9, 21], [12, 1, 3, 3], [1, 1], [1, 1, 1, 1], "Relu", true),
         ([2, 7, 10, 13], [7, 1, 5, 5], [2, 1], [2, 2, 2, 2], "Clip", true),
+        // A batch normalization folded into the weights and bias, with and without a Relu after.
+        ([1, 8, 12, 20], [16, 8, 3, 3], [1, 1], [1, 1, 1, 1], "BnRelu", true),
+        ([1, 12, 9, 21], [12, 1, 3, 3], [2, 1], [1, 1, 1, 1], "Bn", true),
     ];
     for (shape, kernel, strides, pads, after, ours) in cases {
         let (m, w, bias) = conv_model(shape, kernel, strides, pads, after);
@@ -669,12 +692,17 @@ fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
                                 }
                             }
                         }
+                        if after.starts_with("Bn") {
+                            let (scale, shift) = bn_affine(co);
+                            sum = sum * scale as f64 + shift as f64;
+                            size = size * scale as f64 + (shift as f64).abs();
+                        }
                         let want = match after {
-                            "Relu" => sum.max(0.0),
+                            "Relu" | "BnRelu" => sum.max(0.0),
                             "Clip" => sum.clamp(0.0, 6.0),
                             _ => sum,
                         };
-                        let bound = (c_per_out * kh * kw + 1) as f64 * f32::EPSILON as f64 * size;
+                        let bound = (c_per_out * kh * kw + 3) as f64 * f32::EPSILON as f64 * size;
                         assert!((got[i] as f64 - want).abs() <= bound, "{what} at {i}: {} vs {want}", got[i]);
                         i += 1;
                     }

@@ -1,12 +1,15 @@
 //! [`DirectConvPass`]: float32 2-D convolutions tract would run as an im2col matrix product, on our
-//! direct kernel ([`DirectConv`]) instead, with the `Relu` or `Clip` after them fused.
+//! direct kernel ([`DirectConv`]) instead, with a batch normalization and the `Relu` or `Clip` after
+//! them fused.
 //!
 //! The rewrite is on the decluttered model, before code generation, so tract's `Pad` before a padded
 //! convolution is never made. It takes a `Conv` of group 1, or a depthwise one (as many groups as
 //! input and output channels), over a channels-first image of concrete shape, with constant weights
-//! and bias, a kernel of more than one tap (a 1x1 convolution is a plain matrix product, which tract
-//! runs well) and strides of at most 2. A `Max` by a constant and/or a `Min` by a constant
-//! right after it (each reading the convolution's value alone) become the kernel's clamp. Values are
+//! and bias, a kernel of more than one tap (a 1x1 convolution is a matrix product, for
+//! [`super::small_matmul`]) and strides of at most 2. A `Mul` then an `Add` of one constant per
+//! output channel right after it (a batch normalization, either or both) are folded into its weights
+//! and bias; a `Max` by a constant and/or a `Min` by a constant after those become the kernel's
+//! clamp; each of these nodes reads the value before it alone. Values are
 //! the definition's to float32 rounding of the sum (see [`crate::kernel::conv2d`]); they are not
 //! tract's bits, which is why it is a rewrite of the plan and not of the graph `infer` and `fold` see.
 
@@ -40,8 +43,12 @@ impl TypedPass for DirectConvPass {
         for node in model.nodes.iter().skip(self.next) {
             self.next = node.id + 1;
             let Some(conv) = node.op_as::<Conv>() else { continue };
-            let (low, high, last) = fused_clamp(model, node);
-            let Some(packed) = packed_weights(model, node, conv, low, high)? else { continue };
+            let channels = conv.pool_spec.output_channels;
+            let (scale, scaled) = per_channel(model, node.id, channels, "Mul").unzip();
+            let (shift, shifted) = per_channel(model, scaled.unwrap_or(node.id), channels, "Add").unzip();
+            let affine = Affine { scale, shift };
+            let (low, high, last) = fused_clamp(model, shifted.or(scaled).unwrap_or(node.id));
+            let Some(packed) = packed_weights(model, node, conv, &affine, low, high)? else { continue };
             let Some(op) = DirectConv::new(conv.pool_spec.clone(), packed) else { continue };
             let mut patch = TypedModelPatch::new(format!("direct conv {}", node.name));
             let tap = patch.tap_model(model, node.inputs[0])?;
@@ -53,12 +60,20 @@ impl TypedPass for DirectConvPass {
     }
 }
 
-/// The packed weights of `conv`, clamped to `[low, high]`, when the direct kernel takes it (see the
-/// module docs).
+/// A scale then a shift per output channel applied to a convolution's value (a batch
+/// normalization's `Mul` and `Add`), folded into its weights and bias.
+struct Affine {
+    scale: Option<Vec<f32>>,
+    shift: Option<Vec<f32>>,
+}
+
+/// The packed weights of `conv`, scaled and shifted by `affine`, clamped to `[low, high]`, when the
+/// direct kernel takes it (see the module docs).
 fn packed_weights(
     model: &TypedModel,
     node: &TypedNode,
     conv: &Conv,
+    affine: &Affine,
     low: f32,
     high: f32,
 ) -> TractResult<Option<PackedConv>> {
@@ -93,11 +108,26 @@ fn packed_weights(
     let weights = oihw.try_as_plain_ram()?;
     let bias = bias.try_as_plain_ram()?;
     let bias = bias.as_slice::<f32>()?;
-    let bias: Vec<f32> = match bias.len() {
+    let mut bias: Vec<f32> = match bias.len() {
         1 => vec![bias[0]; c_out],
         _ => bias.to_vec(),
     };
-    let weights = weights.as_slice::<f32>()?;
+    let mut weights = weights.as_slice::<f32>()?.to_vec();
+    if bias.len() != c_out || c_out == 0 || !weights.len().is_multiple_of(c_out) {
+        return Ok(None);
+    }
+    // Each output channel's weights are one run (`[group][c_out / group][taps]`).
+    let per_channel = weights.len() / c_out;
+    if let Some(scale) = &affine.scale {
+        for ((run, b), &s) in weights.chunks_exact_mut(per_channel).zip(&mut bias).zip(scale) {
+            run.iter_mut().for_each(|w| *w *= s);
+            *b *= s;
+        }
+    }
+    if let Some(shift) = &affine.shift {
+        bias.iter_mut().zip(shift).for_each(|(b, t)| *b += t);
+    }
+    let weights = &weights[..];
     let packed = if depthwise {
         PackedConv::depthwise(weights, Some(&bias), [c_out, kh, kw], low, high)
     } else {
@@ -106,12 +136,48 @@ fn packed_weights(
     Ok(packed.ok())
 }
 
-/// The clamp the nodes right after `node` apply to its value (a `Max` by a constant, a `Min` by a
-/// constant, either or both in either order, each the only reader of the value before it and of its
-/// shape), and the last of those nodes (`node` itself when there is none).
-fn fused_clamp(model: &TypedModel, node: &TypedNode) -> (f32, f32, usize) {
-    let (mut low, mut high, mut last) = (f32::NEG_INFINITY, f32::INFINITY, node.id);
-    let Ok(shape) = model.outlet_fact(OutletId::new(node.id, 0)).map(|f| f.shape.clone()) else {
+/// If node `id`'s value (a channels-first image of `channels` channels) is read by one node alone,
+/// a binary `name` (`Mul`, `Add`) of it and a float32 constant with one value per channel (or one
+/// value) that keeps its shape: the values, one per channel, and that node.
+fn per_channel(model: &TypedModel, id: usize, channels: usize, name: &str) -> Option<(Vec<f32>, usize)> {
+    let next = single_reader(model, id)?;
+    let value = OutletId::new(id, 0);
+    let other = match binary(next)? {
+        (op, [a, b]) if op == name && a == value && b != value => b,
+        (op, [a, b]) if op == name && b == value && a != value => a,
+        _ => return None,
+    };
+    let fact = model.outlet_fact(value).ok()?;
+    let konst = model.outlet_fact(other).ok()?.konst.clone()?;
+    let rank = fact.rank();
+    // The channel axis is third from the end (`CHW`, `NCHW`); every other axis of the constant,
+    // aligned to the value's from the end, has length 1.
+    let per_axis = |i: usize| konst.rank() - 1 - i;
+    let ok = konst.datum_type() == f32::datum_type()
+        && konst.rank() <= rank
+        && rank >= 3
+        && (0..konst.rank())
+            .all(|i| konst.shape()[per_axis(i)] == 1 || (i == 2 && konst.shape()[per_axis(i)] == channels))
+        && model.outlet_fact(OutletId::new(next.id, 0)).ok()?.shape == fact.shape;
+    if !ok {
+        return None;
+    }
+    let values = konst.try_as_plain_ram().ok()?;
+    let values = values.as_slice::<f32>().ok()?;
+    let values = match values.len() {
+        1 => vec![values[0]; channels],
+        n if n == channels => values.to_vec(),
+        _ => return None,
+    };
+    Some((values, next.id))
+}
+
+/// The clamp the nodes right after node `id` apply to its value (a `Max` by a constant, a `Min` by
+/// a constant, either or both in either order, each the only reader of the value before it and of
+/// its shape), and the last of those nodes (`id` itself when there is none).
+fn fused_clamp(model: &TypedModel, id: usize) -> (f32, f32, usize) {
+    let (mut low, mut high, mut last) = (f32::NEG_INFINITY, f32::INFINITY, id);
+    let Ok(shape) = model.outlet_fact(OutletId::new(id, 0)).map(|f| f.shape.clone()) else {
         return (low, high, last);
     };
     for _ in 0..2 {
