@@ -613,7 +613,7 @@ fn conv_model(
     if let Some(rest) = after.strip_prefix("Bn") {
         // A batch normalization as exporters leave it: a scale, then a shift, per channel.
         let c = kernel[0];
-        let (scale, shift): (Vec<f32>, Vec<f32>) = (0..c).map(|co| bn_affine(co)).unzip();
+        let (scale, shift): (Vec<f32>, Vec<f32>) = (0..c).map(bn_affine).unzip();
         let out = if rest.is_empty() { "y" } else { "d" };
         b = b
             .init_f32("scale", &[c as i64, 1, 1], &scale)
