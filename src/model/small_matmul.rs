@@ -110,12 +110,12 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
             (0..2).find_map(|i| Some((i, scaled_operand(op, i, konst[i].as_deref()?, &scale, output)?)))
         {
             konst[i] = Some(t.clone());
-            scaled = Some(i);
+            scaled = Some((i, t));
             last = mul;
         }
     }
-    let operand = |i: usize| match scaled {
-        Some(s) if s == i => Operand::Scaled(konst[i].clone().expect("a scaled operand is constant")),
+    let operand = |i: usize| match &scaled {
+        Some((s, t)) if *s == i => Operand::Scaled(t.clone()),
         _ => Operand::Wire(node.inputs[i]),
     };
     let constant = konst[1 - first].as_deref();
