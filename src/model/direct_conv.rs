@@ -18,7 +18,7 @@ use tract_onnx::tract_core::ops::cnn::Conv;
 use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::node_match::{binary, single_use_producer, uniform};
+use super::node_match::{binary, constant_applied, single_use_producer, uniform};
 use crate::graph::DirectConv;
 use crate::kernel::PackedConv;
 
@@ -140,15 +140,8 @@ fn packed_weights(
 /// a binary `name` (`Mul`, `Add`) of it and a float32 constant with one value per channel (or one
 /// value) that keeps its shape: the values, one per channel, and that node.
 fn per_channel(model: &TypedModel, id: usize, channels: usize, name: &str) -> Option<(Vec<f32>, usize)> {
-    let next = single_reader(model, id)?;
-    let value = OutletId::new(id, 0);
-    let other = match binary(next)? {
-        (op, [a, b]) if op == name && a == value && b != value => b,
-        (op, [a, b]) if op == name && b == value && a != value => a,
-        _ => return None,
-    };
-    let fact = model.outlet_fact(value).ok()?;
-    let konst = model.outlet_fact(other).ok()?.konst.clone()?;
+    let (konst, next) = constant_applied(model, id, name)?;
+    let fact = model.outlet_fact(OutletId::new(id, 0)).ok()?;
     let rank = fact.rank();
     // The channel axis is third from the end (`CHW`, `NCHW`); every other axis of the constant,
     // aligned to the value's from the end, has length 1.

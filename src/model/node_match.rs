@@ -38,32 +38,41 @@ pub(crate) fn single_use_producer(model: &TypedModel, outlet: OutletId) -> Optio
     (only && !output).then_some(node)
 }
 
-/// If the value of node `id` is read by one node alone, a `binary` op named `name` with a float32
-/// constant of `n` values along the last axis (every other axis of length 1, no more axes than the
-/// value has) that keeps the value's shape: that constant as `n` values, and the node.
-pub(crate) fn affine_after(model: &TypedModel, id: usize, n: usize, name: &str) -> Option<(Arc<Tensor>, usize)> {
+/// If the value of node `id` is read by one node alone and is not a model output, and that node is
+/// a `binary` op named `name` of it and a constant: the constant and that node.
+pub(crate) fn constant_applied<'m>(
+    model: &'m TypedModel,
+    id: usize,
+    name: &str,
+) -> Option<(Arc<Tensor>, &'m TypedNode)> {
     let outlet = OutletId::new(id, 0);
     let node = model.node(id);
     if node.outputs.len() != 1 || node.outputs[0].successors.len() != 1 || model.outputs.contains(&outlet) {
         return None;
     }
     let next = model.node(node.outputs[0].successors[0].node);
-    let (op, [a, b]) = binary(next)?;
-    let other = match (a == outlet, b == outlet) {
-        (true, false) => b,
-        (false, true) => a,
+    let other = match binary(next)? {
+        (op, [a, b]) if op == name && a == outlet && b != outlet => b,
+        (op, [a, b]) if op == name && b == outlet && a != outlet => a,
         _ => return None,
     };
-    let value = model.outlet_fact(outlet).ok()?;
-    let konst = model.outlet_fact(other).ok()?.konst.clone()?;
+    Some((model.outlet_fact(other).ok()?.konst.clone()?, next))
+}
+
+/// If the value of node `id` is read by one node alone, a `binary` op named `name` with a float32
+/// constant of `n` values along the last axis (every other axis of length 1, no more axes than the
+/// value has) that keeps the value's shape: that constant as `n` values, and the node.
+pub(crate) fn affine_after(model: &TypedModel, id: usize, n: usize, name: &str) -> Option<(Arc<Tensor>, usize)> {
+    let (konst, next) = constant_applied(model, id, name)?;
+    let value = model.outlet_fact(OutletId::new(id, 0)).ok()?;
     let along_last = konst.datum_type() == f32::datum_type()
         && konst.rank() <= value.rank()
         && konst.shape().last() == Some(&n)
         && konst.shape().iter().rev().skip(1).all(|&d| d == 1);
     let keeps_shape = model.outlet_fact(OutletId::new(next.id, 0)).ok()?.shape == value.shape;
-    if op != name || !along_last || !keeps_shape {
+    if !along_last || !keeps_shape {
         return None;
     }
-    let values = konst.clone().into_tensor().into_shape(&[n]).ok()?;
+    let values = konst.into_tensor().into_shape(&[n]).ok()?;
     Some((values.into_arc_tensor(), next.id))
 }

@@ -23,7 +23,7 @@ use tract_onnx::tract_core::internal::InOut;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::node_match::binary;
+use super::node_match::constant_applied;
 use crate::graph::SmallMatMul;
 
 /// Multiply-adds of the largest product the pass rewrites (about 0.1 ms on one core). Our kernel
@@ -105,7 +105,7 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
     // A following `Mul` by a constant (a batch normalization's scale) goes into a constant operand.
     let mut last = node.id;
     let mut scaled = None;
-    if let Some((scale, mul)) = constant_applied(model, node.id, output, "Mul") {
+    if let Some((scale, mul)) = broadcast_constant(model, node.id, output, "Mul") {
         if let Some((i, t)) =
             (0..2).find_map(|i| Some((i, scaled_operand(op, i, konst[i].as_deref()?, &scale, output)?)))
         {
@@ -124,7 +124,7 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
         Some(_) => tvec![operand(first)],
         None => tvec![operand(first), operand(1 - first)],
     };
-    if let Some((values, add)) = constant_applied(model, last, output, "Add") {
+    if let Some((values, add)) = broadcast_constant(model, last, output, "Add") {
         if let Some(small) = SmallMatMul::plan(&op.axes, first, ordered, output, constant, Some(values)) {
             return Some((small, add, inputs));
         }
@@ -188,19 +188,8 @@ fn macs(op: &EinSum, shapes: [&[usize]; 2]) -> Option<usize> {
 /// If the value of node `id`, of concrete shape `output`, is read by one node alone, a binary op
 /// named `name` (`Add`, `Mul`) of it and a float32 constant that broadcasts to it and keeps its
 /// shape: the constant with `output`'s rank (leading axes of 1 added), and the node.
-fn constant_applied(model: &TypedModel, id: usize, output: &[usize], name: &str) -> Option<(Arc<Tensor>, usize)> {
-    let outlet = OutletId::new(id, 0);
-    let node = model.node(id);
-    if node.outputs.len() != 1 || node.outputs[0].successors.len() != 1 || model.outputs.contains(&outlet) {
-        return None;
-    }
-    let next = model.node(node.outputs[0].successors[0].node);
-    let other = match binary(next)? {
-        (op, [a, b]) if op == name && a == outlet && b != outlet => b,
-        (op, [a, b]) if op == name && b == outlet && a != outlet => a,
-        _ => return None,
-    };
-    let konst = model.outlet_fact(other).ok()?.konst.clone()?;
+fn broadcast_constant(model: &TypedModel, id: usize, output: &[usize], name: &str) -> Option<(Arc<Tensor>, usize)> {
+    let (konst, next) = constant_applied(model, id, name)?;
     let rank = output.len();
     if konst.datum_type() != f32::datum_type() || konst.rank() > rank {
         return None;
