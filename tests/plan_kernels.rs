@@ -792,6 +792,8 @@ struct ProductCase {
     scale: Option<Vec<usize>>,
     /// The shape of a constant added to the product (after the scale), if any.
     bias: Option<Vec<usize>>,
+    /// The bounds of a `Clip` after all that, if any.
+    clamp: Option<(f32, f32)>,
     /// Whether the plan has a `SmallMatMul`; `None`: either (random cases).
     small: Option<bool>,
 }
@@ -901,10 +903,26 @@ fn check_product(case: &ProductCase) -> bool {
         }
         let dims: Vec<i64> = bias_shape.iter().map(|&d| d as i64).collect();
         b = b.init_f32("bias", &dims, &bias).node("Add", "", "add", &[last, "bias"], &["y"], vec![]);
-    } else {
+        last = "y";
+    } else if case.clamp.is_none() {
         b = b.node("Identity", "", "id", &[last], &["y"], vec![]);
     }
-    let m = Model::load_bytes(&b.output("y").bytes()).unwrap();
+    if let Some((low, high)) = case.clamp {
+        for w in want.iter_mut() {
+            *w = w.clamp(low as f64, high as f64);
+        }
+        let (input, output) = if last == "y" { ("y", "z") } else { (last, "z") };
+        b = b.init_f32("low", &[], &[low]).init_f32("high", &[], &[high]).node(
+            "Clip",
+            "",
+            "clip",
+            &[input, "low", "high"],
+            &[output],
+            vec![],
+        );
+    }
+    let result = if case.clamp.is_some() { "z" } else { "y" };
+    let m = Model::load_bytes(&b.output(result).bytes()).unwrap();
     let plan = m.plan_for(&fed).unwrap();
     let names: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
     let what = format!("{what}: {names:?}");
@@ -935,6 +953,7 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
         constant,
         scale: None,
         bias: (!bias.is_empty()).then(|| bias.to_vec()),
+        clamp: None,
         small: Some(small),
     };
     let cases = [
@@ -969,8 +988,8 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
         check_product(c);
     }
     // A batch normalization after a 1x1 convolution (a scale, then a shift, per channel) and a
-    // scale per column after a linear layer: the scale goes into the constant operand, the shift
-    // starts the sums, and the plan is the product alone.
+    // scale per column after a linear layer, then a `Clip`: the scale goes into the constant
+    // operand, the shift starts the sums, the clamp ends them, and the plan is the product alone.
     let scaled = |equation: &str, shapes: [&[usize]; 2], constant, scale: &[usize], bias: &[usize]| ProductCase {
         equation: equation.into(),
         matmul: true,
@@ -978,6 +997,7 @@ fn small_products_run_on_our_kernel_with_the_definitions_values() {
         constant,
         scale: Some(scale.to_vec()),
         bias: Some(bias.to_vec()),
+        clamp: Some((0.0, 6.0)),
         small: Some(true),
     };
     check_product(&scaled("ck,kp->cp", [&[24, 16], &[16, 50]], [true, false], &[24, 1], &[24, 1]));
@@ -1038,6 +1058,7 @@ fn random_product(seed: u64) -> ProductCase {
             constant: [next(3) == 0, next(2) == 0],
             scale: scale_shape,
             bias: bias_shape,
+            clamp: [None, Some((0.0, f32::INFINITY)), Some((-1.0, 1.0))][next(3)],
             small: None,
         };
     }
@@ -1063,6 +1084,7 @@ fn the_input_along_the_output_rows_is_the_column_operand() {
         constant: [true, false],
         scale: None,
         bias: None,
+        clamp: None,
         small: Some(true),
     };
     check_product(&case);

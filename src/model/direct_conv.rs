@@ -18,7 +18,7 @@ use tract_onnx::tract_core::ops::cnn::Conv;
 use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::node_match::{binary, constant_applied, single_use_producer, uniform};
+use super::node_match::{constant_applied, fused_clamp};
 use crate::graph::DirectConv;
 use crate::kernel::PackedConv;
 
@@ -163,47 +163,4 @@ fn per_channel(model: &TypedModel, id: usize, channels: usize, name: &str) -> Op
         _ => return None,
     };
     Some((values, next.id))
-}
-
-/// The clamp the nodes right after node `id` apply to its value (a `Max` by a constant, a `Min` by
-/// a constant, either or both in either order, each the only reader of the value before it and of
-/// its shape), and the last of those nodes (`id` itself when there is none).
-fn fused_clamp(model: &TypedModel, id: usize) -> (f32, f32, usize) {
-    let (mut low, mut high, mut last) = (f32::NEG_INFINITY, f32::INFINITY, id);
-    let Ok(shape) = model.outlet_fact(OutletId::new(id, 0)).map(|f| f.shape.clone()) else {
-        return (low, high, last);
-    };
-    for _ in 0..2 {
-        let Some(next) = single_reader(model, last) else { break };
-        let Some((name, [a, b])) = binary(next) else { break };
-        let value = OutletId::new(last, 0);
-        let bound = if a == value {
-            uniform(model, b)
-        } else if b == value {
-            uniform(model, a)
-        } else {
-            None
-        };
-        let same_shape = model.outlet_fact(OutletId::new(next.id, 0)).is_ok_and(|f| f.shape == shape);
-        let Some(bound) = bound.filter(|v| !v.is_nan() && same_shape) else { break };
-        match name {
-            "Max" if low == f32::NEG_INFINITY && bound <= high => low = bound,
-            "Min" if high == f32::INFINITY && bound >= low => high = bound,
-            _ => break,
-        }
-        last = next.id;
-    }
-    (low, high, last)
-}
-
-/// The one node reading node `id`'s only output, when that output is read once and is not a model
-/// output.
-fn single_reader(model: &TypedModel, id: usize) -> Option<&TypedNode> {
-    let node = model.node(id);
-    let outlet = OutletId::new(id, 0);
-    let [reader] = &*node.outputs.first()?.successors else { return None };
-    // `single_use_producer` checks the same from the reader's side: one output, one reader, not an
-    // output of the model.
-    single_use_producer(model, outlet)?;
-    Some(model.node(reader.node))
 }

@@ -12,7 +12,8 @@
 //! alone, a `Mul` by a constant that varies along a constant operand's axes only (a batch
 //! normalization's scale after a 1x1 convolution: the operand is scaled once, here), and an `Add`
 //! of a constant that broadcasts to it (one value per output column, per output channel of a 1x1
-//! convolution, or per element), each read by the next node alone. Values are the definition's up to
+//! convolution, or per element), then a `Max` and/or `Min` by a constant (`Relu`, `Clip`), each
+//! read by the next node alone. Values are the definition's up to
 //! float32 rounding of the sums (see [`crate::kernel::matmul_f32`]), not tract's bits, which is why
 //! it is a rewrite of the plan and not of the graph `infer` and `fold` see.
 
@@ -23,7 +24,7 @@ use tract_onnx::tract_core::internal::InOut;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
-use super::node_match::constant_applied;
+use super::node_match::{constant_applied, fused_clamp};
 use crate::graph::SmallMatMul;
 
 /// Multiply-adds of the largest product the pass rewrites (about 0.1 ms on one core). Our kernel
@@ -124,13 +125,18 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
         Some(_) => tvec![operand(first)],
         None => tvec![operand(first), operand(1 - first)],
     };
-    if let Some((values, add)) = broadcast_constant(model, last, output, "Add") {
-        if let Some(small) = SmallMatMul::plan(&op.axes, first, ordered, output, constant, Some(values)) {
-            return Some((small, add, inputs));
-        }
+    let biased = broadcast_constant(model, last, output, "Add").and_then(|(values, add)| {
+        Some((SmallMatMul::plan(&op.axes, first, ordered, output, constant, Some(values))?, add))
+    });
+    let (small, last) = match biased {
+        Some(found) => found,
+        None => (SmallMatMul::plan(&op.axes, first, ordered, output, constant, None)?, last),
+    };
+    // A `Relu` or `Clip` after it (a `Max` and/or `Min` by a constant) clamps the output.
+    match fused_clamp(model, last) {
+        (low, high, end) if end != last => Some((small.with_clamp(low, high), end, inputs)),
+        _ => Some((small, last, inputs)),
     }
-    let small = SmallMatMul::plan(&op.axes, first, ordered, output, constant, None)?;
-    Some((small, last, inputs))
 }
 
 /// Operand `i` of the einsum, the constant `x`, times the constant `scale` (of the output's rank,

@@ -1,6 +1,7 @@
 //! [`SmallMatMul`]: a float32 two-input `EinSum` of concrete small shapes as calls of our unpacked
 //! matrix-product kernel ([`crate::kernel::matmul_f32`]), a following bias inside (one value per
-//! output column, per row, or any constant broadcast to the output whose columns are contiguous).
+//! output column, per row, or any constant broadcast to the output whose columns are contiguous) and
+//! a following clamp (`Relu`, `Clip`).
 //!
 //! The einsum's axes take roles: the one summed over (in both inputs, not the output) is the depth
 //! `k`; one axis of the first input and the output is the rows `m`, one of the second input and the
@@ -60,6 +61,9 @@ pub struct SmallMatMul {
     bias: Option<Arc<Tensor>>,
     /// The bias' strides along the rows and the columns (the latter 0 or 1).
     bias_steps: [usize; 2],
+    /// The bits of the bounds `[low, high]` the output is clamped to, if any (a `Relu` or `Clip`
+    /// the op took in; NaN stays NaN).
+    clamp: Option<[u32; 2]>,
 }
 
 /// One call of the kernel: where its blocks start, and whether it starts or ends an output block's
@@ -168,6 +172,7 @@ impl SmallMatMul {
             panels: None,
             bias,
             bias_steps,
+            clamp: None,
         };
         let along = |r: &Role| {
             [(r.a, &a_strides), (r.b, &b_strides), (r.c, &c_strides), (r.c, &bias_strides)]
@@ -202,6 +207,12 @@ impl SmallMatMul {
             op.pack(b).ok()?;
         }
         Some(op)
+    }
+
+    /// The op with its output clamped to `[low, high]` (NaN kept).
+    pub fn with_clamp(mut self, low: f32, high: f32) -> SmallMatMul {
+        self.clamp = Some([low.to_bits(), high.to_bits()]);
+        self
     }
 
     /// That every call stays inside its operands (the shapes come from a model file), the second
@@ -344,13 +355,18 @@ impl Op for SmallMatMul {
 
     fn info(&self) -> TractResult<Vec<String>> {
         Ok(vec![format!(
-            "{} calls of m={} k={} n={}, bias: {}, constant second input: {}",
+            "{} calls of m={} k={} n={}, bias: {}, constant second input: {}{}",
             self.calls.len(),
             self.m,
             self.k,
             self.n,
             self.bias.is_some(),
-            self.panels.is_some()
+            self.panels.is_some(),
+            self.clamp.map_or(String::new(), |[l, h]| format!(
+                ", clamp: [{}, {}]",
+                f32::from_bits(l),
+                f32::from_bits(h)
+            ))
         )])
     }
 
@@ -434,6 +450,18 @@ impl EvalOp for SmallMatMul {
                 }
             } else {
                 matmul_f32(&gemm, &a[call.a..], b_at, &mut c[call.c..], init);
+            }
+        }
+        if let Some([low, high]) = self.clamp.map(|b| b.map(f32::from_bits)) {
+            // Comparisons, not `max`/`min`, so that NaN stays NaN.
+            for v in c.iter_mut() {
+                *v = if *v < low {
+                    low
+                } else if *v > high {
+                    high
+                } else {
+                    *v
+                };
             }
         }
         Ok(tvec!(c_tensor.into_tvalue()))
