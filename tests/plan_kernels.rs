@@ -1139,3 +1139,23 @@ fn moved_axes_run_as_one_copy_on_our_kernel() {
         }
     }
 }
+
+/// A product's clamp (a `Relu` taken into `SmallMatMul`) keeps NaN as NaN, as numpy's `maximum`
+/// does, and clamps the rest.
+#[test]
+fn a_nan_stays_nan_through_a_products_clamp() {
+    let bytes = Builder::new(13)
+        .input("a", DataType::Float, &[D::N(2), D::N(3)])
+        .init_f32("b", &[3, 4], &[1.0, -1.0, 2.0, 0.0, 1.0, -1.0, 2.0, 0.0, 1.0, -1.0, 2.0, 0.0])
+        .node("MatMul", "", "mm", &["a", "b"], &["p"], vec![])
+        .node("Relu", "", "relu", &["p"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let a = tensor1(&[f32::NAN, 1.0, 1.0, 1.0, 1.0, 1.0]).into_shape(&[2, 3]).unwrap();
+    assert_eq!(plan_ops(&m, &a), ["Source", "SmallMatMul"]);
+    let y = m.run(vec![a]).unwrap().remove(0).1;
+    let y = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+    assert!(y[..4].iter().all(|v| v.is_nan()), "{y:?}");
+    assert_eq!(&y[4..], &[3.0, 0.0, 6.0, 0.0]);
+}
