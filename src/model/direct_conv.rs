@@ -1,6 +1,6 @@
-//! [`DirectConvPass`]: float32 2-D convolutions tract would run as an im2col matrix product, on our
-//! direct kernel ([`DirectConv`]) instead, with a batch normalization and the `Relu` or `Clip` after
-//! them fused.
+//! The direct-conv pass ([`rewrite`], run by [`super::sweep::Sweep`]): float32 2-D convolutions
+//! tract would run as an im2col matrix product, on our direct kernel ([`DirectConv`]) instead, with
+//! a batch normalization and the `Relu` or `Clip` after them fused.
 //!
 //! The rewrite is on the decluttered model, before code generation, so tract's `Pad` before a padded
 //! convolution is never made. It takes a `Conv` of group 1, or a depthwise one (as many groups as
@@ -16,7 +16,6 @@
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cnn::Conv;
 use tract_onnx::tract_core::ops::nn::DataFormat;
-use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
 use super::node_match::{constant_applied, fused_clamp};
 use crate::graph::DirectConv;
@@ -26,38 +25,22 @@ use crate::kernel::PackedConv;
 /// input out in 256 phase planes of a few elements each, and ran at 35 µs where tract's took 22.
 const MAX_STRIDE: usize = 2;
 
-/// The pass (see the module docs).
-#[derive(Debug, Clone, Default)]
-pub struct DirectConvPass {
-    /// The first node not looked at yet in this sweep.
-    next: usize,
-}
-
-impl TypedPass for DirectConvPass {
-    fn reset(&mut self) -> TractResult<()> {
-        self.next = 0;
-        Ok(())
-    }
-
-    fn next(&mut self, _session: &mut OptimizerSession, model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
-        for node in model.nodes.iter().skip(self.next) {
-            self.next = node.id + 1;
-            let Some(conv) = node.op_as::<Conv>() else { continue };
-            let channels = conv.pool_spec.output_channels;
-            let (scale, scaled) = per_channel(model, node.id, channels, "Mul").unzip();
-            let (shift, shifted) = per_channel(model, scaled.unwrap_or(node.id), channels, "Add").unzip();
-            let affine = Affine { scale, shift };
-            let (low, high, last) = fused_clamp(model, shifted.or(scaled).unwrap_or(node.id));
-            let Some(packed) = packed_weights(model, node, conv, &affine, low, high)? else { continue };
-            let Some(op) = DirectConv::new(conv.pool_spec.clone(), packed) else { continue };
-            let mut patch = TypedModelPatch::new(format!("direct conv {}", node.name));
-            let tap = patch.tap_model(model, node.inputs[0])?;
-            let out = patch.wire_node(&node.name, op, &[tap])?[0];
-            patch.shunt_outside(model, OutletId::new(last, 0), out)?;
-            return Ok(Some(patch));
-        }
-        Ok(None)
-    }
+/// The rule of the direct-conv pass (see the module docs): the patch for `node`, if it is a
+/// convolution the direct kernel takes.
+pub(super) fn rewrite(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+    let Some(conv) = node.op_as::<Conv>() else { return Ok(None) };
+    let channels = conv.pool_spec.output_channels;
+    let (scale, scaled) = per_channel(model, node.id, channels, "Mul").unzip();
+    let (shift, shifted) = per_channel(model, scaled.unwrap_or(node.id), channels, "Add").unzip();
+    let affine = Affine { scale, shift };
+    let (low, high, last) = fused_clamp(model, shifted.or(scaled).unwrap_or(node.id));
+    let Some(packed) = packed_weights(model, node, conv, &affine, low, high)? else { return Ok(None) };
+    let Some(op) = DirectConv::new(conv.pool_spec.clone(), packed) else { return Ok(None) };
+    let mut patch = TypedModelPatch::new(format!("direct conv {}", node.name));
+    let tap = patch.tap_model(model, node.inputs[0])?;
+    let out = patch.wire_node(&node.name, op, &[tap])?[0];
+    patch.shunt_outside(model, OutletId::new(last, 0), out)?;
+    Ok(Some(patch))
 }
 
 /// A scale then a shift per output channel applied to a convolution's value (a batch

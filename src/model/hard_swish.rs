@@ -1,4 +1,5 @@
-//! [`HardSwishPass`]: a decomposed hard swish, `x * clip(x + 3, 0, 6) / 6`, as tract's `HardSwish`.
+//! The hard-swish pass ([`rewrite`], run by [`super::sweep::Sweep`]): a decomposed hard swish,
+//! `x * clip(x + 3, 0, 6) / 6`, as tract's `HardSwish`.
 //!
 //! Exporters write MobileNetV3's activation as four or five nodes (`Add`, `Clip`, `Mul`, `Div`):
 //! tract runs them as two element-wise chains over the whole feature map, a fifth of an OCR
@@ -10,36 +11,18 @@
 //! not of the graph `infer` and `fold` see.
 
 use tract_onnx::prelude::*;
-use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
 use super::node_match::{binary, single_use_producer, uniform, with_constant};
 
-/// The pass (see the module docs).
-#[derive(Debug, Clone, Default)]
-pub struct HardSwishPass {
-    /// The first node not looked at yet in this sweep.
-    next: usize,
-}
-
-impl TypedPass for HardSwishPass {
-    fn reset(&mut self) -> TractResult<()> {
-        self.next = 0;
-        Ok(())
-    }
-
-    fn next(&mut self, _session: &mut OptimizerSession, model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
-        for node in model.nodes.iter().skip(self.next) {
-            self.next = node.id + 1;
-            if let Some(x) = hard_swish_input(model, node)? {
-                let mut patch = TypedModelPatch::new(format!("hard swish {}", node.name));
-                let tap = patch.tap_model(model, x)?;
-                let out = patch.wire_node(&node.name, tract_onnx::tract_core::ops::nn::hard_swish(), &[tap])?[0];
-                patch.shunt_outside(model, OutletId::new(node.id, 0), out)?;
-                return Ok(Some(patch));
-            }
-        }
-        Ok(None)
-    }
+/// The rule of the hard-swish pass (see the module docs): the patch for `node`, if it ends a
+/// decomposed hard swish.
+pub(super) fn rewrite(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+    let Some(x) = hard_swish_input(model, node)? else { return Ok(None) };
+    let mut patch = TypedModelPatch::new(format!("hard swish {}", node.name));
+    let tap = patch.tap_model(model, x)?;
+    let out = patch.wire_node(&node.name, tract_onnx::tract_core::ops::nn::hard_swish(), &[tap])?[0];
+    patch.shunt_outside(model, OutletId::new(node.id, 0), out)?;
+    Ok(Some(patch))
 }
 
 /// If `node` ends a decomposed hard swish over float32: its `x`.

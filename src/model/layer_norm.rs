@@ -1,5 +1,6 @@
-//! [`LayerNormPass`]: a layer normalization over the last axis of a float32 tensor as one
-//! [`RowLayerNorm`], with the scale and bias after it inside.
+//! The layer-norm pass ([`rewrite`], run by [`super::sweep::Sweep`]): a layer normalization over
+//! the last axis of a float32 tensor as one [`RowLayerNorm`], with the scale and bias after it
+//! inside.
 //!
 //! tract declutters ONNX's `LayerNormalization` into `Reduce<Sum>` over the last axis, a `Mul` by
 //! `1/n` (the mean), `Sub(x, mean)` and its own `RmsNorm` of the difference, then a `Mul` by the
@@ -16,46 +17,29 @@
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::nn::{Reduce, Reducer, RmsNorm};
-use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
 use super::node_match::{affine_after, binary, single_use_producer, uniform};
 use crate::graph::RowLayerNorm;
 
-/// The pass (see the module docs).
-#[derive(Debug, Clone, Default)]
-pub struct LayerNormPass {
-    /// The first node not looked at yet in this sweep.
-    next: usize,
-}
-
-impl TypedPass for LayerNormPass {
-    fn reset(&mut self) -> TractResult<()> {
-        self.next = 0;
-        Ok(())
-    }
-
-    fn next(&mut self, _session: &mut OptimizerSession, model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
-        for node in model.nodes.iter().skip(self.next) {
-            self.next = node.id + 1;
-            let Some(rms) = node.op_as::<RmsNorm>() else { continue };
-            let Some((x, n)) = centered_input(model, node, rms) else { continue };
-            let (scale, last) = match affine_after(model, node.id, n, "Mul") {
-                Some((scale, mul)) => (Some(scale), mul),
-                None => (None, node.id),
-            };
-            let (bias, last) = match affine_after(model, last, n, "Add") {
-                Some((bias, add)) => (Some(bias), add),
-                None => (None, last),
-            };
-            let op = RowLayerNorm { eps: rms.eps.clone(), scale, bias };
-            let mut patch = TypedModelPatch::new(format!("layer norm {}", node.name));
-            let tap = patch.tap_model(model, x)?;
-            let out = patch.wire_node(&model.node(last).name, op, &[tap])?[0];
-            patch.shunt_outside(model, OutletId::new(last, 0), out)?;
-            return Ok(Some(patch));
-        }
-        Ok(None)
-    }
+/// The rule of the layer-norm pass (see the module docs): the patch for `node`, if it is the
+/// `RmsNorm` of a decomposed layer normalization.
+pub(super) fn rewrite(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+    let Some(rms) = node.op_as::<RmsNorm>() else { return Ok(None) };
+    let Some((x, n)) = centered_input(model, node, rms) else { return Ok(None) };
+    let (scale, last) = match affine_after(model, node.id, n, "Mul") {
+        Some((scale, mul)) => (Some(scale), mul),
+        None => (None, node.id),
+    };
+    let (bias, last) = match affine_after(model, last, n, "Add") {
+        Some((bias, add)) => (Some(bias), add),
+        None => (None, last),
+    };
+    let op = RowLayerNorm { eps: rms.eps.clone(), scale, bias };
+    let mut patch = TypedModelPatch::new(format!("layer norm {}", node.name));
+    let tap = patch.tap_model(model, x)?;
+    let out = patch.wire_node(&model.node(last).name, op, &[tap])?[0];
+    patch.shunt_outside(model, OutletId::new(last, 0), out)?;
+    Ok(Some(patch))
 }
 
 /// If the `RmsNorm` `node` normalizes `x - mean(x)` over the last axis of a float32 `x`: `x` and the

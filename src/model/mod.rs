@@ -19,6 +19,7 @@ mod overrides;
 mod plans;
 mod prepare;
 mod small_matmul;
+mod sweep;
 mod types;
 mod warnings;
 

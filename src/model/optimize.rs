@@ -19,12 +19,10 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::model::TRACT_STAGE;
 use tract_onnx::tract_core::optim::{Optimizer, TypedPass};
 
-use super::direct_conv::DirectConvPass;
 use super::fuse_chain::Fuse;
-use super::hard_swish::HardSwishPass;
-use super::layer_norm::LayerNormPass;
 use super::names::NameIndex;
-use super::small_matmul::SmallMatMulPass;
+use super::sweep::Sweep;
+use super::{direct_conv, hard_swish, layer_norm, small_matmul};
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
 /// rewrites of the plan (decomposed hard swish, small convolutions, layer norms, small matrix products)
@@ -41,10 +39,10 @@ pub fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<Typed
     if rewrites {
         let patterns = Optimizer {
             passes: vec![
-                Box::new(HardSwishPass::default()),
-                Box::new(DirectConvPass::default()),
-                Box::new(LayerNormPass::default()),
-                Box::new(SmallMatMulPass::default()),
+                Box::new(Sweep::new("hard swish", hard_swish::rewrite)),
+                Box::new(Sweep::new("direct conv", direct_conv::rewrite)),
+                Box::new(Sweep::new("layer norm", layer_norm::rewrite)),
+                Box::new(Sweep::new("small matmul", small_matmul::rewrite)),
             ],
             steps: None,
         };

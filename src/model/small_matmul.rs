@@ -1,5 +1,5 @@
-//! [`SmallMatMulPass`]: a float32 matrix product of concrete small shapes as one [`SmallMatMul`],
-//! a bias added after it inside.
+//! The small-matmul pass ([`rewrite`], run by [`super::sweep::Sweep`]): a float32 matrix product of
+//! concrete small shapes as one [`SmallMatMul`], the scale, bias and clamp after it inside.
 //!
 //! tract generates every `EinSum` into its packed matrix product: the activations are packed into
 //! panels by a node of their own (`OptMatMulPack`), then `OptMatMul` runs its kernel over the
@@ -22,7 +22,6 @@ use std::sync::Arc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::InOut;
 use tract_onnx::tract_core::ops::einsum::EinSum;
-use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
 use super::node_match::{constant_applied, fused_clamp};
 use crate::graph::SmallMatMul;
@@ -33,38 +32,22 @@ use crate::graph::SmallMatMul;
 /// over threads when more than one is asked for and cuts large operands in blocks that stay in cache.
 pub const MAX_WORK: usize = 1 << 22;
 
-/// The pass (see the module docs).
-#[derive(Debug, Clone, Default)]
-pub struct SmallMatMulPass {
-    /// The first node not looked at yet in this sweep.
-    next: usize,
-}
-
-impl TypedPass for SmallMatMulPass {
-    fn reset(&mut self) -> TractResult<()> {
-        self.next = 0;
-        Ok(())
+/// The rule of the small-matmul pass (see the module docs): the patch for `node`, if it is a small
+/// float32 matrix product.
+pub(super) fn rewrite(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+    let Some(op) = node.op_as::<EinSum>() else { return Ok(None) };
+    let Some((small, last, inputs)) = small_product(model, node, op) else { return Ok(None) };
+    let mut patch = TypedModelPatch::new(format!("small matmul {}", node.name));
+    let mut taps = tvec![];
+    for input in inputs {
+        taps.push(match input {
+            Operand::Wire(outlet) => patch.tap_model(model, outlet)?,
+            Operand::Scaled(t) => patch.add_const(format!("{}.scaled", node.name), t)?,
+        });
     }
-
-    fn next(&mut self, _session: &mut OptimizerSession, model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
-        for node in model.nodes.iter().skip(self.next) {
-            self.next = node.id + 1;
-            let Some(op) = node.op_as::<EinSum>() else { continue };
-            let Some((small, last, inputs)) = small_product(model, node, op) else { continue };
-            let mut patch = TypedModelPatch::new(format!("small matmul {}", node.name));
-            let mut taps = tvec![];
-            for input in inputs {
-                taps.push(match input {
-                    Operand::Wire(outlet) => patch.tap_model(model, outlet)?,
-                    Operand::Scaled(t) => patch.add_const(format!("{}.scaled", node.name), t)?,
-                });
-            }
-            let out = patch.wire_node(&model.node(last).name, small, &taps)?[0];
-            patch.shunt_outside(model, OutletId::new(last, 0), out)?;
-            return Ok(Some(patch));
-        }
-        Ok(None)
-    }
+    let out = patch.wire_node(&model.node(last).name, small, &taps)?[0];
+    patch.shunt_outside(model, OutletId::new(last, 0), out)?;
+    Ok(Some(patch))
 }
 
 /// An input of the op: a value of the model, or a constant operand scaled by the `Mul` the op took
