@@ -44,23 +44,29 @@ pub mod analysis;
 pub mod dims;
 pub mod error;
 pub mod fold;
-pub mod graph;
+pub(crate) mod guard;
 pub mod io;
 pub mod kernel;
 pub mod load;
+pub(crate) mod memory;
 mod model;
+pub mod node;
 pub mod npy;
 pub mod onnx;
+pub mod ops;
+pub mod plan;
 pub mod profile;
 pub mod report;
+pub mod schema;
 pub mod semantics;
+pub mod slicing;
 pub mod symbolic;
 pub mod threads;
 pub mod view;
 
 pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
-pub use graph::onnx_parser;
 pub use model::{Model, ValueFact};
+pub use ops::onnx_parser;
 /// The tract-onnx sliceops is built on, pinned to exactly 0.23.9 (sliceops fixes and registers ops
 /// against that version's internals). Take tract's types (`Tensor`, `TDim`, facts) from here: a
 /// program that depends on tract itself must use this same version, or its types are other types.

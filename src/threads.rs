@@ -7,7 +7,7 @@
 //!   `multithread-mm`), one pool per `n` in the process, shared by every plan;
 //! - a turn handler that installs [`ThreadBudget`] in the turn's shared resources before every run,
 //!   which sliceops' slicing ops read from their evaluation context and hand to the copy kernel
-//!   ([`crate::kernel::with_threads`]), so a copy never uses more threads than the budget.
+//!   (`kernel::with_threads`), so a copy never uses more threads than the budget.
 //!
 //! A plan made without a budget runs as tract runs by default (its process-wide executor, normally
 //! single-threaded) and the copy kernel splits large outputs over all cores. Nested plans (`If`, `Scan`

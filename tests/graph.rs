@@ -274,9 +274,9 @@ fn slicing_nodes(model: &TypedModel) -> usize {
         .nodes()
         .iter()
         .filter(|n| {
-            n.op_is::<sliceops::graph::ViewOp>()
-                || n.op_is::<sliceops::graph::PlannedView>()
-                || n.op_is::<sliceops::graph::DynSliceOp>()
+            n.op_is::<sliceops::slicing::ViewOp>()
+                || n.op_is::<sliceops::slicing::PlannedView>()
+                || n.op_is::<sliceops::slicing::DynSliceOp>()
         })
         .count()
 }

@@ -2211,7 +2211,7 @@ fn fold_and_lower_refuse_invalid_models() {
                 let m = model.clone();
                 checks.check(format!("{name} / library {cmd}"), || {
                     let r = api(&format!("{name} {cmd}"), move || {
-                        let f = if cmd == "fold" { sliceops::onnx::fold } else { sliceops::onnx::lower };
+                        let f = if cmd == "fold" { sliceops::fold::fold_bytes } else { sliceops::onnx::lower };
                         f(&m, None).map(|_| ()).map_err(|e| format!("{e:#}"))
                     });
                     let err = r.expect_err("an invalid model must not be written back");

@@ -817,7 +817,7 @@ fn device_configurations_survive_fold_and_lower() {
     let path = d.join("model.onnx");
     std::fs::write(&path, &bytes).unwrap();
     for (cmd, f) in [
-        ("fold", sliceops::onnx::fold as fn(&[u8], Option<&Path>) -> anyhow::Result<Vec<u8>>),
+        ("fold", sliceops::fold::fold_bytes as fn(&[u8], Option<&Path>) -> anyhow::Result<Vec<u8>>),
         ("lower", sliceops::onnx::lower),
     ] {
         let out_path = d.join(format!("{cmd}.onnx"));

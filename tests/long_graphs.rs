@@ -80,15 +80,15 @@ fn structure(model: &TypedModel) -> String {
     let mut text = format!("inputs {:?} outputs {:?}\n", model.inputs, model.outputs);
     for node in &model.nodes {
         let facts: Vec<String> = node.outputs.iter().map(|o| format!("{:?}", o.fact)).collect();
-        let op = if let Some(softmax) = node.op_as::<sliceops::graph::AxisSoftmax>() {
+        let op = if let Some(softmax) = node.op_as::<sliceops::plan::AxisSoftmax>() {
             format!("{:?}", softmax.stock)
-        } else if let Some(resize) = node.op_as::<sliceops::graph::RowResize>() {
+        } else if let Some(resize) = node.op_as::<sliceops::plan::RowResize>() {
             format!("{:?}", resize.stock)
-        } else if let Some(pool) = node.op_as::<sliceops::graph::PlaneMaxPool>() {
+        } else if let Some(pool) = node.op_as::<sliceops::plan::PlaneMaxPool>() {
             format!("{:?}", pool.stock)
-        } else if let Some(cube) = node.op_as::<sliceops::graph::CubePow>() {
+        } else if let Some(cube) = node.op_as::<sliceops::plan::CubePow>() {
             format!("{:?}", cube.stock)
-        } else if let Some(bin) = node.op_as::<sliceops::graph::BroadcastBin>() {
+        } else if let Some(bin) = node.op_as::<sliceops::plan::BroadcastBin>() {
             format!("{:?}", bin.stock)
         } else {
             format!("{:?}", node.op)

@@ -1,4 +1,4 @@
-//! The ops the optimized plan runs with our kernels instead of tract's (src/graph/plan_ops):
+//! The ops the optimized plan runs with our kernels instead of tract's (src/plan/ops):
 //! - Softmax and LogSoftmax over any axes (`AxisSoftmax`) give the formula's values, on our kernel
 //!   or, for f32 rows a multiple of 4 long, on tract's row kernel;
 //! - `Resize` on f32 (`RowResize`) gives tract's own op's values bit for bit, in every mode;

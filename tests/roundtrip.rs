@@ -464,7 +464,7 @@ fn fold_in(dir: &Path, model: &proto::ModelProto) -> proto::ModelProto {
     let input = model.encode_to_vec();
     // The bytes sliceops reads are exactly what we built (prost round trip of our own message).
     assert_eq!(proto::ModelProto::decode(&*input).unwrap(), *model);
-    let folded = match sliceops::onnx::fold(&input, Some(dir)) {
+    let folded = match sliceops::fold::fold_bytes(&input, Some(dir)) {
         Ok(b) => b,
         Err(e) => panic!("fold failed on the full model: {e:#}"),
     };

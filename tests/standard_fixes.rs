@@ -1,4 +1,4 @@
-//! Standard ops tract builds wrongly, replaced in src/graph/fixes: `Mean` (tract panicked while
+//! Standard ops tract builds wrongly, replaced in src/ops (listed in src/ops/replaced.rs): `Mean` (tract panicked while
 //! typing it), `OneHot` (tract panicked on an index out of range, and read int64 indices as i32),
 //! `BitShift` (tract shifted by the amount modulo the width), `ReduceMax`/`ReduceMin` (tract gave
 //! the largest finite float for sets of infinities), and the window functions and `MelWeightMatrix`

@@ -1,4 +1,4 @@
-//! The standard ONNX ops sliceops adds to tract (src/graph/ops/): single-node models built here from
+//! The standard ONNX ops sliceops adds to tract (src/ops/, listed in src/ops/added.rs): single-node models built here from
 //! `tests/standard_ops/cases.json` (written by `tests/standard_ops/generate.py` with onnx's reference
 //! implementation) must give the recorded outputs; symbolic dims must come out as exact
 //! expressions; malformed nodes must be errors naming the node.
@@ -807,7 +807,7 @@ mod lp_pool {
     }
 }
 
-/// tract's own ops that sliceops fixes (src/graph/fixes/), against onnx's reference too.
+/// tract's own ops that sliceops fixes (src/ops/, listed in src/ops/replaced.rs), against onnx's reference too.
 mod optional {
     use super::*;
     use D::{N, S};
@@ -2270,7 +2270,7 @@ mod tree_ensemble {
 }
 
 mod scan {
-    //! `Scan` (src/graph/fixes/scan.rs): expected values checked against onnxruntime, which
+    //! `Scan` (src/ops/control/scan.rs): expected values checked against onnxruntime, which
     //! implements the scan axes and directions onnx's reference refuses.
     use super::*;
     use D::{N, S};

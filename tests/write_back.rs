@@ -33,7 +33,7 @@ fn folded_fixtures_give_the_same_outputs_and_annotate_every_value() {
     let mut failures = vec![];
     for f in fixtures() {
         let bytes = std::fs::read(f.model()).unwrap();
-        let folded = match sliceops::onnx::fold(&bytes, Some(&f.dir())) {
+        let folded = match sliceops::fold::fold_bytes(&bytes, Some(&f.dir())) {
             Ok(b) => b,
             Err(e) => {
                 failures.push(format!("fold {}: {e:#}", f.name));

@@ -142,7 +142,7 @@ fn fold_and_lower_keep_everything_unrelated_under_stress() {
     let bytes = model.encode_to_vec();
     let original_graph = model.graph.clone().unwrap();
     for (what, out) in [
-        ("fold", sliceops::onnx::fold(&bytes, Some(&dir)).unwrap()),
+        ("fold", sliceops::fold::fold_bytes(&bytes, Some(&dir)).unwrap()),
         ("lower", sliceops::onnx::lower(&bytes, Some(&dir)).unwrap()),
     ] {
         let back = proto::ModelProto::decode(&*out).unwrap();

@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         }
     });
     common::panics::guard("model_bytes", data, || {
-        let _ = sliceops::onnx::fold(data, None);
+        let _ = sliceops::fold::fold_bytes(data, None);
     });
     common::panics::guard("model_bytes", data, || {
         let _ = sliceops::onnx::lower(data, None);

@@ -9,7 +9,7 @@
 //!   height and `?` for width stay two dims.
 
 use super::symbols::{Origin, SymbolTable};
-use crate::symbolic::parse_dim;
+use crate::symbolic::{parse_dim, symbol_name};
 use anyhow::{bail, Context};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -85,15 +85,6 @@ pub enum Binding {
     /// The tensors a run is given, values included, in input order: for a model whose types or
     /// ranks depend on its inputs' values (an `If` on a value, its branches of different ranks).
     Values(Vec<Arc<Tensor>>),
-}
-
-/// A symbol name made of letters, digits and `_`, starting with a letter.
-pub(crate) fn symbol_name(text: &str) -> String {
-    let mut s: String = text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    if !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        s.insert(0, 'n');
-    }
-    s
 }
 
 /// The fact of each input under `binding`, symbols recorded in `table` (and created in `scope`).
@@ -197,5 +188,5 @@ fn unnamed(input: &str, axis: usize, text: &str, scope: &SymbolScope, table: &mu
 
 /// The tract element type of an input, or an error naming the input.
 pub(crate) fn datum_type_of(input: &DeclaredInput) -> anyhow::Result<DatumType> {
-    crate::onnx::datum_type_of_elem(input.elem_type).with_context(|| format!("input '{}'", input.name))
+    crate::schema::datum_type_of_elem(input.elem_type).with_context(|| format!("input '{}'", input.name))
 }

@@ -7,6 +7,7 @@
 //! ([`super::Options::fold_bytes`]), the node is not translated by tract but kept as a deferred
 //! [`super::opaque::Opaque`]: typed with those shapes, never folded, computed only when a plan runs.
 
+use crate::memory::bytes_of;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
@@ -42,11 +43,6 @@ pub(crate) fn oversized(outputs: &[InferenceFact], budget: u64) -> Option<(TVec<
         shapes.join(", ")
     );
     Some((facts, reason))
-}
-
-/// The bytes a tensor of `dims` and `dt` takes; `None` when they overflow `u64`.
-pub(crate) fn bytes_of(dims: &[usize], dt: DatumType) -> Option<u64> {
-    dims.iter().try_fold(dt.size_of() as u64, |acc, &d| acc.checked_mul(d as u64))
 }
 
 #[cfg(test)]

@@ -26,6 +26,28 @@ pub(crate) type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel
 /// The most plans a deferred branch keeps.
 const MAX_DEFERRED_PLANS: usize = 16;
 
+/// How a branch's typed model becomes a runnable plan. The analysis builds branches; the plan layer
+/// plans them: [`crate::Model`] installs its planner ([`install_planner`]) before any analysis, so
+/// that this layer never imports the one above it.
+#[derive(Clone, Copy)]
+pub(crate) struct Planner {
+    /// Refuses a model of concrete shapes one of whose values cannot be allocated.
+    pub check: fn(&TypedModel) -> anyhow::Result<()>,
+    /// Optimizes a model into a runnable plan.
+    pub plan: fn(TypedModel) -> TractResult<Arc<TypedRunnableModel>>,
+}
+
+static PLANNER: std::sync::OnceLock<Planner> = std::sync::OnceLock::new();
+
+/// Installs the planner of branches (the first one installed stays: there is one plan layer).
+pub(crate) fn install_planner(planner: Planner) {
+    let _ = PLANNER.set(planner);
+}
+
+fn planner() -> TractResult<Planner> {
+    PLANNER.get().copied().context("no planner installed for If and Loop branches (internal error)")
+}
+
 /// One branch of an [`IfOp`] (or the body of a [`super::LoopOp`]).
 #[derive(Debug, Clone)]
 pub enum Branch {
@@ -70,7 +92,7 @@ impl Branch {
                 match cached.as_ref() {
                     Some(p) => p.clone(),
                     None => {
-                        let p = crate::model::optimize::optimize((**model).clone())?.into_runnable()?;
+                        let p = (planner()?.plan)((**model).clone())?;
                         *cached = Some(p.clone());
                         p
                     }
@@ -96,9 +118,9 @@ impl Branch {
                         }
                         *translations += 1;
                         // Its shapes are concrete: a value it cannot allocate is refused before it runs.
-                        crate::model::memory::check_values(&t.typed)
+                        (planner()?.check)(&t.typed)
                             .map_err(|e| NodeError::failed(node, op, format!("the {} ({reason}): {e:#}", part(op))))?;
-                        let p = crate::model::optimize::optimize(t.typed)?.into_runnable()?;
+                        let p = (planner()?.plan)(t.typed)?;
                         // A loop whose values change shape at every iteration would keep one plan
                         // per iteration: the oldest go.
                         if cached.len() >= MAX_DEFERRED_PLANS {
@@ -292,7 +314,7 @@ pub(crate) fn declared_outline(graph: &pb::GraphProto) -> Option<Outline> {
         .iter()
         .map(|o| {
             let declared = super::bind::DeclaredInput::of_value(o);
-            let dt = crate::onnx::datum_type_of_elem(declared.elem_type).ok()?;
+            let dt = crate::schema::datum_type_of_elem(declared.elem_type).ok()?;
             let dims = declared.dims?;
             let dims = dims
                 .iter()

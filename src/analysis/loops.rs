@@ -15,7 +15,7 @@
 //! What bounds a loop: at most [`MAX_ITERATIONS`] iterations, counting those of the loops nested in
 //! its body (a model looping forever, `M` and `cond` absent and `cond_out` always true, stops with
 //! an error naming the node; nested loops cannot multiply the bound), and the scan
-//! outputs together at most the memory a value may take ([`crate::model::memory::value_limit`]),
+//! outputs together at most the memory a value may take ([`crate::memory::value_limit`]),
 //! checked as they grow, before stacking; a body translated when it runs is translated at most
 //! [`MAX_TRANSLATIONS`] times a run, each translation's values weighed against that limit before
 //! its plan runs (a carried value doubling at every iteration is refused, not allocated).
@@ -196,7 +196,7 @@ impl EvalOp for LoopOp {
         let outer = &inputs[next + self.carried..];
         let types: Vec<DatumType> = carried.iter().map(|t| t.datum_type()).collect();
         let mut scans: Vec<Vec<TValue>> = vec![vec![]; self.scans];
-        let limit = crate::model::memory::value_limit();
+        let limit = crate::memory::value_limit();
         let mut scan_bytes: u64 = 0;
         let mut iteration: i64 = 0;
         let running = Running::enter();

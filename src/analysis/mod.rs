@@ -17,12 +17,12 @@ mod require;
 mod splice;
 mod symbols;
 mod translate;
+mod value_fact;
 mod verify;
 
 pub(crate) use bind::datum_type_of as bind_datum_type;
-pub(crate) use bind::symbol_name;
 pub use bind::{Binding, DeclaredDim, DeclaredInput};
-pub(crate) use budget::bytes_of;
+pub(crate) use control::{install_planner, Planner};
 pub use control::{Branch, IfOp};
 pub use loops::{LoopOp, MAX_ITERATIONS, MAX_TRANSLATIONS};
 pub use opaque::Opaque;
@@ -30,7 +30,7 @@ pub use require::{AssumeShape, Requirement};
 use symbols::SymbolTable;
 pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
 pub use translate::Fallback;
-pub(crate) use verify::eval_exact;
+pub use value_fact::ValueFact;
 
 use crate::symbolic::{excerpt, parse_assumption, Assumption, Comparison};
 use anyhow::{bail, Context};
@@ -229,7 +229,7 @@ impl Analysis {
 
     /// The facts of the named values (graph inputs, node outputs, graph outputs) in graph order, each
     /// once; values whose facts are unknown are left out.
-    pub fn value_facts(&self, graph: &pb::GraphProto) -> anyhow::Result<Vec<crate::ValueFact>> {
+    pub fn value_facts(&self, graph: &pb::GraphProto) -> anyhow::Result<Vec<ValueFact>> {
         let mut facts = vec![];
         let mut seen = std::collections::HashSet::new();
         for name in graph_value_names(graph) {
@@ -241,7 +241,7 @@ impl Analysis {
             let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
             let dtype = self.dtype(name)?;
             let dtype_name = self.dtype_name(dtype);
-            facts.push(crate::ValueFact { name: name.to_string(), dtype, shape, dtype_name });
+            facts.push(ValueFact { name: name.to_string(), dtype, shape, dtype_name });
         }
         Ok(facts)
     }

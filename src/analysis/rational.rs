@@ -159,7 +159,7 @@ impl Rats {
                 .map(|&v| Rat::of_float(v))
                 .collect::<Option<Vec<_>>>()?
         } else if t.datum_type().is_integer() || t.datum_type().is_tdim() {
-            crate::graph::dims_of(t).ok()?.into_iter().map(Rat::int).collect()
+            crate::dims::dims_of(t).ok()?.into_iter().map(Rat::int).collect()
         } else {
             return None;
         };

@@ -17,8 +17,8 @@
 use super::opaque::Opaque;
 use super::require::{self, AssumeShape, Requirement};
 use super::symbols::{Origin, SymbolTable};
-use crate::graph::ops::loop_body::LoopBody;
-use crate::model::guard;
+use crate::guard::guard;
+use crate::ops::control::loop_body::LoopBody;
 use std::collections::{HashMap, HashSet};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -200,9 +200,9 @@ impl Translator<'_> {
                     self.if_node(node, op)
                 } else if let Some(op) = node.op_as::<LoopBody>() {
                     self.loop_node(node, op)
-                } else if let Some(op) = node.op_as::<crate::graph::ScanInference>() {
+                } else if let Some(op) = node.op_as::<crate::ops::ScanInference>() {
                     self.scan_node(node, op)
-                } else if let Some(op) = node.op_as::<crate::graph::ops::flex_attention::FlexAttention>() {
+                } else if let Some(op) = node.op_as::<crate::ops::nn::flex_attention::FlexAttention>() {
                     self.flex_node(node, op)
                 } else {
                     self.typed_outputs(node, &op_type)
@@ -232,7 +232,7 @@ impl Translator<'_> {
                 let reason = match crate::error::NodeError::find(&e) {
                     _ if node.op_is::<UnimplementedOp>() => self.unsupported(node),
                     Some(n) if n.node == node.name => n.cause.to_string(),
-                    _ => crate::report::describe_error(&e),
+                    _ => crate::error::describe_error(&e),
                 };
                 match self.opaque(node, &op_type, &reason)? {
                     Some(outlets) => (outlets, Some(reason)),
@@ -318,7 +318,7 @@ impl Translator<'_> {
             };
             let out_bytes = node.outputs.iter().map(|o| bytes(&o.fact)).try_fold(0u64, |acc, b| acc.checked_add(b?));
             let in_bytes: u64 = inputs.iter().map(|t| (t.len() * t.datum_type().size_of()) as u64).sum();
-            let is_view = node.op_is::<crate::graph::ViewOp>();
+            let is_view = node.op_is::<crate::slicing::ViewOp>();
             let fits = out_bytes.is_some_and(|b| b <= self.fold_bytes || (is_view && b <= in_bytes));
             if !fits {
                 continue;
@@ -359,7 +359,7 @@ impl Translator<'_> {
             let fact = self.target.outlet_fact(outlet)?.clone();
             let mut outlet = outlet;
             if let Some(k) = fact.konst.as_ref().filter(|k| k.datum_type().is_tdim() && k.rank() <= 1) {
-                let values = crate::graph::dims_of(k)?;
+                let values = crate::dims::dims_of(k)?;
                 let neat: Vec<TDim> = values.iter().map(crate::dims::tidy_checked).collect();
                 if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
                 {
@@ -381,7 +381,7 @@ impl Translator<'_> {
     /// Records the integer type the model declares for outputs held as dims: a [`SymbolicCast`]'s
     /// target, inherited by ops that keep their input's type.
     ///
-    /// [`SymbolicCast`]: crate::graph::SymbolicCast
+    /// [`SymbolicCast`]: crate::ops::SymbolicCast
     fn declared_types(&mut self, node: &InferenceNode, op_type: &str, outlets: &[OutletId]) -> TractResult<()> {
         const KEEPS_TYPE: &[&str] = &[
             "Slice",
@@ -418,7 +418,7 @@ impl Translator<'_> {
             }
             let source = OutletId::new(node.id, slot);
             let producer = &self.target.nodes[outlet.node];
-            if let Some(cast) = producer.op_as::<crate::graph::SymbolicCast>() {
+            if let Some(cast) = producer.op_as::<crate::ops::SymbolicCast>() {
                 self.dtypes.insert(source, cast.to);
             } else if KEEPS_TYPE.contains(&op_type) {
                 // The type of the first integer input, as the model declares it.
@@ -479,16 +479,16 @@ impl Translator<'_> {
         let concrete_dims = values.iter().filter(|f| f.datum_type.is_tdim()).all(|f| {
             f.konst
                 .as_ref()
-                .is_some_and(|k| crate::graph::dims_of(k).is_ok_and(|d| d.iter().all(|d| d.as_i64().is_some())))
+                .is_some_and(|k| crate::dims::dims_of(k).is_ok_and(|d| d.iter().all(|d| d.as_i64().is_some())))
         });
         let konst_ints = values.iter().filter(|f| f.datum_type.is_integer()).all(|f| f.konst.is_some());
         for (ix, f) in facts.iter().enumerate().skip(first) {
             let Some(k) = &f.konst else { continue };
             let t = if concrete_dims && f.datum_type.is_tdim() {
-                let v: Vec<i64> = crate::graph::dims_of(k)?.iter().map(|d| d.as_i64().unwrap_or_default()).collect();
+                let v: Vec<i64> = crate::dims::dims_of(k)?.iter().map(|d| d.as_i64().unwrap_or_default()).collect();
                 tract_ndarray::ArrayD::from_shape_vec(k.shape(), v)?.into_tensor()
             } else if !concrete_dims && konst_ints && f.datum_type.is_integer() {
-                tract_ndarray::ArrayD::from_shape_vec(k.shape(), crate::graph::dims_of(k)?)?.into_tensor()
+                tract_ndarray::ArrayD::from_shape_vec(k.shape(), crate::dims::dims_of(k)?)?.into_tensor()
             } else {
                 continue;
             };
@@ -532,7 +532,7 @@ impl Translator<'_> {
                 Ok(t) => {
                     Err(t.unknown.values().next().cloned().unwrap_or_else(|| "an output cannot be computed".into()))
                 }
-                Err(e) => Err(crate::report::describe_error(&e)),
+                Err(e) => Err(crate::error::describe_error(&e)),
             };
         }
         if let Ok(t) = &result {
@@ -553,7 +553,7 @@ impl Translator<'_> {
                 Ok(t)
             }
             Ok(t) => Err(t.unknown.values().next().cloned().unwrap_or_else(|| "an output cannot be computed".into())),
-            Err(e) => Err(crate::report::describe_error(&e)),
+            Err(e) => Err(crate::error::describe_error(&e)),
         }
     }
 
@@ -607,7 +607,7 @@ impl Translator<'_> {
                 bail!("neither branch can be translated (then: {a}; else: {b})");
             }
         }
-        let prefix = super::bind::symbol_name(&node.name);
+        let prefix = crate::symbolic::symbol_name(&node.name);
         let symbols = self.target.symbols.clone();
         let mut fresh =
             |slot: usize, axis: usize| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{slot}_{axis}")));
@@ -639,9 +639,9 @@ impl Translator<'_> {
         Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
     }
 
-    /// A `Scan` ([`crate::graph::ScanInference`]): its body translated with the facts the node's
+    /// A `Scan` ([`crate::ops::ScanInference`]): its body translated with the facts the node's
     /// inputs give it, run by tract's `Scan`.
-    fn scan_node(&mut self, node: &InferenceNode, op: &crate::graph::ScanInference) -> TractResult<TVec<OutletId>> {
+    fn scan_node(&mut self, node: &InferenceNode, op: &crate::ops::ScanInference) -> TractResult<TVec<OutletId>> {
         let (inputs, facts) = self.typed_inputs(node)?;
         let body_facts = op.body_facts(&facts)?;
         let index = super::node_index(&op.graph);
@@ -673,7 +673,7 @@ impl Translator<'_> {
 
     /// The node's inputs in the typed model being built, and their facts there.
     fn typed_inputs(&self, node: &InferenceNode) -> TractResult<(TVec<OutletId>, Vec<TypedFact>)> {
-        crate::graph::typed_inputs::typed_inputs(node, &self.target, &self.mapping)
+        crate::node::typed_inputs::typed_inputs(node, &self.target, &self.mapping)
     }
 
     /// The node's own translation, after unifying what it requires equal.
@@ -757,7 +757,7 @@ impl Translator<'_> {
             // only when the inputs' dims allow it).
             let mut reqs = reqs;
             for added in &self.target.nodes[mark..] {
-                if let Some(r) = added.op_as::<crate::graph::ReshapeAs>() {
+                if let Some(r) = added.op_as::<crate::ops::ReshapeAs>() {
                     let op = op_type.to_string();
                     reqs.push(Requirement {
                         kept: r.kept.clone(),
@@ -819,7 +819,7 @@ impl Translator<'_> {
         let symbolic = match node.inputs.first() {
             Some(o) => self.target.outlet_fact(self.mapping[o])?.konst.as_ref().is_some_and(|k| {
                 k.datum_type().is_tdim()
-                    && crate::graph::dims_of(k).is_ok_and(|d| d.iter().any(|d| d.as_i64().is_none()))
+                    && crate::dims::dims_of(k).is_ok_and(|d| d.iter().any(|d| d.as_i64().is_none()))
             }),
             None => false,
         };
@@ -868,7 +868,7 @@ impl Translator<'_> {
         let Some(to) = cast_target(proto).filter(|dt| dt.is_integer()) else { return Ok(None) };
         let Some(r) = self.rationals.get(&self.mapping[&node.inputs[0]]) else { return Ok(None) };
         let Some(dims) = r.to_dims(&self.dims) else { return Ok(None) };
-        let values = crate::graph::dims_of(&dims)?;
+        let values = crate::dims::dims_of(&dims)?;
         let exact = r.values.iter().zip(&values).all(|(q, d)| super::verify::floor_holds(&q.num, q.den, d));
         if !exact {
             return Ok(None);
@@ -900,9 +900,9 @@ impl Translator<'_> {
         let axes: Option<Vec<i64>> = match (attr("axes"), node.inputs.get(1)) {
             (Some(a), _) => Some(a.ints.clone()),
             (None, Some(o)) => match self.target.outlet_fact(self.mapping[o])?.konst.as_ref() {
-                Some(k) => Some(
-                    crate::graph::dims_of(k)?.iter().map(|d| d.as_i64()).collect::<Option<_>>().unwrap_or_default(),
-                ),
+                Some(k) => {
+                    Some(crate::dims::dims_of(k)?.iter().map(|d| d.as_i64()).collect::<Option<_>>().unwrap_or_default())
+                }
                 None => return Ok(None),
             },
             (None, None) => None,
@@ -910,7 +910,7 @@ impl Translator<'_> {
         if axes.as_ref().is_some_and(|a| !a.is_empty() && a.iter().any(|&x| x != 0 && x != -1)) {
             return Ok(None);
         }
-        let dims = crate::graph::dims_of(&data)?;
+        let dims = crate::dims::dims_of(&data)?;
         if dims.is_empty() || dims.iter().all(|d| d.as_i64().is_some()) {
             return Ok(None);
         }
@@ -963,7 +963,7 @@ impl Translator<'_> {
         if !a.datum_type().is_tdim() || a.rank() > 1 || b.rank() > 1 {
             return Ok(None);
         }
-        let (Ok(a_dims), Ok(b_dims)) = (crate::graph::dims_of(&a), crate::graph::dims_of(&b)) else { return Ok(None) };
+        let (Ok(a_dims), Ok(b_dims)) = (crate::dims::dims_of(&a), crate::dims::dims_of(&b)) else { return Ok(None) };
         if a_dims.iter().all(|d| d.as_i64().is_some()) {
             return Ok(None);
         }
@@ -1011,7 +1011,7 @@ impl Translator<'_> {
                 .collect();
             let refs: Vec<&Tensor> = inputs.iter().flatten().map(|t| &**t).collect();
             if inputs.is_none() || !super::verify::holds(op_type, fmod, &refs, &out) {
-                let values: Vec<String> = crate::graph::dims_of(&out)
+                let values: Vec<String> = crate::dims::dims_of(&out)
                     .map(|d| d.iter().map(crate::dims::format_dim).collect())
                     .unwrap_or_default();
                 return Err(crate::NodeError::not_static(
@@ -1045,7 +1045,7 @@ impl Translator<'_> {
             return Ok(None);
         }
         // A `Scan` whose body cannot be translated has nothing to run it: its outputs are unknown.
-        if node.op_is::<crate::graph::ScanInference>() {
+        if node.op_is::<crate::ops::ScanInference>() {
             return Ok(None);
         }
         let (inputs, facts) = self.typed_inputs(node)?;
@@ -1064,7 +1064,7 @@ impl Translator<'_> {
             .collect();
         let outputs = local_rules(node, &facts, &observed).map_err(|e| attributed(e, &node.name, op_type))?;
         let Some(outputs) = outputs else { return Ok(None) };
-        let prefix = super::bind::symbol_name(&node.name);
+        let prefix = crate::symbolic::symbol_name(&node.name);
         let mut typed = tvec![];
         for (slot, fact) in outputs.iter().enumerate() {
             let (Some(dt), Some(rank)) = (fact.datum_type.concretize(), fact.shape.rank().concretize()) else {
@@ -1112,7 +1112,7 @@ impl Translator<'_> {
     /// deferred [`Opaque`] (see [`super::budget`]): its outlets and the reason.
     /// Our slicing ops are left out: they check what they allocate themselves, with their own errors.
     fn over_budget(&mut self, node: &InferenceNode) -> TractResult<Option<(TVec<OutletId>, String)>> {
-        if node.inputs.is_empty() || node.op_is::<crate::graph::SliceInference>() {
+        if node.inputs.is_empty() || node.op_is::<crate::slicing::SliceInference>() {
             return Ok(None);
         }
         let (inputs, facts) = self.typed_inputs(node)?;
@@ -1129,7 +1129,7 @@ impl Translator<'_> {
 /// The translated branch, or why it holds only on an assumption about its input dims.
 fn unassumed(t: Translated) -> Result<Translated, String> {
     for node in &t.typed.nodes {
-        if node.op_as::<crate::graph::ParamOp>().is_some_and(|p| p.assumed) {
+        if node.op_as::<crate::ops::ParamOp>().is_some_and(|p| p.assumed) {
             return Err(format!(
                 "node '{}' ({}) needs dims that are known only when it runs",
                 node.name,
@@ -1143,7 +1143,7 @@ fn unassumed(t: Translated) -> Result<Translated, String> {
 /// The type a `Cast` node casts to.
 fn cast_target(proto: Option<&pb::NodeProto>) -> Option<DatumType> {
     let to = proto?.attribute.iter().find(|a| a.name == "to")?.i;
-    crate::onnx::datum_type_of_elem(i32::try_from(to).ok()?).ok()
+    crate::schema::datum_type_of_elem(i32::try_from(to).ok()?).ok()
 }
 
 /// Whether a translation error means the model is wrong (an invalid node, or tract panicking on it),

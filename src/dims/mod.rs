@@ -3,10 +3,12 @@
 //! `(N+1)/2`, `min(N,3)`, `max(0,N-2)`.
 
 mod quasi;
+mod values;
 
 pub use quasi::smallest;
 use tract_onnx::prelude::TDim;
 use tract_onnx::tract_core::internal::DimLike;
+pub use values::dims_of;
 
 /// Formats a dim: its integer value, or an expression, in [`canonical`] form.
 pub fn format_dim(d: &TDim) -> String {
@@ -267,7 +269,7 @@ pub(crate) fn same_values(a: &TDim, b: &TDim) -> bool {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             values.insert(s.clone(), if sample < 8 { sample } else { ((seed >> 33) % 300) as i64 });
         }
-        let (x, y) = (crate::analysis::eval_exact(a, &values), crate::analysis::eval_exact(b, &values));
+        let (x, y) = (crate::symbolic::eval_exact(a, &values), crate::symbolic::eval_exact(b, &values));
         if x.is_none() || x != y {
             return false;
         }
@@ -458,8 +460,8 @@ mod tests {
         for h in 0..200i64 {
             let v = std::collections::HashMap::from([(hs.clone(), h)]);
             let q = h / 4;
-            assert_eq!(crate::analysis::eval_exact(&r, &v), Some(q % 4), "{r} at H={h}");
-            assert_eq!(crate::analysis::eval_exact(&pad, &v), Some((4 - q % 4) % 4), "{pad} at H={h}");
+            assert_eq!(crate::symbolic::eval_exact(&r, &v), Some(q % 4), "{r} at H={h}");
+            assert_eq!(crate::symbolic::eval_exact(&pad, &v), Some((4 - q % 4) % 4), "{pad} at H={h}");
         }
     }
 

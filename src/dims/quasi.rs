@@ -311,9 +311,9 @@ mod tests {
             let e = smallest(&d);
             for v in 0..200u64 {
                 let values = std::collections::HashMap::from([(s.clone(), v as i64)]);
-                let expected = crate::analysis::eval_exact(&d, &values).map(i128::from);
+                let expected = crate::symbolic::eval_exact(&d, &values).map(i128::from);
                 assert_eq!(f.at(v), expected, "{d} at {v}");
-                assert_eq!(crate::analysis::eval_exact(&e, &values), expected.map(|x| x as i64), "{e} at {v}");
+                assert_eq!(crate::symbolic::eval_exact(&e, &values), expected.map(|x| x as i64), "{e} at {v}");
             }
         }
     }

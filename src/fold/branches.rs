@@ -8,11 +8,11 @@
 //! inputs and initializers taken out again. A branch that cannot be analysed with these facts (a
 //! branch that is not taken for these shapes may not type) is left as it was, and said so.
 
-use super::facts::Facts;
 use super::graph::{fresh_name_in, rename_defined};
 use super::{FoldOptions, Report, Scope};
 use crate::onnx::node::{is_onnx, node_name, op_type};
-use crate::onnx::proto::{self, GraphProto, ModelProto, NodeProto};
+use crate::onnx::Facts;
+use crate::schema::proto::{self, GraphProto, ModelProto, NodeProto};
 use std::collections::{HashMap, HashSet};
 
 /// Subgraphs nest at most this deep before folding stops going in (a hostile model could nest
@@ -196,7 +196,7 @@ fn fold_one(
             constants.insert(name.clone());
             continue;
         }
-        let t = super::annotate::type_of(fact)
+        let t = crate::onnx::type_of(fact)
             .ok_or_else(|| anyhow::anyhow!("the outer value '{name}' it reads has no ONNX type"))?;
         inputs.push(proto::ValueInfoProto { name: Some(name.clone()), r#type: Some(t), ..Default::default() });
     }

@@ -5,14 +5,13 @@
 //! most as many bytes as its constant inputs, or at most [`SMALL`] bytes. A `ConstantOfShape`,
 //! `Expand`, `Tile` or `Range` larger than that stays, with its output shape written.
 
-use super::facts::Facts;
 use super::Report;
 use crate::onnx::node::{has_subgraphs, op_type};
-use crate::onnx::proto::GraphProto;
+use crate::onnx::Facts;
+use crate::schema::proto::GraphProto;
 use tract_onnx::prelude::*;
 
-/// Outputs up to this size always fold (shape vectors, scalars, small tables).
-pub const SMALL: u64 = 1024;
+pub use crate::onnx::SMALL;
 
 /// Folds what can be folded; returns whether anything changed.
 pub(crate) fn fold_constants(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {
@@ -68,11 +67,11 @@ pub(crate) fn fold_constants(graph: &mut GraphProto, facts: &Facts, report: &mut
 
 /// Whether the fact's type is the one the model declares (a proxy type, bfloat16 held as float16,
 /// does not fold: its bits would be written as another type).
-pub(super) fn exact_type(f: &super::facts::Fact) -> bool {
+pub(super) fn exact_type(f: &crate::onnx::Fact) -> bool {
     f.datum_type.is_tdim() || crate::npy::numpy_name(f.datum_type) == f.dtype_name
 }
 
-fn tensor_bytes(t: &crate::onnx::proto::TensorProto) -> u64 {
+fn tensor_bytes(t: &crate::schema::proto::TensorProto) -> u64 {
     let raw = t.raw_data.as_ref().map_or(0, |r| r.len() as u64);
     let typed = (t.float_data.len() + t.int32_data.len()) as u64 * 4
         + (t.int64_data.len() + t.double_data.len() + t.uint64_data.len()) as u64 * 8;

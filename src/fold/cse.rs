@@ -5,7 +5,7 @@
 use super::graph::{output_names, rename_reads};
 use super::Report;
 use crate::onnx::node::{has_subgraphs, op_type};
-use crate::onnx::proto::GraphProto;
+use crate::schema::proto::GraphProto;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 

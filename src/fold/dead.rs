@@ -1,7 +1,7 @@
 //! Removing what nothing reads: nodes (repeatedly, as their readers go) and initializers.
 
 use super::Report;
-use crate::onnx::proto::GraphProto;
+use crate::schema::proto::GraphProto;
 use std::collections::HashSet;
 
 /// Removes dead nodes and initializers; `outside` are names read from outside the graph (training

@@ -3,11 +3,11 @@
 //! 2-D `MatMul` by a constant followed by the `Add` of a constant bias becomes one `Gemm`, and the
 //! `Add` of a per-channel constant after a `Conv` goes into its bias.
 
-use super::facts::Facts;
 use super::graph::{producers, readers};
 use super::Report;
 use crate::onnx::node::{attr, is_onnx, op_type};
-use crate::onnx::proto::{self, GraphProto};
+use crate::onnx::Facts;
+use crate::schema::proto::{self, GraphProto};
 use tract_onnx::prelude::*;
 
 fn initializer<'a>(graph: &'a GraphProto, name: &str) -> Option<&'a proto::TensorProto> {

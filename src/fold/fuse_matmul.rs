@@ -5,11 +5,11 @@
 //! may be blocked differently at the new width, so this is counted with the fusions that can change
 //! rounding.
 
-use super::facts::Facts;
 use super::graph::readers;
 use super::Report;
 use crate::onnx::node::{int_attr, is_onnx, op_type};
-use crate::onnx::proto::{self, GraphProto, NodeProto};
+use crate::onnx::Facts;
+use crate::schema::proto::{self, GraphProto, NodeProto};
 use std::collections::{BTreeMap, HashSet};
 use tract_onnx::prelude::*;
 

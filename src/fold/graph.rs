@@ -1,7 +1,7 @@
 //! Editing a graph in place: who produces and who reads each value, renaming a value everywhere it
 //! is read (subgraphs included). Node and attribute access is [`crate::onnx::node`]'s.
 
-use crate::onnx::proto::GraphProto;
+use crate::schema::proto::GraphProto;
 use std::collections::{HashMap, HashSet};
 
 /// How many times each value is read: by nodes (subgraphs' reads of outer values included) and as a

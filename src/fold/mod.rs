@@ -20,12 +20,10 @@
 //!   branch is folded as a model of its own, with what is known of the outer values it reads;
 //! - `annotate`: a type and shape on every value.
 
-mod annotate;
 mod branches;
 mod constants;
 mod cse;
 mod dead;
-mod facts;
 mod fuse;
 mod fuse_matmul;
 mod graph;
@@ -33,11 +31,10 @@ mod noops;
 mod reshape;
 mod rnn;
 
-pub(crate) use annotate::annotate_values;
-pub use constants::SMALL;
-pub use facts::{Fact, Facts};
+pub use crate::onnx::SMALL;
+pub use crate::onnx::{Fact, Facts};
 
-use crate::onnx::proto;
+use crate::schema::proto;
 use crate::Model;
 use prost::Message;
 use std::collections::{BTreeMap, HashSet};
@@ -106,6 +103,14 @@ pub fn count_nodes(graph: &proto::GraphProto) -> usize {
             .flat_map(|n| &n.attribute)
             .map(|a| a.g.iter().chain(&a.graphs).map(count_nodes).sum::<usize>())
             .sum::<usize>()
+}
+
+/// [`fold`] with the default options, bytes to bytes, as the CLI calls it; `dir` is where the
+/// model's external data lives.
+pub fn fold_bytes(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<Vec<u8>> {
+    use prost::Message;
+    let (model, _) = fold(bytes, dir, &FoldOptions::default())?;
+    Ok(model.encode_to_vec())
 }
 
 /// Folds a model (its bytes); `dir` is where its external data lives.
@@ -178,7 +183,7 @@ fn fold_model(mut model: proto::ModelProto, scope: &Scope) -> anyhow::Result<(pr
         facts = rounds(&mut model, &mut report)?;
     }
     let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
-    report.unshaped.splice(0..0, annotate::annotate(graph, &facts));
+    report.unshaped.splice(0..0, crate::onnx::annotate(graph, &facts));
     report.nodes_after = graph.node.len();
     report.all_nodes_after = count_nodes(graph);
     Ok((model, report))
@@ -195,7 +200,7 @@ pub fn annotate_only(
     let mut model = proto::ModelProto::decode(bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
     let facts = facts_of(&model, dir, options)?;
     let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
-    let unshaped = annotate::annotate(graph, &facts);
+    let unshaped = crate::onnx::annotate(graph, &facts);
     Ok((model, unshaped))
 }
 

@@ -7,11 +7,11 @@
 //! `And` with true and `Or` with false.
 //! Not bit-exact, off with `--exact`: `Add` of 0 (which turns -0.0 into +0.0).
 
-use super::facts::Facts;
 use super::graph::{output_names, producers, readers, rename_reads};
 use super::Report;
 use crate::onnx::node::{attr_ints, is_onnx, op_type};
-use crate::onnx::proto::{GraphProto, NodeProto};
+use crate::onnx::Facts;
+use crate::schema::proto::{GraphProto, NodeProto};
 use std::collections::{HashMap, HashSet};
 
 /// Removes no-ops; returns whether anything changed.

@@ -6,11 +6,11 @@
 //! (a `Squeeze`, `Unsqueeze` or `Flatten` before a `Reshape` too), and two `Unsqueeze`s in a row one,
 //! two `Transpose`s in a row one, also when the first feeds several of the second kind.
 
-use super::facts::Facts;
 use super::graph::{producers, readers};
 use super::Report;
 use crate::onnx::node::{attr_i, attr_ints, is_onnx, op_type};
-use crate::onnx::proto::{self, GraphProto};
+use crate::onnx::Facts;
+use crate::schema::proto::{self, GraphProto};
 use tract_onnx::prelude::*;
 
 /// Rewrites computed Reshape targets as constants; returns whether anything changed.

@@ -4,11 +4,11 @@
 //! the op reads as zeros, so the nodes computing them go as dead code. Bit-exact: only `+0.0` counts
 //! as a zero.
 
-use super::facts::Facts;
 use super::graph::producers;
 use super::Report;
 use crate::onnx::node::{attr, attr_i, is_onnx, op_type};
-use crate::onnx::proto::{GraphProto, NodeProto};
+use crate::onnx::Facts;
+use crate::schema::proto::{GraphProto, NodeProto};
 use std::collections::HashMap;
 use tract_onnx::prelude::*;
 

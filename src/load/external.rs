@@ -47,7 +47,7 @@ impl TensorFields for tract_onnx::pb::TensorProto {
     }
 }
 
-impl TensorFields for crate::onnx::proto::TensorProto {
+impl TensorFields for crate::schema::proto::TensorProto {
     fn tensor_name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
@@ -58,7 +58,7 @@ impl TensorFields for crate::onnx::proto::TensorProto {
         &self.dims
     }
     fn is_external(&self) -> bool {
-        self.data_location == Some(crate::onnx::proto::tensor_proto::DataLocation::External as i32)
+        self.data_location == Some(crate::schema::proto::tensor_proto::DataLocation::External as i32)
     }
     fn external_entries(&self) -> Vec<(&str, &str)> {
         self.external_data.iter().map(|e| (e.key.as_deref().unwrap_or(""), e.value.as_deref().unwrap_or(""))).collect()

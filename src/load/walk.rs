@@ -1,9 +1,9 @@
 //! One walk over every tensor a model holds, for both proto flavours: tract's (`tract_onnx::pb`, which
-//! loading prepares) and ours ([`crate::onnx::proto`], which write-back edits). The two schemas name
+//! loading prepares) and ours ([`crate::schema::proto`], which write-back edits). The two schemas name
 //! the fields the walk reads alike, so one macro body opens a graph or an attribute of either; only
 //! where the walk starts ([`TensorTree::roots`]) is written per flavour.
 
-use crate::onnx::proto;
+use crate::schema::proto;
 use tract_onnx::pb;
 
 /// A decoded model whose tensors [`for_each_tensor`] visits.

@@ -5,29 +5,18 @@
 //! model runs whatever its declared dims say, as onnxruntime does; the optimized plan is kept per
 //! input signature, so repeated runs with the same shapes optimize once.
 
-mod direct_conv;
 mod feeds;
-mod fuse_chain;
-mod guard;
-mod hard_swish;
-mod layer_norm;
-pub(crate) mod memory;
-mod names;
-mod node_match;
-pub(crate) mod optimize;
 mod overrides;
 mod plans;
 mod prepare;
-mod small_matmul;
-mod sweep;
 mod types;
 mod warnings;
 
-pub(crate) use guard::guard;
 pub use types::Proxies;
 
 use crate::analysis::{self, Analysis, Binding, DeclaredDim, DeclaredInput};
-use crate::graph;
+use crate::guard::guard;
+use crate::plan::{memory, optimize};
 use anyhow::{bail, Context};
 use plans::PlanCache;
 use prost::Message;
@@ -37,19 +26,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
-/// The inferred type and shape of one value of the graph.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ValueFact {
-    /// The value's name in the ONNX graph.
-    pub name: String,
-    /// Element type.
-    pub dtype: DatumType,
-    /// Shape, symbolic dims as expressions.
-    pub shape: Vec<TDim>,
-    /// The element type's name as the model declares it (numpy's names, and `bfloat16`, `float8_*`,
-    /// `int4`, `uint4` for the types tract has none for).
-    pub dtype_name: String,
-}
+pub use crate::analysis::ValueFact;
 
 /// A loaded ONNX model, ready to analyse and run.
 #[derive(Debug)]
@@ -119,6 +96,11 @@ impl Model {
     }
 
     fn load_proto(mut proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
+        // If and Loop branches the analysis builds are planned by the plan layer.
+        analysis::install_planner(analysis::Planner {
+            check: memory::check_values,
+            plan: |model| optimize::optimize(model)?.into_runnable(),
+        });
         let graph = proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
         prepare::check_structure(graph)?;
         // External data checked and read by us (tract never opens a file); uint64_data made readable.
@@ -127,7 +109,7 @@ impl Model {
         let proxies = types::replace(&mut typed_proto)?;
         let prepared = prepare::for_tract(&typed_proto);
         let graph = typed_proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
-        let parsed = guard("parsing the model", || graph::onnx_parser().parse(&prepared, dir))?;
+        let parsed = crate::guard::guard("parsing the model", || crate::ops::onnx_parser().parse(&prepared, dir))?;
         if !parsed.unresolved_inputs.is_empty() {
             bail!("the graph uses values nothing defines: {}", parsed.unresolved_inputs.join(", "));
         }
@@ -469,7 +451,7 @@ impl Model {
     /// (plans made before are dropped). `Some(n)`: tract's kernels run on `n` threads (its
     /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
     /// `None`, the default: tract's own default executor (single-threaded unless the process set
-    /// another) and copies split over all cores (the README's "Performance of whole models" compares
+    /// another) and copies split over all cores (docs/performance.md, "Whole models", compares
     /// both settings on the real exports). See [`crate::threads`].
     ///
     /// A budget of 0 threads, or of more than [`crate::threads::MAX_THREADS`], is an error and leaves the

@@ -2,7 +2,7 @@
 //! defined, no cycle), unique node names, and symbolic dims removed from the declared types (the
 //! analysis binds the inputs itself, so tract's own reading of `dim_param` text is never needed).
 
-use super::names::NameIndex;
+use crate::plan::names::NameIndex;
 use anyhow::bail;
 use tract_onnx::pb;
 
@@ -86,7 +86,7 @@ pub(crate) fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto
 /// initializer, or a node), and the nodes have no cycle. Errors name a node.
 pub(crate) fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     use std::collections::{HashMap, HashSet};
-    let invalid = |n: &pb::NodeProto, message: String| crate::graph::node_label(n).err(message);
+    let invalid = |n: &pb::NodeProto, message: String| crate::node::node_label(n).err(message);
     let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
     defined.extend(graph.initializer.iter().map(|t| t.name.as_str()));
     let mut producer: HashMap<&str, usize> = HashMap::new();

@@ -65,7 +65,7 @@ pub fn replace(model: &mut pb::ModelProto) -> anyhow::Result<Proxies> {
             proxies.replaced.push(name);
         }
         let Some((p, _)) = proxy(dt) else { continue };
-        let Ok(tract_dt) = crate::onnx::datum_type_of_elem(p as i32) else { continue };
+        let Ok(tract_dt) = crate::schema::datum_type_of_elem(p as i32) else { continue };
         // A proxy stands for one type only if the model uses neither the proxy type itself nor a
         // second type with the same proxy.
         let shared = native.contains(&p) || proxies.names.iter().any(|(q, n)| *q == tract_dt && *n != name);

@@ -1,26 +1,25 @@
-//! ONNX write-back: our own complete IR schema (`proto/onnx.proto`, compiled by prost), and the two
-//! model-to-model transforms built on it: [`fold`] and [`lower`].
+//! ONNX models as data, for the write-back: node and tensor helpers over our IR schema
+//! ([`crate::schema`]), the facts of a model's values written into it as `value_info` ([`Facts`]),
+//! external data placed beside a model, and [`lower`] (our ops rewritten into standard ONNX).
 //!
 //! Models are decoded into these types, edited, and encoded again, so every field the transform does
 //! not touch (metadata, doc strings, opset imports, functions, training info, unknown domains' nodes)
 //! is written back as it was read.
 
+mod annotate;
 mod external;
-mod fold;
+mod facts;
 mod lower;
 pub(crate) mod node;
 pub(crate) mod tensor;
 
-/// The ONNX IR types, generated from `proto/onnx.proto`.
-#[allow(missing_docs, clippy::all)]
-pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
-}
+pub use crate::schema::proto;
 
+pub(crate) use annotate::{annotate, annotate_values, type_of};
 pub use external::{place_external_data, write_model_file, Placement};
-pub use fold::fold;
+pub use facts::{Fact, Facts, SMALL};
 pub use lower::{lower, lower_model, LowerReport};
-pub(crate) use tensor::{datum_type_of_elem, f32s_of, onnx_data_type, tensor_to_proto};
+pub(crate) use tensor::{f32s_of, tensor_to_proto};
 pub use tensor::{ints_of, type_proto};
 
 use std::collections::HashSet;

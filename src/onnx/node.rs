@@ -1,6 +1,5 @@
 //! Reading and writing nodes of our prost types (`proto/`): op type and domain, name, attributes.
-//! One set for every transform that edits a decoded model (`onnx::fold`, `onnx::lower` and
-//! `crate::fold`).
+//! One set for every transform that edits a decoded model (`lower` here, and `fold`).
 
 use super::proto::{self, attribute_proto::AttributeType, NodeProto};
 

@@ -17,11 +17,15 @@ mod assumption;
 mod build;
 mod cycles;
 mod error;
+mod eval;
 mod lex;
+mod names;
 mod parse;
 
 pub use assumption::{Assumption, Comparison};
 pub use error::DimParseError;
+pub use eval::eval_exact;
+pub use names::symbol_name;
 pub use parse::{
     parse_assumption, parse_dim, symbols_in, MAX_DEPTH, MAX_DIVISIONS, MAX_LEN, MAX_MINMAX, MAX_MINMAX_NESTING,
     MAX_OPERANDS, MAX_TERMS,

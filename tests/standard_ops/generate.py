@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/standard_ops/cases.json: small single-node models of the standard ops sliceops adds
-to tract (src/graph/ops/), their inputs and the outputs onnx's reference implementation gives.
+to tract (src/ops/, listed in src/ops/added.rs), their inputs and the outputs onnx's reference implementation gives.
 
     python3 tests/standard_ops/generate.py
 
@@ -391,7 +391,7 @@ def deform_conv_cases():
          expected=[np.ascontiguousarray(y2[:, :, 0, :])], pads=[1, 1], strides=[2])
 
 
-# --- fixes of tract's own ops (src/graph/fixes/) -----------------------------------------------------
+# --- fixes of tract's own ops (src/ops/, listed in src/ops/replaced.rs) -----------------------------------------------------
 
 def region_cases():
     """RoiAlign in both modes and coordinate conventions, regions partly outside the map; Unique of

@@ -1,10 +1,10 @@
-//! A `FlexAttention` node translated ([`crate::graph::ops::flex_attention`]): tract's ops for the
+//! A `FlexAttention` node translated ([`crate::ops::nn::flex_attention`]): tract's ops for the
 //! attention itself, with the `score_mod` and `prob_mod` graphs translated from the facts of the
 //! scores (and of the outer values they read) and spliced in, so the node becomes one typed graph.
 
 use super::Translator;
 use crate::analysis::control;
-use crate::graph::ops::flex_attention::{wire, FlexAttention, Modifier};
+use crate::ops::nn::flex_attention::{wire, FlexAttention, Modifier};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 

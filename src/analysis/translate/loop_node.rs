@@ -4,7 +4,7 @@
 use super::{Translated, Translator};
 use crate::analysis::control::{self, Branch};
 use crate::analysis::LoopOp;
-use crate::graph::ops::loop_body::LoopBody;
+use crate::ops::control::loop_body::LoopBody;
 use std::collections::HashSet;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
@@ -44,7 +44,7 @@ impl Translator<'_> {
             all.extend(outer_facts.iter().cloned());
             all
         };
-        let prefix = crate::analysis::bind::symbol_name(&node.name);
+        let prefix = crate::symbolic::symbol_name(&node.name);
         let symbols = self.target.symbols.clone();
         let fresh = |what: String| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{what}")));
         let first_try = self.branch_with(&op.body, &op.graph, body_facts(&carried_in), false);
@@ -200,7 +200,7 @@ impl Translator<'_> {
             return None;
         }
         // A constant, or a dim (`Shape(x)[0]`) proved non-negative.
-        let m = match crate::graph::dims_of(facts[0].konst.as_ref()?).ok()?.as_slice() {
+        let m = match crate::dims::dims_of(facts[0].konst.as_ref()?).ok()?.as_slice() {
             [d] => match d.as_i64() {
                 Some(v) => TDim::Val(v.max(0)),
                 None if d.prove_positive_or_zero() => d.clone(),

@@ -3,8 +3,8 @@
 
 use super::emit::Lowering;
 use crate::onnx::node::int_attr;
-use crate::onnx::proto::NodeProto;
 use crate::onnx::tensor_to_proto;
+use crate::schema::proto::NodeProto;
 use crate::semantics::AsStrided;
 use crate::view::View;
 use anyhow::{bail, Context};

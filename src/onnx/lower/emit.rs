@@ -2,8 +2,8 @@
 //! names, initializers, standard nodes and the Slice → Squeeze → Unsqueeze chain.
 
 use crate::onnx::node::node_name;
-use crate::onnx::proto::{self, NodeProto};
 use crate::onnx::tensor_to_proto;
+use crate::schema::proto::{self, NodeProto};
 use anyhow::Context;
 use std::collections::HashMap;
 use tract_onnx::prelude::*;

@@ -3,7 +3,7 @@
 use super::bounds::{index_axis, off_sentinel, range_axis, resolved_axis};
 use super::emit::{Lowering, SliceAxis};
 use crate::onnx::node::{attr_i, attr_ints_or_int, int_attr, is_onnx, op_type};
-use crate::onnx::proto::NodeProto;
+use crate::schema::proto::NodeProto;
 use crate::semantics::{place_spec, AsStrided, Placed, StridedSlice};
 use anyhow::{bail, Context};
 use tract_onnx::prelude::*;

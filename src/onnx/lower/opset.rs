@@ -3,7 +3,7 @@
 
 use super::emit::Lowering;
 use crate::onnx::node::{attr_ints_or_int, is_onnx, op_type};
-use crate::onnx::proto::NodeProto;
+use crate::schema::proto::NodeProto;
 use anyhow::{bail, Context};
 
 /// Standard ops whose meaning is the same from opset 1 to 13 for every attribute they carry (13 only

@@ -23,7 +23,7 @@
 
 use super::emit::Lowering;
 use crate::onnx::node::int_attr;
-use crate::onnx::proto::NodeProto;
+use crate::schema::proto::NodeProto;
 use crate::semantics::{place_spec, Placed, SpecEntry, StridedSlice};
 use anyhow::{bail, Context};
 use tract_onnx::prelude::*;

@@ -3,10 +3,10 @@
 
 use super::emit::Lowering;
 use super::TARGET_OPSET;
-use crate::graph::DOMAIN;
 use crate::onnx::node::{attr, is_onnx_domain, node_name, op_type};
-use crate::onnx::proto::{self, NodeProto};
 use crate::onnx::tensor::proto_ints;
+use crate::schema::proto::{self, NodeProto};
+use crate::slicing::DOMAIN;
 use crate::Model;
 use crate::{NodeError, NodeErrorKind, SliceError};
 use anyhow::Context;
@@ -112,10 +112,10 @@ pub fn lower_model(bytes: &[u8], dir: Option<&Path>) -> anyhow::Result<(proto::M
         // The lowered model is analysed like any other: its new values get the types found there. Should
         // that analysis fail, the model is still written, and the report lists the values left bare.
         let facts = Model::load_bytes_in(&model.encode_to_vec(), dir)
-            .and_then(|lowered| crate::fold::Facts::of(&lowered, crate::fold::SMALL));
+            .and_then(|lowered| crate::onnx::Facts::of(&lowered, crate::onnx::SMALL));
         let graph = model.graph.as_mut().context("not a valid ONNX model: it has no graph")?;
         report.unshaped = match facts {
-            Ok(facts) => crate::fold::annotate_values(graph, &facts, &created),
+            Ok(facts) => crate::onnx::annotate_values(graph, &facts, &created),
             Err(_) => {
                 let mut bare: Vec<String> = created.into_iter().collect();
                 bare.sort();

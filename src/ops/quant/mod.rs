@@ -1,0 +1,3 @@
+//! Quantization ops: `QuantizeLinear`, `DequantizeLinear`.
+
+pub(crate) mod linear;

@@ -1,0 +1,3 @@
+//! Training ops (`ai.onnx.preview.training`): optimizer steps.
+
+pub(crate) mod optimizers;

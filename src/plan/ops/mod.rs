@@ -1,0 +1,70 @@
+//! Our kernels in place of tract's slow ones, in the optimized plan.
+//!
+//! After tract's optimizer, a few of its ops still run on a generic path that is far behind
+//! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
+//! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
+//! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]).
+//! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
+//! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
+//! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
+//! `passes::layer_norm` and `passes::small_matmul`), with the weights, bias, clamp or scale they take
+//! inside.
+
+pub(crate) mod broadcast;
+pub(crate) mod conv;
+pub(crate) mod int_pow;
+pub(crate) mod layer_norm;
+pub(crate) mod matmul;
+pub(crate) mod maxpool;
+pub(crate) mod resize;
+pub(crate) mod softmax;
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::AxisOp;
+use tract_onnx::tract_core::ops::binary::TypedBinOp;
+use tract_onnx::tract_core::ops::cnn::OptMaxPool;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::nn::resize::Resize;
+use tract_onnx::tract_core::ops::nn::Softmax;
+
+use crate::slicing::PlannedView;
+
+pub use broadcast::BroadcastBin;
+pub use conv::DirectConv;
+pub use int_pow::CubePow;
+pub use layer_norm::RowLayerNorm;
+pub use matmul::SmallMatMul;
+pub use maxpool::PlaneMaxPool;
+pub use resize::RowResize;
+pub use softmax::AxisSoftmax;
+
+/// Replaces, in an optimized `model`, every tract op one of ours runs faster (see the module docs);
+/// returns how many nodes it changed.
+pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
+    let mut replaced = 0;
+    for id in 0..model.nodes.len() {
+        let node = &model.nodes[id];
+        let op: Option<Box<dyn TypedOp>> = if let Some(softmax) = node.op_as::<Softmax>() {
+            let Some(&input) = node.inputs.first() else { continue };
+            let fact = model.outlet_fact(input)?;
+            AxisSoftmax::replacing(softmax, fact).map(|op| Box::new(op) as _)
+        } else if let Some(resize) = node.op_as::<Resize>() {
+            Some(Box::new(RowResize { stock: resize.clone() }))
+        } else if let Some(pool) = node.op_as::<OptMaxPool>() {
+            PlaneMaxPool::replacing(pool).map(|op| Box::new(op) as _)
+        } else if let Some(ew) = node.op_as::<ElementWiseOp>() {
+            CubePow::replacing(ew).map(|op| Box::new(op) as _)
+        } else if let (Some(bin), [a, b]) = (node.op_as::<TypedBinOp>(), &*node.inputs) {
+            BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
+        } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
+            PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
+        } else {
+            None
+        };
+        if let Some(op) = op {
+            model.nodes[id].op = op;
+            replaced += 1;
+        }
+    }
+    Ok(replaced)
+}
