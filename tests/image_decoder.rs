@@ -1,3 +1,4 @@
+#![cfg(feature = "image-decoder")]
 //! ONNX `ImageDecoder` (src/ops/image_decoder/): images of every format and variant decoded
 //! exactly as Pillow decodes them (the fixtures of `tests/image_decoder/`, written by its
 //! `generate.py`), in the three pixel formats; symbolic and constant shapes; hostile input (corrupt,

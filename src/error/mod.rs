@@ -303,4 +303,9 @@ impl NodeError {
     pub fn find(e: &anyhow::Error) -> Option<&NodeError> {
         e.downcast_ref::<NodeError>().or_else(|| e.chain().find_map(|c| c.downcast_ref::<NodeError>()))
     }
+
+    /// Whether an error says a value is not known before running (rather than invalid).
+    pub(crate) fn is_not_static(e: &anyhow::Error) -> bool {
+        NodeError::find(e).is_some_and(|n| n.kind == NodeErrorKind::NotStatic)
+    }
 }

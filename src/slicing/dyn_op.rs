@@ -96,7 +96,7 @@ impl TypedOp for DynSliceOp {
         let step = match self.spec.step(&params) {
             Ok(step) => step,
             // Symbolic parameters stay runtime ones.
-            Err(e) if super::inference::is_not_static(&e) => return Ok(None),
+            Err(e) if crate::NodeError::is_not_static(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
         let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
@@ -120,7 +120,7 @@ pub(crate) fn runtime_dims(
             Some(t) => match super::spec::read_ints(label, role, &t) {
                 Ok(v) => Ok(Some(v)),
                 // A symbolic value is not known either.
-                Err(e) if super::inference::is_not_static(&e) => Ok(None),
+                Err(e) if crate::NodeError::is_not_static(&e) => Ok(None),
                 Err(e) => Err(e),
             },
             None => Ok(None),

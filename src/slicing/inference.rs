@@ -122,7 +122,7 @@ impl InferenceRulesOp for SliceInference {
                     let op = ViewOp { chain: vec![(self.spec.label.clone(), step)] };
                     return wire(target, &node.name, op, &inputs[..1]);
                 }
-                Err(e) if !is_not_static(&e) => return Err(e),
+                Err(e) if !crate::NodeError::is_not_static(&e) => return Err(e),
                 // Symbolic parameters (from a Shape): the exact output shape when it can be written.
                 Err(_) => {
                     if let Some(shape) = self.spec.dim_shape(facts[0].shape.dims(), &params)? {
@@ -175,9 +175,4 @@ fn symbol_prefix(node: &str) -> String {
         s.insert(0, 'n');
     }
     s
-}
-
-/// Whether an error says a parameter is not known before running (rather than invalid).
-pub(crate) fn is_not_static(e: &TractError) -> bool {
-    crate::error::NodeError::find(e).is_some_and(|n| n.kind == crate::error::NodeErrorKind::NotStatic)
 }

@@ -1,7 +1,7 @@
 //! Why a dim expression or an assumption could not be parsed: each variant says what is wrong in words
 //! and where (columns count characters from 1).
 
-use super::parse::{MAX_DEPTH, MAX_DIVISIONS, MAX_LEN, MAX_MINMAX, MAX_MINMAX_NESTING, MAX_OPERANDS, MAX_TERMS};
+use super::limits::{MAX_DEPTH, MAX_DIVISIONS, MAX_LEN, MAX_MINMAX, MAX_MINMAX_NESTING, MAX_OPERANDS, MAX_TERMS};
 use thiserror::Error;
 
 /// A dim expression or assumption that cannot be parsed, or that exceeds one of the parser's limits.

@@ -19,6 +19,7 @@ mod cycles;
 mod error;
 mod eval;
 mod lex;
+mod limits;
 mod names;
 mod parse;
 
