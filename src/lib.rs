@@ -50,6 +50,7 @@ pub mod kernel;
 pub mod load;
 mod model;
 pub mod npy;
+pub mod npz;
 pub mod onnx;
 pub mod profile;
 pub mod report;
