@@ -52,6 +52,7 @@ pub(crate) mod memory;
 mod model;
 pub mod node;
 pub mod npy;
+pub mod npz;
 pub mod onnx;
 pub mod ops;
 pub mod plan;

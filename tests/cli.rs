@@ -71,7 +71,7 @@ fn run_every_dtype_through_npy() {
 fn run_without_inputs_says_which_are_needed() {
     let o = sliceops(&["run", &fixture("sym_batch_onnx_slice").model().display().to_string()]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "error: the model needs inputs: x (float32 [N,3]); pass each as --input NAME=FILE.npy\n");
+    assert_eq!(stderr(&o), "error: the model needs inputs: x (float32 [N,3]); pass each as --input NAME=FILE.npy, or in an --input FILE.npz\n");
 }
 
 #[test]

@@ -10,8 +10,15 @@ sliceops                                               onnx / onnxsim / onnxrunt
 ``sliceops.infer_shapes(model)``                       ``onnx.shape_inference.infer_shapes(model)``
 ``sliceops.infer(model)``                              ``SymbolicShapeInference.infer_shapes(model)``
 ``sliceops.fold(model)``                               ``onnxsim.simplify(model)``
-``sliceops.Session(path).run(None, feeds)``            ``onnxruntime.InferenceSession(path).run(None, feeds)``
+``sliceops.InferenceSession(path).run(None, feeds)``   ``onnxruntime.InferenceSession(path).run(None, feeds)``
 =====================================================  =====================================================
+
+``sliceops.InferenceSession`` is onnxruntime's session API (``get_inputs()``, ``get_outputs()``,
+``get_modelmeta()``, ``run(output_names, input_feed)``, ``SessionOptions``, onnxruntime's exception
+kinds): a script written for onnxruntime runs with ``import sliceops as onnxruntime`` (see
+``sliceops._ort`` for what is accepted and ignored). ``sliceops.Session`` is the plain form, raising
+``ValueError`` with the command line's messages. Both pickle (as the model's bytes and settings, rebuilt
+on arrival), so they can be sent to worker processes.
 
 A model-returning function returns the kind it was given: an ``onnx.ModelProto`` for a ``ModelProto``,
 ``bytes`` for ``bytes``; for a path, an ``onnx.ModelProto`` (this needs the ``onnx`` package).
@@ -36,6 +43,17 @@ __all__ = [
     "lower",
     "tune_allocator",
     "Session",
+    "InferenceSession",
+    "SessionOptions",
+    "RunOptions",
+    "ModelMetadata",
+    "GraphOptimizationLevel",
+    "ExecutionMode",
+    "InvalidArgument",
+    "Fail",
+    "NoSuchFile",
+    "get_available_providers",
+    "get_device",
     "NodeArg",
     "Value",
     "Inference",
@@ -329,16 +347,29 @@ class Session:
     The model is loaded once; each distinct set of input shapes is optimized once and kept. One session
     can be run from many threads at once (the interpreter lock is released while it runs).
 
+    A session pickles as its model's bytes (external data inlined) and its thread budget, and is
+    rebuilt on unpickling, so it can be sent to worker processes (``multiprocessing``, Dask, Ray).
+
     Args:
         model: an ``onnx.ModelProto``, its bytes, or a path.
+        threads: the thread budget of sliceops' kernels and tract's together (None: tract
+            single-threaded, sliceops' copies over all cores; the command line's ``--threads``).
 
     Raises:
-        ValueError: the model cannot be read.
+        ValueError: the model cannot be read, or the thread budget is 0 or too large.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, threads: Optional[int] = None) -> None:
         source, _kind = _source(model)
-        self._session = _sliceops.Session(source)
+        self._session = _sliceops.Session(source, threads)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_session, (self._session.model_bytes(), self._session.threads()))
+
+    @property
+    def threads(self) -> Optional[int]:
+        """The thread budget the session was made with (None: the default)."""
+        return self._session.threads()
 
     def inputs(self) -> List[NodeArg]:
         """The inputs to feed, as declared (initializers excluded); ``get_inputs()`` in onnxruntime."""
@@ -370,3 +401,23 @@ class Session:
         arrays = {name: _np.asarray(value) for name, value in feeds.items()}
         names = None if output_names is None else [str(n) for n in output_names]
         return self._session.run(names, arrays)
+
+
+def _rebuild_session(model_bytes: bytes, threads: Optional[int]) -> Session:
+    """An unpickled :class:`Session`."""
+    return Session(model_bytes, threads)
+
+
+from ._ort import (  # noqa: E402  (the onnxruntime-shaped API builds on the definitions above)
+    ExecutionMode,
+    Fail,
+    GraphOptimizationLevel,
+    InferenceSession,
+    InvalidArgument,
+    ModelMetadata,
+    NoSuchFile,
+    RunOptions,
+    SessionOptions,
+    get_available_providers,
+    get_device,
+)

@@ -36,10 +36,20 @@ class Buffer:
 class Session:
     """A loaded model that runs on numpy arrays; safe to share between threads."""
 
-    def __init__(self, model: _Source) -> None: ...
-    def inputs(self) -> _Declared:
+    def __init__(self, model: _Source, threads: Optional[int] = None) -> None: ...
+    def model_bytes(self) -> bytes:
+        """The model as loaded, encoded, external data inlined."""
+    def threads(self) -> Optional[int]:
+        """The thread budget the session was made with."""
+    def overridable_inputs(self) -> List[str]:
+        """Graph inputs that have an initializer."""
+    def inferred_outputs(self) -> List[Tuple[str, List[Union[int, str]]]]:
+        """The inferred dims of each graph output (empty when the model cannot be analysed)."""
+    def metadata(self) -> Dict[str, Any]:
+        """The model's metadata, as onnxruntime's ModelMetadata fields."""
+    def inputs(self, ort: bool = False) -> _Declared:
         """The inputs to feed: ``(name, elem_type, dims)``."""
-    def outputs(self) -> _Declared:
+    def outputs(self, ort: bool = False) -> _Declared:
         """The graph outputs: ``(name, elem_type, dims)``."""
     def run(self, output_names: Optional[Sequence[str]], feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
         """Runs the model; returns the outputs named (all when None or empty)."""

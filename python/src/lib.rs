@@ -164,15 +164,26 @@ fn dim_object(py: Python<'_>, d: &DeclaredDim) -> PyResult<Py<PyAny>> {
     })
 }
 
+/// A declared dim as onnxruntime's `NodeArg.shape` shows it: a `dim_param` as written (`"?"` too),
+/// None for a negative size or a dim that says nothing.
+fn ort_dim_object(py: Python<'_>, d: &DeclaredDim) -> PyResult<Py<PyAny>> {
+    match d {
+        DeclaredDim::Unnamed(text) if text.is_empty() || text.trim().parse::<i64>().is_ok() => Ok(py.None()),
+        DeclaredDim::Unnamed(text) => Ok(text.into_pyobject(py)?.into_any().unbind()),
+        other => dim_object(py, other),
+    }
+}
+
 /// `(name, ONNX elem_type, dims or None)` of declared values.
 type Declared = Vec<(String, i32, Option<Vec<Py<PyAny>>>)>;
 
-fn declared(py: Python<'_>, values: &[sliceops::analysis::DeclaredInput]) -> PyResult<Declared> {
+fn declared(py: Python<'_>, values: &[sliceops::analysis::DeclaredInput], ort: bool) -> PyResult<Declared> {
+    let dim = if ort { ort_dim_object } else { dim_object };
     values
         .iter()
         .map(|v| {
             let dims = match &v.dims {
-                Some(dims) => Some(dims.iter().map(|d| dim_object(py, d)).collect::<PyResult<Vec<_>>>()?),
+                Some(dims) => Some(dims.iter().map(|d| dim(py, d)).collect::<PyResult<Vec<_>>>()?),
                 None => None,
             };
             Ok((v.name.clone(), v.elem_type, dims))
@@ -184,31 +195,139 @@ fn declared(py: Python<'_>, values: &[sliceops::analysis::DeclaredInput]) -> PyR
 #[pyclass(frozen, module = "sliceops._sliceops")]
 struct Session {
     model: Model,
+    metadata: Metadata,
+}
+
+/// The fields of `ModelProto` that onnxruntime's `ModelMetadata` shows, decoded alone (prost skips the
+/// others, the graph's nodes and weights included): proto2's presence is kept, so that an unset
+/// `model_version` reads as onnxruntime reads it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Metadata {
+    #[prost(string, optional, tag = "2")]
+    producer_name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    domain: Option<String>,
+    #[prost(int64, optional, tag = "5")]
+    model_version: Option<i64>,
+    #[prost(string, optional, tag = "6")]
+    doc_string: Option<String>,
+    #[prost(message, optional, tag = "7")]
+    graph: Option<GraphMetadata>,
+    #[prost(message, repeated, tag = "14")]
+    metadata_props: Vec<Property>,
+}
+
+/// `GraphProto`'s name and doc string, decoded alone.
+#[derive(Clone, PartialEq, prost::Message)]
+struct GraphMetadata {
+    #[prost(string, optional, tag = "2")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "10")]
+    doc_string: Option<String>,
+}
+
+/// A `StringStringEntryProto`.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Property {
+    #[prost(string, optional, tag = "1")]
+    key: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    value: Option<String>,
 }
 
 #[pymethods]
 impl Session {
     #[new]
-    fn new(py: Python<'_>, model: &Bound<'_, PyAny>) -> PyResult<Session> {
+    #[pyo3(signature = (model, threads=None))]
+    fn new(py: Python<'_>, model: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<Session> {
         let source = Source::extract(model)?;
-        let model = py
-            .detach(|| -> anyhow::Result<Model> {
+        let loaded = py
+            .detach(|| -> anyhow::Result<(Model, Metadata)> {
                 let (bytes, dir) = source.read()?;
-                let m = Model::load_bytes_in(&bytes, dir)?;
-                Ok(m)
+                let mut m = Model::load_bytes_in(&bytes, dir)?;
+                m.set_threads(threads)?;
+                // The model decoded already: these fields decode too.
+                let metadata = <Metadata as prost::Message>::decode(&*bytes)?;
+                Ok((m, metadata))
             })
             .map_err(value_error)?;
-        Ok(Session { model })
+        let (model, metadata) = loaded;
+        Ok(Session { model, metadata })
     }
 
-    /// The inputs to feed: `(name, elem_type, dims)`.
-    fn inputs(&self, py: Python<'_>) -> PyResult<Declared> {
-        declared(py, self.model.declared_inputs())
+    /// The model as loaded, encoded, with its external data inlined: loading these bytes again (in
+    /// another process) gives the same model.
+    fn model_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| prost::Message::encode_to_vec(self.model.proto()));
+        PyBytes::new(py, &bytes)
     }
 
-    /// The graph outputs: `(name, elem_type, dims)`.
-    fn outputs(&self, py: Python<'_>) -> PyResult<Declared> {
-        declared(py, &self.model.declared_outputs())
+    /// The thread budget the session was made with (None: the default).
+    fn threads(&self) -> Option<usize> {
+        self.model.threads()
+    }
+
+    /// Graph inputs that have an initializer: a default a feed may replace.
+    fn overridable_inputs(&self) -> Vec<String> {
+        self.model.overridable_inputs()
+    }
+
+    /// The inferred `(name, dims)` of each graph output, a dim an int or a symbolic expression; empty
+    /// when the model cannot be analysed without inputs.
+    fn inferred_outputs(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<Py<PyAny>>)>> {
+        let model = &self.model;
+        let facts = py.detach(|| -> Option<Vec<sliceops::ValueFact>> {
+            let analysis = model.analyse().ok()?;
+            analysis.value_facts(model.graph()).ok()
+        });
+        let outputs = model.output_names();
+        let mut shapes = vec![];
+        for f in facts.unwrap_or_default().into_iter().filter(|f| outputs.contains(&f.name)) {
+            let dims = f
+                .shape
+                .iter()
+                .map(|d| match d.to_i64() {
+                    Ok(v) => Ok(v.into_pyobject(py)?.into_any().unbind()),
+                    Err(_) => Ok(sliceops::dims::format_dim(d).into_pyobject(py)?.into_any().unbind()),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            shapes.push((f.name, dims));
+        }
+        Ok(shapes)
+    }
+
+    /// The model's metadata as onnxruntime's `ModelMetadata` gives it: producer_name, graph_name,
+    /// domain, description, graph_description, version, custom_metadata_map.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = &self.metadata;
+        let text = |s: &Option<String>| s.clone().unwrap_or_default();
+        let graph = m.graph.clone().unwrap_or_default();
+        let dict = PyDict::new(py);
+        dict.set_item("producer_name", text(&m.producer_name))?;
+        dict.set_item("graph_name", text(&graph.name))?;
+        dict.set_item("domain", text(&m.domain))?;
+        dict.set_item("description", text(&m.doc_string))?;
+        dict.set_item("graph_description", text(&graph.doc_string))?;
+        // onnxruntime's value for a model that sets no version.
+        dict.set_item("version", m.model_version.unwrap_or(i64::MAX))?;
+        let custom = PyDict::new(py);
+        for p in &m.metadata_props {
+            custom.set_item(text(&p.key), text(&p.value))?;
+        }
+        dict.set_item("custom_metadata_map", custom)?;
+        Ok(dict)
+    }
+
+    /// The inputs to feed: `(name, elem_type, dims)`; with `ort`, dims as onnxruntime shows them.
+    #[pyo3(signature = (ort=false))]
+    fn inputs(&self, py: Python<'_>, ort: bool) -> PyResult<Declared> {
+        declared(py, self.model.declared_inputs(), ort)
+    }
+
+    /// The graph outputs: `(name, elem_type, dims)`; with `ort`, dims as onnxruntime shows them.
+    #[pyo3(signature = (ort=false))]
+    fn outputs(&self, py: Python<'_>, ort: bool) -> PyResult<Declared> {
+        declared(py, &self.model.declared_outputs(), ort)
     }
 
     /// Runs the model on `feeds` (name -> numpy array); returns the outputs named (all when None or

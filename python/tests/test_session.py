@@ -207,8 +207,8 @@ def test_missing_input_names_it_as_declared(cli, tmp_path):
     message = cli_run_error(cli, tmp_path, real_path(model), feeds)
     with pytest.raises(ValueError) as e:
         sliceops.Session(real_path(model)).run(None, feeds)
-    assert message.endswith("; pass each as --input NAME=FILE.npy")
-    assert str(e.value) == message.replace("pass each as --input NAME=FILE.npy", "pass each in feeds")
+    assert message.endswith("; pass each as --input NAME=FILE.npy, or in an --input FILE.npz")
+    assert str(e.value) == message.replace("pass each as --input NAME=FILE.npy, or in an --input FILE.npz", "pass each in feeds")
 
 
 def test_bad_models_raise_the_cli_message(cli, tmp_path):

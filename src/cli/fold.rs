@@ -27,12 +27,12 @@ pub fn fold(
         Ok(folded.encode_to_vec())
     })?;
     if let Some(r) = report.into_inner() {
-        print_report(r.nodes_before, r.nodes_after, &r.changes, &r.unshaped, "every value has a type and shape");
+        print_report(r.nodes_before, r.nodes_after, &r.changes, &r.unshaped, "every value has a type and shape")?;
         if r.all_nodes_before != r.nodes_before || r.all_nodes_after != r.nodes_after {
-            println!("nodes with those of subgraphs: {} -> {}", r.all_nodes_before, r.all_nodes_after);
+            outln!("nodes with those of subgraphs: {} -> {}", r.all_nodes_before, r.all_nodes_after)?;
         }
         for kept in &r.kept_subgraphs {
-            println!("subgraph left as it was: {kept}");
+            outln!("subgraph left as it was: {kept}")?;
         }
     }
     Ok(())
@@ -48,9 +48,9 @@ pub fn lower(model: &Path, output: &Path) -> anyhow::Result<()> {
     })?;
     if let Some(r) = report.into_inner() {
         if r.changes.is_empty() {
-            println!("nothing to rewrite: the model is standard ONNX already");
+            outln!("nothing to rewrite: the model is standard ONNX already")?;
         }
-        print_report(r.nodes_before, r.nodes_after, &r.changes, &r.unshaped, "every new value has a type and shape");
+        print_report(r.nodes_before, r.nodes_after, &r.changes, &r.unshaped, "every new value has a type and shape")?;
     }
     Ok(())
 }
@@ -61,14 +61,15 @@ fn print_report(
     changes: &std::collections::BTreeMap<&'static str, usize>,
     unshaped: &[String],
     all_shaped: &str,
-) {
-    println!("nodes: {before} -> {after}");
+) -> anyhow::Result<()> {
+    outln!("nodes: {before} -> {after}")?;
     for (kind, n) in changes {
-        println!("  {kind}: {n}");
+        outln!("  {kind}: {n}")?;
     }
     if unshaped.is_empty() {
-        println!("{all_shaped}");
+        outln!("{all_shaped}")?;
     } else {
-        println!("values without a type and shape: {}", unshaped.join(", "));
+        outln!("values without a type and shape: {}", unshaped.join(", "))?;
     }
+    Ok(())
 }

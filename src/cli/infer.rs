@@ -33,7 +33,7 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
     match format {
         Format::Json => {
             let json = sliceops::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
-            println!("{}", serde_json::to_string_pretty(&json)?);
+            outln!("{}", serde_json::to_string_pretty(&json)?)?;
         }
         Format::Table => {
             let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
@@ -50,9 +50,9 @@ pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], form
                     rows.push([name.to_string(), "?".into(), "?".into()]);
                 }
             }
-            print_table(&rows);
+            print_table(&rows)?;
             for r in &analysis.requirements {
-                println!("requires {r}  (node '{}' ({}))", r.node, r.op);
+                outln!("requires {r}  (node '{}' ({}))", r.node, r.op)?;
             }
         }
     }

@@ -1,5 +1,14 @@
 //! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench`.
 
+/// Writes a line to stdout, returning the error (a closed pipe included) instead of panicking as
+/// `println!` does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(anyhow::Error::from)
+    }};
+}
+
 mod fold;
 mod infer;
 mod inputs;
@@ -9,15 +18,17 @@ mod run;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-/// Exact, fast tensor slicing for ONNX graphs: run, infer, fold and lower models.
+/// Runs, infers, folds and lowers whole ONNX models, with exact symbolic shapes: every value's type and
+/// shape before anything runs, models run on .npy/.npz inputs (on tract, with sliceops' own kernels),
+/// constants folded, and non-standard slicing ops rewritten into standard ONNX.
 #[derive(Debug, Parser)]
-#[command(name = "sliceops", version, about)]
+#[command(name = "sliceops", version)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-/// Output format of `infer` and `bench`.
+/// Output format of `infer` and `bench`: `table` (aligned columns for people) or `json` (for programs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Aligned columns for people.
@@ -28,41 +39,44 @@ pub enum Format {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a model on .npy inputs and write every graph output as DIR/<name>.npy.
+    /// Run a model on .npy or .npz inputs; write its outputs as .npy files and/or one .npz.
     Run {
         /// The .onnx model.
         model: PathBuf,
-        /// A graph input, as NAME=FILE.npy (repeat for each input).
-        #[arg(long = "input", value_name = "NAME=FILE.npy")]
+        /// A graph input as NAME=FILE.npy, or an .npz of inputs by name (repeatable).
+        #[arg(short = 'i', long = "input", value_name = "NAME=FILE.npy|FILE.npz")]
         inputs: Vec<String>,
-        /// Where to write the outputs (created if missing).
-        #[arg(long, value_name = "DIR", default_value = ".")]
-        output_dir: PathBuf,
+        /// Write each output as DIR/<name>.npy (created if missing; default: . unless --output-npz is given).
+        #[arg(short = 'd', long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        /// Write every output into one .npz, as numpy's np.savez (arrays named as the outputs).
+        #[arg(short = 'z', long, value_name = "FILE.npz")]
+        output_npz: Option<PathBuf>,
         /// Check an input's shape, as NAME=D0,D1,... (integers or symbols, a symbol taking the same
         /// value wherever it appears); the tensors given must agree.
-        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        #[arg(short = 's', long = "input-shape", value_name = "NAME=D0,D1,...")]
         input_shapes: Vec<String>,
         /// Compare the outputs with DIR/<name>.npy: exact for integers and booleans, within a
         /// relative 1e-4 and absolute 1e-5 for floats; exit 1 on a mismatch.
-        #[arg(long, value_name = "DIR")]
+        #[arg(short = 'e', long, value_name = "DIR")]
         expect: Option<PathBuf>,
         /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
         /// copies over all cores).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
+        #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
     },
-    /// Infer the type and shape of every value, before running anything.
+    /// Infer the type and shape of every value (symbolic dims exact), before running anything.
     Infer {
         /// The .onnx model.
         model: PathBuf,
         /// Set an input's shape, as NAME=D0,D1,... (integers or symbols such as N).
-        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        #[arg(short = 's', long = "input-shape", value_name = "NAME=D0,D1,...")]
         input_shapes: Vec<String>,
         /// An assumption about symbols used to simplify shapes, such as N>=2 (repeatable).
-        #[arg(long = "assume", value_name = "EXPR")]
+        #[arg(short = 'a', long = "assume", value_name = "EXPR")]
         assumptions: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
+        /// Output format: table (aligned columns) or json (for programs).
+        #[arg(short = 'f', long, value_enum, default_value_t = Format::Table, hide_possible_values = true)]
         format: Format,
     },
     /// Write the model back with constants folded, dead nodes removed and every shape annotated.
@@ -70,17 +84,17 @@ enum Command {
         /// The .onnx model.
         model: PathBuf,
         /// Where to write the folded model.
-        #[arg(short = 'o', value_name = "OUT.onnx")]
+        #[arg(short = 'o', long, value_name = "OUT.onnx")]
         output: PathBuf,
         /// Keep results bit-exact: no fusion that changes floating-point rounding (BatchNormalization
         /// into Conv, MatMul + Add into Gemm, Add of 0).
-        #[arg(long)]
+        #[arg(short = 'x', long)]
         exact: bool,
         /// Specialize an input's shape, as NAME=D0,D1,... (integers or symbols).
-        #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+        #[arg(short = 's', long = "input-shape", value_name = "NAME=D0,D1,...")]
         input_shapes: Vec<String>,
         /// An assumption about symbols, such as N>=2 (repeatable).
-        #[arg(long = "assume", value_name = "EXPR")]
+        #[arg(short = 'a', long = "assume", value_name = "EXPR")]
         assumptions: Vec<String>,
     },
     /// Rewrite StridedSlice, AsStrided and Paddle-form Slice into standard ONNX.
@@ -88,31 +102,31 @@ enum Command {
         /// The .onnx model.
         model: PathBuf,
         /// Where to write the lowered model.
-        #[arg(short = 'o', value_name = "OUT.onnx")]
+        #[arg(short = 'o', long, value_name = "OUT.onnx")]
         output: PathBuf,
     },
-    /// Time the optimized plan on .npy inputs (median and minimum after a warm-up).
+    /// Time the optimized plan on .npy or .npz inputs (median and minimum after a warm-up).
     Bench {
         /// The .onnx model.
         model: PathBuf,
-        /// A graph input, as NAME=FILE.npy (repeat for each input).
-        #[arg(long = "input", value_name = "NAME=FILE.npy")]
+        /// A graph input as NAME=FILE.npy, or an .npz of inputs by name (repeatable).
+        #[arg(short = 'i', long = "input", value_name = "NAME=FILE.npy|FILE.npz")]
         inputs: Vec<String>,
         /// Number of timed runs.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(short = 'r', long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
+        /// Output format: table (aligned columns) or json (for programs).
+        #[arg(short = 'f', long, value_enum, default_value_t = Format::Table, hide_possible_values = true)]
         format: Format,
         /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
         /// copies over all cores).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
+        #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
         /// Also time every node over the runs: per node and per op type, with shares of the total.
-        #[arg(long)]
+        #[arg(short = 'p', long)]
         profile: bool,
         /// Rows of each profile list shown (0: all).
-        #[arg(long, value_name = "N", default_value_t = 20, requires = "profile")]
+        #[arg(short = 'n', long, value_name = "N", default_value_t = 20, requires = "profile")]
         top: usize,
     },
 }
@@ -142,8 +156,9 @@ pub fn main() -> i32 {
     // silent exit (the hook above prints nothing).
     let command = cli.command;
     let result = caught(move || match command {
-        Command::Run { model, inputs, output_dir, input_shapes, expect, threads } => {
-            run::run(&model, &inputs, &output_dir, &input_shapes, expect.as_deref(), threads)
+        Command::Run { model, inputs, output_dir, output_npz, input_shapes, expect, threads } => {
+            let outputs = run::Outputs { dir: output_dir, npz: output_npz };
+            run::run(&model, &inputs, &outputs, &input_shapes, expect.as_deref(), threads)
         }
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
@@ -159,6 +174,9 @@ pub fn main() -> i32 {
     });
     match result {
         Ok(()) => 0,
+        // A reader that stopped reading (`sliceops infer MODEL | head -1`): what it read was written,
+        // the rest is not wanted; end quietly, as other command-line tools do.
+        Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             if std::env::var_os("SLICEOPS_DEBUG_ERRORS").is_some() {
                 eprintln!("{e:?}");
@@ -167,6 +185,11 @@ pub fn main() -> i32 {
             1
         }
     }
+}
+
+/// Whether the error is a write to a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// `f`'s result, or a panic that escaped it as an error carrying the panic's message.

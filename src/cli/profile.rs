@@ -70,16 +70,16 @@ pub fn json(p: &Profile, top: usize) -> serde_json::Value {
 }
 
 /// The profile as tables: the slowest nodes, then the time per op type (tract's, then ONNX's).
-pub fn print(p: &Profile, top: usize) {
-    println!();
-    println!(
+pub fn print(p: &Profile, top: usize) -> anyhow::Result<()> {
+    outln!()?;
+    outln!(
         "profile: {} runs, {} nodes, {} per run in nodes, {} per run end to end",
         p.runs,
         p.nodes.len(),
         ms(mean(p, p.node_total())),
         ms(mean(p, p.wall))
-    );
-    println!();
+    )?;
+    outln!()?;
     let mut rows = vec![[
         "node".to_string(),
         "op".to_string(),
@@ -98,9 +98,9 @@ pub fn print(p: &Profile, top: usize) {
             percent(p.share(n.total)),
         ]);
     }
-    print_table(&rows);
+    print_table(&rows)?;
     for (title, list) in [("op type", p.op_types()), ("onnx op type", p.onnx_op_types())] {
-        println!();
+        outln!()?;
         let mut rows = vec![[
             title.to_string(),
             "nodes".to_string(),
@@ -117,6 +117,7 @@ pub fn print(p: &Profile, top: usize) {
                 percent(p.share(o.total)),
             ]);
         }
-        print_table(&rows);
+        print_table(&rows)?;
     }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! `sliceops run` and `sliceops bench`.
 
-use super::inputs::{load_inputs, split_pair};
+use super::inputs::{given_names, load_inputs};
 use super::Format;
 use anyhow::Context;
 use sliceops::io::atomic::{commit_all, AtomicFile};
@@ -21,11 +21,20 @@ fn load(model: &Path) -> anyhow::Result<Model> {
     Ok(m)
 }
 
+/// Where `run` writes the outputs: `.npy` files in a folder, one `.npz`, or both.
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    /// `--output-dir` (`.` when neither is given).
+    pub dir: Option<std::path::PathBuf>,
+    /// `--output-npz`.
+    pub npz: Option<std::path::PathBuf>,
+}
+
 /// Runs the model and writes its outputs; with `expect`, compares them with the `.npy` files there.
 pub fn run(
     model: &Path,
     inputs: &[String],
-    output_dir: &Path,
+    written: &Outputs,
     input_shapes: &[String],
     expect: Option<&Path>,
     threads: Option<u32>,
@@ -33,8 +42,7 @@ pub fn run(
     let mut m = load(model)?;
     // Inputs given for initializers listed as graph inputs replace their default values.
     // A malformed argument is reported by `load_inputs`, after the options it has always come after.
-    let names: Vec<String> =
-        inputs.iter().filter_map(|arg| split_pair(arg, "--input").ok()).map(|(name, _)| name.to_string()).collect();
+    let names = given_names(inputs);
     if let Some(fed) = m.feeding(&names)? {
         m = fed;
     }
@@ -42,12 +50,22 @@ pub fn run(
     m.set_threads(threads.map(|n| n as usize))?;
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;
-    write_outputs(&outputs, output_dir)?;
+    match (&written.dir, &written.npz) {
+        (None, None) => write_outputs(&outputs, Path::new("."))?,
+        (dir, npz) => {
+            if let Some(npz) = npz {
+                sliceops::npz::write_npz(npz, &outputs)?;
+            }
+            if let Some(dir) = dir {
+                write_outputs(&outputs, dir)?;
+            }
+        }
+    }
     let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
     for (name, tensor) in &outputs {
         rows.push([name.clone(), numpy_name(tensor.datum_type()), format!("{:?}", tensor.shape())]);
     }
-    print_table(&rows);
+    print_table(&rows)?;
     if let Some(dir) = expect {
         let mut mismatches = vec![];
         for (name, tensor) in &outputs {
@@ -60,7 +78,7 @@ pub fn run(
         if !mismatches.is_empty() {
             anyhow::bail!("outputs differ from {}: {}", dir.display(), mismatches.join("; "));
         }
-        println!("every output matches {}", dir.display());
+        outln!("every output matches {}", dir.display())?;
     }
     Ok(())
 }
@@ -84,12 +102,13 @@ fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Res
 }
 
 /// Prints rows as left-aligned columns.
-pub fn print_table<const N: usize>(rows: &[[String; N]]) {
+pub fn print_table<const N: usize>(rows: &[[String; N]]) -> anyhow::Result<()> {
     let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     for row in rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        println!("{}", cells.join("  ").trim_end());
+        outln!("{}", cells.join("  ").trim_end())?;
     }
+    Ok(())
 }
 
 /// What `bench` measures and prints.
@@ -145,15 +164,15 @@ pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow:
             if let Some(p) = &profile {
                 report["profile"] = super::profile::json(p, top);
             }
-            println!("{report}")
+            outln!("{report}")?;
         }
         Format::Table => {
             print_table(&[
                 ["runs".to_string(), "median".to_string(), "min".to_string()],
                 [runs.to_string(), format!("{:.3} ms", median * 1e3), format!("{:.3} ms", min * 1e3)],
-            ]);
+            ])?;
             if let Some(p) = &profile {
-                super::profile::print(p, top);
+                super::profile::print(p, top)?;
             }
         }
     }

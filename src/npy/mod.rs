@@ -10,6 +10,7 @@ mod read;
 mod write;
 
 pub use header::{parse_header, NpyHeader, NpyHeaderError, MAX_DIMS, MAX_HEADER_LEN};
+pub(crate) use read::read_npy_from;
 pub use read::{read_npy, read_npy_bytes};
 pub use write::{check_writable, write_npy, write_npy_to};
 

@@ -14,12 +14,12 @@ use tract_onnx::prelude::*;
 /// Reads a `.npy` file (a regular file: FIFOs, devices and directories are refused) as a tract tensor.
 pub fn read_npy(path: &Path) -> anyhow::Result<Tensor> {
     let (file, size) = crate::io::regular::open_regular(path)?;
-    read_from(std::io::BufReader::new(file), size).with_context(|| format!("{}", path.display()))
+    read_npy_from(std::io::BufReader::new(file), size).with_context(|| format!("{}", path.display()))
 }
 
 /// Reads `.npy` bytes as a tract tensor.
 pub fn read_npy_bytes(bytes: &[u8]) -> anyhow::Result<Tensor> {
-    read_from(bytes, bytes.len() as u64)
+    read_npy_from(bytes, bytes.len() as u64)
 }
 
 /// Reads exactly `buf.len()` bytes, or says the file is truncated.
@@ -31,7 +31,7 @@ fn fill(r: &mut impl Read, buf: &mut [u8], what: &str) -> anyhow::Result<()> {
 }
 
 /// Reads a `.npy` file of `size` bytes from `r`.
-fn read_from(mut r: impl Read, size: u64) -> anyhow::Result<Tensor> {
+pub(crate) fn read_npy_from(mut r: impl Read, size: u64) -> anyhow::Result<Tensor> {
     // Magic and version, then the header length (2 bytes in version 1.0, 4 after).
     let mut prefix = [0u8; 12];
     if size < 8 {
