@@ -1,24 +1,12 @@
 //! `sliceops infer`.
 
-use super::inputs::split_pair;
-use super::run::print_table;
+use super::inputs::configure;
+use super::table::print_table;
 use super::Format;
 use sliceops::dims::format_dim;
 use sliceops::Model;
 use std::path::Path;
 
-/// Applies `--input-shape` and `--assume` to a loaded model.
-pub fn configure(m: &mut Model, input_shapes: &[String], assumptions: &[String]) -> anyhow::Result<()> {
-    for arg in input_shapes {
-        let (name, dims) = split_pair(arg, "--input-shape")?;
-        let dims: Vec<&str> = if dims.trim().is_empty() { vec![] } else { dims.split(',').collect() };
-        m.set_input_shape(name, &dims)?;
-    }
-    for a in assumptions {
-        m.assume(a)?;
-    }
-    Ok(())
-}
 
 /// Prints the inferred dtype and shape of every value, the requirements the model puts on its
 /// inputs, and (JSON) the symbols with their origins.

@@ -1,5 +1,5 @@
 //! `--input NAME=FILE.npy` and `--input FILE.npz`: reading input tensors and checking them against the
-//! model's inputs.
+//! model's inputs; `--input-shape` and `--assume` applied to a loaded model ([`configure`]).
 
 use anyhow::{bail, Context};
 use sliceops::npy::read_npy;
@@ -67,4 +67,17 @@ pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>
         }
     }
     model.order_inputs(given, "pass each as --input NAME=FILE.npy, or in an --input FILE.npz")
+}
+
+/// Applies `--input-shape` and `--assume` to a loaded model.
+pub fn configure(m: &mut Model, input_shapes: &[String], assumptions: &[String]) -> anyhow::Result<()> {
+    for arg in input_shapes {
+        let (name, dims) = split_pair(arg, "--input-shape")?;
+        let dims: Vec<&str> = if dims.trim().is_empty() { vec![] } else { dims.split(',').collect() };
+        m.set_input_shape(name, &dims)?;
+    }
+    for a in assumptions {
+        m.assume(a)?;
+    }
+    Ok(())
 }

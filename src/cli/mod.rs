@@ -14,6 +14,7 @@ mod infer;
 mod inputs;
 mod profile;
 mod run;
+mod table;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

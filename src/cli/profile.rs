@@ -1,6 +1,6 @@
 //! `sliceops bench --profile`: the time per node and per op type, as a table or JSON.
 
-use super::run::print_table;
+use super::table::print_table;
 use sliceops::profile::{OpTypeTime, Profile};
 use std::time::Duration;
 

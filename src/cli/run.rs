@@ -46,7 +46,7 @@ pub fn run(
     if let Some(fed) = m.feeding(&names)? {
         m = fed;
     }
-    super::infer::configure(&mut m, input_shapes, &[])?;
+    super::inputs::configure(&mut m, input_shapes, &[])?;
     m.set_threads(threads.map(|n| n as usize))?;
     let inputs = load_inputs(&m, inputs)?;
     let outputs = m.run(inputs)?;
@@ -101,15 +101,6 @@ fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Res
     commit_all(staged)
 }
 
-/// Prints rows as left-aligned columns.
-pub fn print_table<const N: usize>(rows: &[[String; N]]) -> anyhow::Result<()> {
-    let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        outln!("{}", cells.join("  ").trim_end())?;
-    }
-    Ok(())
-}
 
 /// What `bench` measures and prints.
 #[derive(Debug, Clone)]
