@@ -17,6 +17,7 @@ mod require;
 mod splice;
 mod symbols;
 mod translate;
+mod trivial;
 mod verify;
 
 pub(crate) use bind::datum_type_of as bind_datum_type;
