@@ -116,3 +116,53 @@ fn a_group_norm_reshape_over_a_strided_conv_is_exact() {
 fn dims_known_in_part_are_kept() {
     check_case("partial_dims");
 }
+
+/// `name min..max at_most` of each symbol minted by a node.
+fn minted_symbols(case: &str) -> Vec<String> {
+    let m = Model::load_path(dir(case).join("model.onnx")).unwrap();
+    let a = m.analyse().unwrap();
+    a.symbols
+        .iter()
+        .filter(|s| matches!(s.origin, sliceops::analysis::Origin::Node { .. }))
+        .map(|s| {
+            let at_most = s.at_most.as_ref().map(sliceops::dims::format_dim).unwrap_or_default();
+            format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
+        })
+        .collect()
+}
+
+#[test]
+fn sizes_minted_by_a_node_are_named_after_it_with_their_bounds() {
+    assert_eq!(inferred("nonzero_shape", "nz"), "nz: int64 [1, nz]");
+    assert_eq!(minted_symbols("nonzero_shape"), vec!["nz Some(0)..Some(1000000000) <= N"]);
+    assert_eq!(inferred("ssd_topk_min", "nz"), "nz: int64 [1, n_m_NonZero]");
+    assert_eq!(inferred("ssd_topk_min", "best"), "best: float32 [min(n_m_NonZero,4)]");
+    // Two counts, each after its node; the concatenation's length is their sum.
+    assert_eq!(inferred("nonzero_counts_arithmetic", "both"), "both: float32 [nz_pos+nz_neg]");
+    assert_eq!(
+        minted_symbols("nonzero_counts_arithmetic"),
+        vec!["nz_pos Some(0)..Some(1000000000) <= N", "nz_neg Some(0)..Some(1000000000) <= N"]
+    );
+    // A NonZero over a [3, 4] constant-shaped input: at most 12.
+    let bytes = common::onnx_build::Builder::new(13)
+        .input(
+            "x",
+            tract_onnx::pb::tensor_proto::DataType::Float,
+            &[common::onnx_build::D::N(3), common::onnx_build::D::N(4)],
+        )
+        .node("NonZero", "", "hits", &["x"], &["h"], vec![])
+        .output("h")
+        .bytes();
+    let a = Model::load_bytes(&bytes).unwrap().analyse().unwrap();
+    let s = a.symbols.iter().find(|s| s.name == "hits").unwrap();
+    assert_eq!((s.min, s.max), (Some(0), Some(12)));
+}
+
+#[test]
+fn dims_known_in_part_keep_what_is_known() {
+    // Resize to Concat(Shape(x)[0:2], size): the batch and channels are x's.
+    assert_eq!(inferred("partial_dims", "resized"), "resized: float32 [N, 3, n_m_Resize_2, n_m_Resize_3]");
+    // A Conv over a tensor reshaped to a run-time target: the kernel's output channels, the input's
+    // batch, the spatial dims from the input's (padding 1 keeps them).
+    assert_eq!(inferred("partial_dims", "conv"), "conv: float32 [n_m_Reshape_0, 5, n_m_Reshape_2, n_m_Reshape_3]");
+}

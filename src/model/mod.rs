@@ -468,8 +468,7 @@ impl Model {
         let mut typed = analysis.typed;
         let outputs = runtime_dims::keep_binders(&mut typed)?;
         let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
-        let deps =
-            guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
+        let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
         memory::check_values(&optimized)?;
         guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps)).map(Some)
     }

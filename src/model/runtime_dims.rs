@@ -162,8 +162,7 @@ pub(crate) fn bind(model: &mut TypedModel, outputs: usize) -> TractResult<Vec<(u
         let Some(k) = model.nodes[id].op_as::<Const>().map(|k| k.val().clone()) else { continue };
         let mut symbols: Vec<Symbol> = symbols_of_tensor(&k).into_iter().collect();
         symbols.sort();
-        let Some(witnesses) = symbols.iter().map(|s| binder.get(s).copied()).collect::<Option<Vec<OutletId>>>()
-        else {
+        let Some(witnesses) = symbols.iter().map(|s| binder.get(s).copied()).collect::<Option<Vec<OutletId>>>() else {
             continue;
         };
         let mut witnesses = witnesses;

@@ -24,8 +24,7 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
         let inputs: Vec<TypedFact> = target.node_input_facts(id)?.into_iter().cloned().collect();
         let volume = |f: &TypedFact| f.shape.iter().fold(TDim::Val(1), |acc, d| acc * d.clone()).simplify();
         let op = &target.nodes[id].op;
-        let (new_op, symbol, bound): (Box<dyn TypedOp>, Symbol, TDim) = if let Some(nz) = op.downcast_ref::<NonZero>()
-        {
+        let (new_op, symbol, bound): (Box<dyn TypedOp>, Symbol, TDim) = if let Some(nz) = op.downcast_ref::<NonZero>() {
             if nz.count.to_string().starts_with(&prefix) {
                 continue;
             }
