@@ -166,3 +166,22 @@ fn dims_known_in_part_keep_what_is_known() {
     // batch, the spatial dims from the input's (padding 1 keeps them).
     assert_eq!(inferred("partial_dims", "conv"), "conv: float32 [n_m_Reshape_0, 5, n_m_Reshape_2, n_m_Reshape_3]");
 }
+
+#[test]
+fn a_gather_of_a_shape_by_int32_indices_is_int64() {
+    // The output has the data's type, not the indices'.
+    use common::onnx_build::{Builder, D};
+    use tract_onnx::pb::tensor_proto::DataType;
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .init_i32("first", &[0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "first"], &["g"], vec![])
+        .output("g")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let g = m.infer().unwrap().into_iter().find(|f| f.name == "g").unwrap();
+    assert_eq!((g.dtype_name.as_str(), g.shape.len()), ("int64", 1));
+    let out = m.run(vec![tract_ndarray::Array2::<f32>::zeros((5, 3)).into_tensor()]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[5i64]));
+}

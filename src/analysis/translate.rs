@@ -456,8 +456,17 @@ impl Translator<'_> {
             if let Some(cast) = producer.op_as::<crate::graph::SymbolicCast>() {
                 self.dtypes.insert(source, cast.to);
             } else if KEEPS_TYPE.contains(&op_type) {
-                // The type of the first integer input, as the model declares it.
-                let inherited = node.inputs.iter().find_map(|i| match self.dtypes.get(i) {
+                // The type of the first integer input holding the values, as the model declares it:
+                // every input of elementwise ops (they take one type), Where's two value inputs, and
+                // the data of the others (a Gather's indices may be int32 over int64 data).
+                const ALL_INPUTS: &[&str] =
+                    &["Add", "Sub", "Mul", "Div", "Neg", "Abs", "Max", "Min", "Mod", "Sum", "Concat", "Clip", "Range"];
+                let values: &[OutletId] = match op_type {
+                    "Where" => node.inputs.get(1..).unwrap_or(&[]),
+                    _ if ALL_INPUTS.contains(&op_type) => &node.inputs,
+                    _ => node.inputs.get(..1).unwrap_or(&[]),
+                };
+                let inherited = values.iter().find_map(|i| match self.dtypes.get(i) {
                     Some(d) => Some(*d),
                     None => {
                         let t = self.target.outlet_fact(self.mapping[i]).ok()?.datum_type;

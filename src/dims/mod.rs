@@ -194,7 +194,7 @@ fn divide_each_term(num: &TDim, den: &TDim) -> Option<TDim> {
     let mut q = TDim::Val(0);
     for term in &terms {
         let Ok((part, 1)) = term.maybe_div(den) else { return None };
-        q = q + part;
+        q += part;
     }
     let q = q.simplify();
     ((q.clone() * den.clone() - num.clone()).simplify().as_i64() == Some(0)).then_some(q)
