@@ -180,7 +180,10 @@ pub fn analysis_json(
     let symbols: Vec<serde_json::Value> = analysis
         .symbols
         .iter()
-        .map(|s| json!({"name": s.name, "origin": origin_json(&s.origin), "min": s.min, "max": s.max}))
+        .map(|s| {
+            let at_most = s.at_most.as_ref().map(crate::dims::format_dim);
+            json!({"name": s.name, "origin": origin_json(&s.origin), "min": s.min, "max": s.max, "at_most": at_most})
+        })
         .collect();
     let requirements: Vec<serde_json::Value> =
         analysis.requirements.iter().map(|r| json!({"requires": r.to_string(), "node": r.node, "op": r.op})).collect();

@@ -69,9 +69,27 @@ impl TurnStateHandler for InstallBudget {
 /// A runnable plan of `model`: with a budget, run by tract's executor for it and with the budget
 /// installed for the copy kernel; without one, as tract's `into_runnable` makes it.
 pub fn plan(model: TypedModel, threads: Option<usize>) -> TractResult<Arc<TypedRunnableModel>> {
-    let Some(n) = threads else { return model.into_runnable() };
-    let options = RunOptions { executor: Some(executor(n)), ..RunOptions::default() };
-    Ok(Arc::new(SimplePlan::build(model, &options)?.with_turn_handler(InstallBudget(n))))
+    plan_ordered(model, threads, &[])
+}
+
+/// [`plan`], with ordering dependencies `(node, node it must come after)` beyond the model's edges
+/// (a node after the one binding a size its shape mentions: `crate::model::runtime_dims`).
+pub(crate) fn plan_ordered(
+    model: TypedModel,
+    threads: Option<usize>,
+    deps: &[(usize, usize)],
+) -> TractResult<Arc<TypedRunnableModel>> {
+    let outputs = model.outputs.clone();
+    let options = match threads {
+        Some(n) => RunOptions { executor: Some(executor(n)), ..RunOptions::default() },
+        None => RunOptions::default(),
+    };
+    #[allow(deprecated)]
+    let plan = SimplePlan::build_with_outputs_and_deps(model, &outputs, deps, &options)?;
+    Ok(Arc::new(match threads {
+        Some(n) => plan.with_turn_handler(InstallBudget(n)),
+        None => plan,
+    }))
 }
 
 /// The executor a plan runs with, as tract's kernels see it while one of its nodes is evaluated: for a

@@ -111,7 +111,7 @@ fn infer_json_has_exact_symbolic_dims() {
                 },
             ],
             "symbols": [
-                {"name": "N", "origin": {"kind": "input", "input": "x", "axis": 0, "declared": "N"}, "min": 2, "max": 1000000000},
+                {"name": "N", "origin": {"kind": "input", "input": "x", "axis": 0, "declared": "N"}, "min": 2, "max": 1000000000, "at_most": null},
             ],
             "requirements": [],
             "assumptions": {

@@ -521,3 +521,24 @@ fn an_if_on_a_value_with_branches_of_different_ranks_runs_with_the_values() {
     assert_eq!(run(true), tensor1(&[11f32, 12., 13.]));
     assert_eq!(run(false), tensor1(&[21f32, 22., 23.]));
 }
+
+#[test]
+fn a_requirement_true_for_every_input_is_not_reported() {
+    // `u` is x[:, 1:] ([N, max(0,T-1)]), `y` is declared [N, T-1]: concatenated on axis 0 they need
+    // T-1 == max(0,T-1), which holds since T-1 is already a dim (of y).
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::S("T")])
+        .input("y", DataType::Float, &[D::S("N"), D::S("T-1")])
+        .init_i64("start", &[1])
+        .init_i64("end", &[i64::MAX])
+        .init_i64("axis", &[1])
+        .node("Slice", "", "cut", &["x", "start", "end", "axis"], &["u"], vec![])
+        .node("Concat", "", "cat", &["u", "y"], &["z"], vec![("axis", A::I(0))])
+        .output("z")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let a = m.analyse().unwrap();
+    let reqs: Vec<String> = a.requirements.iter().map(|r| r.to_string()).collect();
+    assert!(reqs.is_empty(), "{reqs:?}");
+    assert_eq!(shape_of(&m, "z"), "z: float32 [2*N, T-1]");
+}

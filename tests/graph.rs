@@ -452,6 +452,28 @@ fn wrong_declared_shapes_are_hints() {
 }
 
 #[test]
+fn placeholder_dim_names_are_not_contradictions() {
+    // Exporters name dims they do not compute (`Slicey_dim_0`): against a number or an expression they
+    // contradict nothing. Another rank does.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(4)])
+        .init_i64("st", &[1])
+        .init_i64("en", &[3])
+        .init_i64("ax", &[1])
+        .node("Slice", "", "s", &["x", "st", "en", "ax"], &["y"], vec![])
+        .node("Relu", "", "r", &["y"], &["z"], vec![])
+        .value_info("y", DataType::Float, &[D::S("Slicey_dim_0"), D::S("Slicey_dim_1")])
+        .output_typed("z", DataType::Float, &[D::N(7), D::S("N"), D::N(2)])
+        .bytes();
+    let model = Model::load_bytes(&bytes).unwrap();
+    let warnings = model.shape_warnings(&model.infer().unwrap()).unwrap();
+    assert_eq!(
+        warnings,
+        vec!["value 'z' is declared with shape [7,N,2] but inference gives [N,2]; using the inferred shape"]
+    );
+}
+
+#[test]
 fn descending_range_has_its_exact_length() {
     // Range(start, -1, -1) with start from a Shape, as MXNet's reverse writes it; stock tract's rule
     // divides by the step cast to unsigned and rejects the graph.

@@ -1,7 +1,8 @@
 //! The real exports of `models/real/`: each runs at two input sizes and matches onnxruntime's outputs
 //! (the same model on another runtime: within 1e-5 + 1e-4 relative for floats, exact otherwise), and
 //! its `infer` report (every value's type and shape, the symbols, the requirements) is snapshotted.
-//! `tests/real_models.py` checks every inferred dim against the shapes onnxruntime produces.
+//! `tests/real_models.py` checks every inferred dim against the shapes onnxruntime produces. The model
+//! `fold` writes of each runs here with the same outputs.
 
 mod common;
 
@@ -35,6 +36,37 @@ fn every_real_export_runs_at_two_sizes_and_matches_onnxruntime() {
         }
         // A second run with the same shapes reuses the plan.
         assert!(model.plans_made() <= 2, "{}", m.name);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_real_export_folded_runs_at_two_sizes_and_matches_onnxruntime() {
+    // What `fold` writes runs here as the original does (issue 34: a folded model sliceops could not
+    // run, though onnxruntime could).
+    let mut failures = vec![];
+    for m in real_models() {
+        let bytes = std::fs::read(m.model()).unwrap();
+        let folded = match sliceops::fold::fold_bytes(&bytes, Some(&m.dir())) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(format!("{}: fold: {e:#}", m.name));
+                continue;
+            }
+        };
+        let model = Model::load_bytes_in(&folded, Some(&m.dir())).unwrap();
+        for size in ["a", "b"] {
+            match model.run(m.inputs_at(size)) {
+                Ok(outputs) => {
+                    for ((name, got), want) in outputs.iter().zip(m.expected_at(size)) {
+                        if let Err(why) = sliceops::report::compare(got, &want) {
+                            failures.push(format!("{} folded ({size}): {name}: {why}", m.name));
+                        }
+                    }
+                }
+                Err(e) => failures.push(format!("{} folded ({size}): {e:#}", m.name)),
+            }
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -17,6 +17,7 @@ mod require;
 mod splice;
 mod symbols;
 mod translate;
+mod trivial;
 mod value_fact;
 mod verify;
 

@@ -72,6 +72,9 @@ pub struct SymbolInfo {
     pub min: Option<i64>,
     /// Its largest possible value under the assumptions in force.
     pub max: Option<i64>,
+    /// The bound its op implies, as an expression (a `NonZero` count is at most its input's element
+    /// count, `N` for an input `[N]`; a run-time `k` of `TopK` at most the length of its axis).
+    pub at_most: Option<TDim>,
 }
 
 /// The symbols of one analysis, in the order they were met.
@@ -81,6 +84,8 @@ pub(crate) struct SymbolTable {
     index: HashMap<String, usize>,
     /// Symbols the user bounded from above: no default upper bound for them.
     user_bounded: Vec<String>,
+    /// The bounds ops imply, by symbol name.
+    at_most: HashMap<String, TDim>,
 }
 
 impl SymbolTable {
@@ -102,8 +107,13 @@ impl SymbolTable {
             scope.add_assertion(format!("{name}<={DEFAULT_DIM_MAX}"))?;
         }
         self.index.insert(name.clone(), self.entries.len());
-        self.entries.push(SymbolInfo { name, origin, min: None, max: None });
+        self.entries.push(SymbolInfo { name, origin, min: None, max: None, at_most: None });
         Ok(())
+    }
+
+    /// Notes the bound the op minting the symbol `name` implies.
+    pub fn set_at_most(&mut self, name: &str, bound: TDim) {
+        self.at_most.insert(name.to_string(), bound);
     }
 
     /// Whether the symbol named `name` is recorded.
@@ -118,6 +128,12 @@ impl SymbolTable {
             let dim = TDim::Sym(sym);
             entry.min = dim.low_inclusive_bound();
             entry.max = dim.high_inclusive_bound();
+            if let Some(bound) = self.at_most.get(&entry.name) {
+                if let Some(b) = bound.as_i64() {
+                    entry.max = Some(entry.max.map_or(b, |m| m.min(b)));
+                }
+                entry.at_most = Some(bound.clone());
+            }
         }
         self.entries
     }

@@ -63,8 +63,11 @@ pub struct Translated {
     pub dtypes: HashMap<OutletId, DatumType>,
 }
 
+mod conv_dims;
 mod flex_node;
 mod loop_node;
+mod minted;
+mod partial;
 
 /// The ONNX nodes by the name the parsed model gives them.
 pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
@@ -95,6 +98,7 @@ pub fn translate(
         fold_bytes,
         dtypes: HashMap::new(),
         rationals: HashMap::new(),
+        partial: HashMap::new(),
         dims: HashSet::new(),
         names: super::splice::Names::default(),
     };
@@ -117,6 +121,8 @@ pub fn translate(
     }
     let outputs: Vec<OutletId> = source.output_outlets()?.iter().filter_map(|o| t.mapping.get(o).copied()).collect();
     t.target.select_output_outlets(&outputs)?;
+    let dims = &t.dims;
+    t.requirements.retain(|r| !super::trivial::holds_always(r, dims));
     Ok(Translated {
         typed: t.target,
         mapping: t.mapping,
@@ -142,6 +148,8 @@ struct Translator<'a> {
     dtypes: HashMap<OutletId, DatumType>,
     /// Float values computed from dims, followed exactly ([`super::rational`]), by typed outlet.
     rationals: HashMap<OutletId, super::rational::Rats>,
+    /// Integer vectors known in part ([`partial`]), by typed outlet.
+    partial: HashMap<OutletId, partial::Partial>,
     /// The symbolic dims of the tensors typed so far: each is non-negative ([`super::rational::Dims`]).
     dims: HashSet<TDim>,
     /// The names of the target's nodes.
@@ -264,6 +272,7 @@ impl Translator<'_> {
         }
         let mut outlets = outlets;
         if reason.is_none() {
+            self.partial_values(node, &op_type, &outlets)?;
             self.fold(&outlets)?;
             outlets = self.tidy(&node.name, outlets)?;
             self.declared_types(node, &op_type, &outlets)?;
@@ -288,6 +297,25 @@ impl Translator<'_> {
                         self.table.record(&self.target.symbols, &sym, origin)?;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Follows integer vectors known in part, and gives a `Resize` sized by one the dims it knows.
+    fn partial_values(&mut self, node: &InferenceNode, op_type: &str, outlets: &[OutletId]) -> TractResult<()> {
+        let inputs: Vec<OutletId> = node.inputs.iter().filter_map(|o| self.mapping.get(o).copied()).collect();
+        if op_type == "Resize" && outlets.len() == 1 {
+            // `sizes` is input 3; absent inputs before it are not the node's inputs.
+            let proto = self.nodes.get(node.name.as_str()).copied();
+            if let Some(p) = proto.filter(|p| p.input.get(3).is_some_and(|n| !n.is_empty())) {
+                let ix = p.input[..3].iter().filter(|n| !n.is_empty()).count();
+                partial::refine_resize(&mut self.target, &self.partial, outlets[0], ix)?;
+            }
+        }
+        if let [output] = outlets {
+            if let Some(p) = partial::propagate(&self.target, &self.partial, op_type, &inputs, *output) {
+                self.partial.insert(*output, p);
             }
         }
         Ok(())
@@ -410,6 +438,13 @@ impl Translator<'_> {
             "ReduceMin",
             "Mod",
             "Range",
+            "Where",
+            "Clip",
+            "Sum",
+            "Pad",
+            "GatherElements",
+            "GatherND",
+            "Compress",
         ];
         for (slot, outlet) in outlets.iter().enumerate() {
             let dt = self.target.outlet_fact(*outlet)?.datum_type;
@@ -421,8 +456,17 @@ impl Translator<'_> {
             if let Some(cast) = producer.op_as::<crate::ops::SymbolicCast>() {
                 self.dtypes.insert(source, cast.to);
             } else if KEEPS_TYPE.contains(&op_type) {
-                // The type of the first integer input, as the model declares it.
-                let inherited = node.inputs.iter().find_map(|i| match self.dtypes.get(i) {
+                // The type of the first integer input holding the values, as the model declares it:
+                // every input of elementwise ops (they take one type), Where's two value inputs, and
+                // the data of the others (a Gather's indices may be int32 over int64 data).
+                const ALL_INPUTS: &[&str] =
+                    &["Add", "Sub", "Mul", "Div", "Neg", "Abs", "Max", "Min", "Mod", "Sum", "Concat", "Clip", "Range"];
+                let values: &[OutletId] = match op_type {
+                    "Where" => node.inputs.get(1..).unwrap_or(&[]),
+                    _ if ALL_INPUTS.contains(&op_type) => &node.inputs,
+                    _ => node.inputs.get(..1).unwrap_or(&[]),
+                };
+                let inherited = values.iter().find_map(|i| match self.dtypes.get(i) {
                     Some(d) => Some(*d),
                     None => {
                         let t = self.target.outlet_fact(self.mapping[i]).ok()?.datum_type;
@@ -748,6 +792,9 @@ impl Translator<'_> {
             self.mapping.insert(o, original);
         }
         let result = result.and_then(|outlets| {
+            for (symbol, bound) in minted::name_minted(&mut self.target, mark, &node.name)? {
+                self.table.set_at_most(&symbol.to_string(), bound);
+            }
             self.check_symbolic_values(node, op_type, attr("fmod") == Some(1), &outlets)?;
             self.follow_rationals(node, op_type, proto, &outlets)?;
             Ok(outlets)
@@ -1064,6 +1111,12 @@ impl Translator<'_> {
             .collect();
         let outputs = local_rules(node, &facts, &observed).map_err(|e| attributed(e, &node.name, op_type))?;
         let Some(outputs) = outputs else { return Ok(None) };
+        // What a Conv's attributes and kernel decide of its output, whatever its input channels.
+        let proto = self.nodes.get(node.name.as_str()).copied();
+        let decided = match (op_type, proto, facts.first(), facts.get(1)) {
+            ("Conv", Some(p), Some(x), Some(w)) => conv_dims::conv_dims(p, x, w),
+            _ => None,
+        };
         let prefix = crate::symbolic::symbol_name(&node.name);
         let mut typed = tvec![];
         for (slot, fact) in outputs.iter().enumerate() {
@@ -1073,7 +1126,10 @@ impl Translator<'_> {
             let Ok(rank) = usize::try_from(rank) else { return Ok(None) };
             let mut dims = tvec![];
             for axis in 0..rank {
-                let known = fact.shape.dim(axis).and_then(|d| d.concretize());
+                let known = fact.shape.dim(axis).and_then(|d| d.concretize()).or_else(|| {
+                    let d = decided.as_ref().filter(|d| d.len() == rank && slot == 0)?;
+                    d[axis].clone()
+                });
                 dims.push(match known {
                     Some(d) => d,
                     None => {

@@ -1,6 +1,7 @@
 //! `sliceops run` and `sliceops bench`.
 
 use super::inputs::{given_names, load_inputs};
+use super::table::print_table;
 use super::Format;
 use anyhow::Context;
 use sliceops::io::atomic::{commit_all, AtomicFile};

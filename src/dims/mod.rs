@@ -172,7 +172,7 @@ pub fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
     }
     let den_terms = sum_terms(den);
     if den_terms.len() < 2 {
-        return None;
+        return divide_each_term(num, den);
     }
     let first = den_terms.first()?;
     let terms = sum_terms(num);
@@ -184,6 +184,22 @@ pub fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
         }
     }
     None
+}
+
+/// `num / den` for a single-term `den`, when it divides every term of `num` exactly: wav2vec2's
+/// `(32*B*(S/5) - 32*B) / (32*B)` is `S/5 - 1` (checked by multiplying back).
+fn divide_each_term(num: &TDim, den: &TDim) -> Option<TDim> {
+    let terms = sum_terms(num);
+    if terms.len() < 2 {
+        return None;
+    }
+    let mut q = TDim::Val(0);
+    for term in &terms {
+        let Ok((part, 1)) = term.maybe_div(den) else { return None };
+        q += part;
+    }
+    let q = q.simplify();
+    ((q.clone() * den.clone() - num.clone()).simplify().as_i64() == Some(0)).then_some(q)
 }
 
 /// The terms of a sum, a constant factor distributed (`16*(1+A)` is `16 + 16*A`).
@@ -245,11 +261,44 @@ pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
 /// symbols (tract re-simplifies what `tidy` rebuilds, and some of its rewrites are wrong on negative
 /// terms).
 pub(crate) fn tidy_checked(d: &TDim) -> TDim {
+    let d = &resolve_broadcasts(d);
     let t = smallest(&tidy(d));
     if &t == d || same_values(d, &t) {
         t
     } else {
         d.clone()
+    }
+}
+
+/// `d` with the broadcasts tract writes between dims it cannot compare (`broadcast(g_1,32)`) resolved
+/// as every valid run resolves them: a dim broadcast with 1 is itself, with itself is itself, and
+/// with a number other than 1 is that number (the other dim is 1 or that number, else the model
+/// fails). A broadcast of two different expressions is left as it is.
+pub(crate) fn resolve_broadcasts(d: &TDim) -> TDim {
+    let each = |terms: &[TDim]| terms.iter().map(resolve_broadcasts).collect::<Vec<_>>();
+    match d {
+        TDim::Broadcast(terms) => {
+            let mut kept: Vec<TDim> = vec![];
+            for t in each(terms) {
+                if t.as_i64() != Some(1) && !kept.contains(&t) {
+                    kept.push(t);
+                }
+            }
+            let numbers: Vec<TDim> = kept.iter().filter(|t| t.as_i64().is_some()).cloned().collect();
+            match (kept.as_slice(), numbers.as_slice()) {
+                ([], _) => TDim::Val(1),
+                ([one], _) => one.clone(),
+                (_, [number]) => number.clone(),
+                _ => TDim::Broadcast(kept),
+            }
+        }
+        TDim::Add(terms) => TDim::Add(each(terms)).simplify(),
+        TDim::Mul(terms) => TDim::Mul(each(terms)).simplify(),
+        TDim::Min(terms) => TDim::Min(each(terms)).simplify(),
+        TDim::Max(terms) => TDim::Max(each(terms)).simplify(),
+        TDim::MulInt(k, x) => TDim::MulInt(*k, Box::new(resolve_broadcasts(x))).simplify(),
+        TDim::Div(x, k) => TDim::Div(Box::new(resolve_broadcasts(x)), *k).simplify(),
+        other => other.clone(),
     }
 }
 
@@ -492,6 +541,12 @@ mod tests {
         assert_eq!(divide_exact(&(b.clone() * 6), &TDim::Val(3)), Some(b.clone() * 2));
         assert_eq!(divide_exact(&(b.clone() + 1), &(a.clone() + 1)), None);
         assert_eq!(divide_exact(&b, &TDim::Val(0)), None);
+        // wav2vec2's GroupNorm: [batch, 32, samples/5-1] reshaped to [0, 32, -1].
+        let samples = TDim::Sym(s.sym("samples"));
+        let t = (samples.clone() / 5 - 1).simplify();
+        let volume = (b.clone() * 32 * t.clone()).simplify();
+        assert_eq!(divide_exact(&volume, &(b.clone() * 32).simplify()), Some(t.clone()));
+        assert_eq!(divide_exact(&(volume.clone() + 1).simplify(), &(b.clone() * 32).simplify()), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod feeds;
 mod overrides;
 mod plans;
 mod prepare;
+mod runtime_dims;
 mod types;
 mod warnings;
 
@@ -416,9 +417,13 @@ impl Model {
                     analysis.typed
                 }
             };
-            let optimized = guard("optimizing the model", || optimize::optimize(typed))?;
+            let mut typed = typed;
+            let outputs = runtime_dims::keep_binders(&mut typed)?;
+            let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
+            let deps =
+                guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
             memory::check_values(&optimized)?;
-            guard("planning the model", || crate::threads::plan(optimized, self.threads))
+            guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps))
         })
     }
 
@@ -442,9 +447,12 @@ impl Model {
         if first_unknown(&self.graph, &analysis.unknown).is_some() {
             return Ok(None);
         }
-        let optimized = guard("optimizing the model", || optimize::optimize(analysis.typed))?;
+        let mut typed = analysis.typed;
+        let outputs = runtime_dims::keep_binders(&mut typed)?;
+        let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
+        let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
         memory::check_values(&optimized)?;
-        guard("planning the model", || crate::threads::plan(optimized, self.threads)).map(Some)
+        guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps)).map(Some)
     }
 
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on

@@ -1,4 +1,5 @@
-//! Declared shapes that contradict inference: exporters write wrong ones; they are hints.
+//! Declared shapes that contradict inference: exporters write wrong ones; they are hints. Only a real
+//! contradiction is reported: another rank, or a number against another number.
 
 use super::ValueFact;
 use anyhow::Context;
@@ -25,11 +26,13 @@ pub fn shape_warnings(proto: &pb::ModelProto, facts: &[ValueFact]) -> anyhow::Re
                 None => "?".to_string(),
             })
             .collect();
-        let inferred: Vec<String> = fact.shape.iter().map(|d| d.to_string()).collect();
+        let inferred: Vec<String> = fact.shape.iter().map(crate::dims::format_dim).collect();
+        // A contradiction is another rank, or a number against another number. A name the exporter
+        // made up for a dim (`Resizemask_dim_1`) against a number or an expression contradicts
+        // nothing, and neither does a number against an expression (it may hold for every input).
         let contradicts = declared_dims.len() != inferred.len()
             || declared.dim.iter().zip(&fact.shape).any(|(d, f)| match &d.value {
-                Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) => f.as_i64() != Some(*v),
-                Some(pb::tensor_shape_proto::dimension::Value::DimParam(_)) => f.as_i64().is_some(),
+                Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) => f.as_i64().is_some_and(|x| x != *v),
                 _ => false,
             });
         if contradicts {

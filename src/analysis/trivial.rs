@@ -1,0 +1,36 @@
+//! Requirements that hold whatever the inputs: not reported.
+//!
+//! A requirement `x == max(0,x)` says that `x` is not negative. Where `x` is already the dim of a value
+//! the model computes (a value some tensor has as a dim is never negative), or provably not negative,
+//! it asks nothing of the inputs: `(samples+240)/320-1 == max(0,(samples+240)/320-1)` once the first
+//! side is the length of a frame axis.
+
+use super::require::Requirement;
+use std::collections::HashSet;
+use tract_onnx::prelude::*;
+
+/// Whether `r` holds for every value of the inputs, `dims` being the dims of the values typed.
+pub(crate) fn holds_always(r: &Requirement, dims: &HashSet<TDim>) -> bool {
+    let (a, b) = (without_max_zero(&r.kept, dims), without_max_zero(&r.other, dims));
+    a == b || (a - b).simplify().as_i64() == Some(0)
+}
+
+/// `d` with every `max(0,x)` whose `x` cannot be negative written `x`.
+fn without_max_zero(d: &TDim, dims: &HashSet<TDim>) -> TDim {
+    let each = |terms: &[TDim]| terms.iter().map(|t| without_max_zero(t, dims)).collect::<Vec<_>>();
+    match d {
+        TDim::Max(terms) => match terms.as_slice() {
+            [TDim::Val(0), x] | [x, TDim::Val(0)] if dims.contains(x) || x.prove_positive_or_zero() => {
+                without_max_zero(x, dims)
+            }
+            _ => TDim::Max(each(terms)),
+        },
+        TDim::Min(terms) => TDim::Min(each(terms)),
+        TDim::Add(terms) => TDim::Add(each(terms)),
+        TDim::Mul(terms) => TDim::Mul(each(terms)),
+        TDim::MulInt(k, x) => TDim::MulInt(*k, Box::new(without_max_zero(x, dims))),
+        TDim::Div(x, k) => TDim::Div(Box::new(without_max_zero(x, dims)), *k),
+        other => other.clone(),
+    }
+    .simplify()
+}

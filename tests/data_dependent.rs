@@ -1,0 +1,187 @@
+//! Sizes only the data decides, and dims and dtypes exporters compute in ways the analysis must follow
+//! exactly: the models of `tests/data_dependent/` (written by its `generate.py`, with onnxruntime's
+//! outputs at two sizes) run here with onnxruntime's outputs, before and after `fold`, and `infer`
+//! says of them exactly what is known.
+
+mod common;
+
+use prost::Message;
+use sliceops::onnx::proto;
+use sliceops::Model;
+use std::path::PathBuf;
+use tract_onnx::prelude::*;
+
+fn dir(case: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data_dependent").join(case)
+}
+
+/// The `.npy` files of a folder, by file name (without `.npy`), sorted.
+fn tensors_in(folder: PathBuf) -> Vec<(String, Tensor)> {
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".npy").to_string())
+        .collect();
+    names.sort();
+    names.into_iter().map(|n| (n.clone(), sliceops::npy::read_npy(&folder.join(format!("{n}.npy"))).unwrap())).collect()
+}
+
+/// Runs the model (its bytes) at both sizes; every output must equal onnxruntime's.
+fn runs_as_onnxruntime(case: &str, bytes: &[u8], what: &str) {
+    let m = Model::load_bytes(bytes).unwrap();
+    for size in ["a", "b"] {
+        let given: std::collections::HashMap<String, Tensor> =
+            tensors_in(dir(case).join("inputs").join(size)).into_iter().collect();
+        let inputs: Vec<Tensor> = m.input_names().iter().map(|n| given[n].clone()).collect();
+        let outputs = m.run(inputs).unwrap_or_else(|e| panic!("{case} ({what}) at size {size}: {e:#}"));
+        let expected = tensors_in(dir(case).join("expected").join(size));
+        assert_eq!(outputs.len(), expected.len(), "{case} ({what})");
+        for (name, want) in expected {
+            let got = &outputs.iter().find(|(n, _)| *n == name).unwrap().1;
+            // Integers exact, floats as another runtime computes them (within 1e-5 + 1e-4 relative).
+            if let Err(e) = sliceops::report::compare(got, &want) {
+                panic!("{case} ({what}) at size {size}: output {name}: {e}");
+            }
+        }
+    }
+}
+
+/// The original model and the one `fold` writes both run as onnxruntime runs the original.
+fn check_case(case: &str) {
+    let bytes = std::fs::read(dir(case).join("model.onnx")).unwrap();
+    runs_as_onnxruntime(case, &bytes, "original");
+    let folded = sliceops::fold::fold_bytes(&bytes, None).unwrap_or_else(|e| panic!("{case}: fold: {e:#}"));
+    runs_as_onnxruntime(case, &folded, "folded");
+}
+
+/// `name: dtype [dims]` of one value, as `infer` reports it.
+fn inferred(case: &str, value: &str) -> String {
+    let m = Model::load_path(dir(case).join("model.onnx")).unwrap();
+    let facts = m.infer().unwrap();
+    let f = facts.iter().find(|f| f.name == value).unwrap_or_else(|| panic!("{case}: no fact for {value}"));
+    let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+    format!("{}: {} [{}]", f.name, f.dtype_name, dims.join(", "))
+}
+
+#[test]
+fn topk_of_a_nonzero_count_capped_by_a_constant_runs() {
+    // SSDlite: k = min(count, 4), above the count at one size, below at the other.
+    check_case("ssd_topk_min");
+}
+
+#[test]
+fn arithmetic_between_nonzero_counts_runs() {
+    // k = max(K1, K2) over a concatenation of K1 + K2 values, K1 - min(K1, K2) as an output.
+    check_case("nonzero_counts_arithmetic");
+}
+
+#[test]
+fn the_shape_of_a_nonzero_as_the_graph_output_runs() {
+    check_case("nonzero_shape");
+}
+
+#[test]
+fn outputs_computed_from_a_count_alone_run() {
+    // The NonZero is needed only through its Shape: Expand, ConstantOfShape and Range to its count.
+    check_case("nonzero_count_expanded");
+}
+
+#[test]
+fn a_value_carried_as_a_dim_keeps_its_onnx_type() {
+    // tf2onnx: Where(cond, int32 constant, Cast<int32>(Max(Cast<float>(N-2), -1e9))).
+    assert_eq!(inferred("tf2onnx_int32_where", "end"), "end: int32 [1]");
+    assert_eq!(inferred("tf2onnx_int32_where", "c32"), "c32: int32 [1]");
+    let bytes = std::fs::read(dir("tf2onnx_int32_where").join("model.onnx")).unwrap();
+    let folded = sliceops::fold::fold_bytes(&bytes, None).unwrap();
+    // What fold writes of it is int32 too (onnxruntime refuses the model otherwise).
+    let graph = proto::ModelProto::decode(&*folded).unwrap().graph.unwrap();
+    let infos = graph.value_info.iter().chain(&graph.output);
+    for info in infos.filter(|v| matches!(v.name.as_deref(), Some("end") | Some("c32"))) {
+        let Some(proto::type_proto::Value::TensorType(t)) = info.r#type.as_ref().unwrap().value.as_ref() else {
+            panic!("{info:?}")
+        };
+        assert_eq!(t.elem_type, Some(proto::tensor_proto::DataType::Int32 as i32), "{info:?}");
+    }
+    check_case("tf2onnx_int32_where");
+}
+
+#[test]
+fn a_group_norm_reshape_over_a_strided_conv_is_exact() {
+    assert_eq!(inferred("wav2vec2_group_norm", "conv"), "conv: float32 [batch, 32, samples/5-1]");
+    assert_eq!(inferred("wav2vec2_group_norm", "grouped"), "grouped: float32 [batch, 32, samples/5-1]");
+    assert_eq!(inferred("wav2vec2_group_norm", "y"), "y: float32 [batch, 32, samples/5-1]");
+    check_case("wav2vec2_group_norm");
+}
+
+#[test]
+fn dims_known_in_part_are_kept() {
+    check_case("partial_dims");
+}
+
+/// `name min..max at_most` of each symbol minted by a node.
+fn minted_symbols(case: &str) -> Vec<String> {
+    let m = Model::load_path(dir(case).join("model.onnx")).unwrap();
+    let a = m.analyse().unwrap();
+    a.symbols
+        .iter()
+        .filter(|s| matches!(s.origin, sliceops::analysis::Origin::Node { .. }))
+        .map(|s| {
+            let at_most = s.at_most.as_ref().map(sliceops::dims::format_dim).unwrap_or_default();
+            format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
+        })
+        .collect()
+}
+
+#[test]
+fn sizes_minted_by_a_node_are_named_after_it_with_their_bounds() {
+    assert_eq!(inferred("nonzero_shape", "nz"), "nz: int64 [1, nz]");
+    assert_eq!(minted_symbols("nonzero_shape"), vec!["nz Some(0)..Some(1000000000) <= N"]);
+    assert_eq!(inferred("ssd_topk_min", "nz"), "nz: int64 [1, n_m_NonZero]");
+    assert_eq!(inferred("ssd_topk_min", "best"), "best: float32 [min(n_m_NonZero,4)]");
+    // Two counts, each after its node; the concatenation's length is their sum.
+    assert_eq!(inferred("nonzero_counts_arithmetic", "both"), "both: float32 [nz_pos+nz_neg]");
+    assert_eq!(
+        minted_symbols("nonzero_counts_arithmetic"),
+        vec!["nz_pos Some(0)..Some(1000000000) <= N", "nz_neg Some(0)..Some(1000000000) <= N"]
+    );
+    // A NonZero over a [3, 4] constant-shaped input: at most 12.
+    let bytes = common::onnx_build::Builder::new(13)
+        .input(
+            "x",
+            tract_onnx::pb::tensor_proto::DataType::Float,
+            &[common::onnx_build::D::N(3), common::onnx_build::D::N(4)],
+        )
+        .node("NonZero", "", "hits", &["x"], &["h"], vec![])
+        .output("h")
+        .bytes();
+    let a = Model::load_bytes(&bytes).unwrap().analyse().unwrap();
+    let s = a.symbols.iter().find(|s| s.name == "hits").unwrap();
+    assert_eq!((s.min, s.max), (Some(0), Some(12)));
+}
+
+#[test]
+fn dims_known_in_part_keep_what_is_known() {
+    // Resize to Concat(Shape(x)[0:2], size): the batch and channels are x's.
+    assert_eq!(inferred("partial_dims", "resized"), "resized: float32 [N, 3, n_m_Resize_2, n_m_Resize_3]");
+    // A Conv over a tensor reshaped to a run-time target: the kernel's output channels, the input's
+    // batch, the spatial dims from the input's (padding 1 keeps them).
+    assert_eq!(inferred("partial_dims", "conv"), "conv: float32 [n_m_Reshape_0, 5, n_m_Reshape_2, n_m_Reshape_3]");
+}
+
+#[test]
+fn a_gather_of_a_shape_by_int32_indices_is_int64() {
+    // The output has the data's type, not the indices'.
+    use common::onnx_build::{Builder, D};
+    use tract_onnx::pb::tensor_proto::DataType;
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+        .init_i32("first", &[0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "gather", &["s", "first"], &["g"], vec![])
+        .output("g")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let g = m.infer().unwrap().into_iter().find(|f| f.name == "g").unwrap();
+    assert_eq!((g.dtype_name.as_str(), g.shape.len()), ("int64", 1));
+    let out = m.run(vec![tract_ndarray::Array2::<f32>::zeros((5, 3)).into_tensor()]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[5i64]));
+}
