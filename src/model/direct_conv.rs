@@ -3,8 +3,8 @@
 //! a batch normalization and the `Relu` or `Clip` after them fused.
 //!
 //! The rewrite is on the decluttered model, before code generation, so tract's `Pad` before a padded
-//! convolution is never made. It takes a `Conv` of group 1, or a depthwise one (as many groups as
-//! input and output channels), over a channels-first image of concrete shape, with constant weights
+//! convolution is never made. It takes a `Conv` of any group count (ordinary, grouped, depthwise),
+//! over a channels-first image of concrete shape, with constant weights
 //! and bias, a kernel of more than one tap (a 1x1 convolution is a matrix product, for
 //! [`super::small_matmul`]) and strides of at most 2. A `Mul` then an `Add` of one constant per
 //! output channel right after it (a batch normalization, either or both) are folded into its weights
@@ -64,7 +64,9 @@ fn packed_weights(
     let (c_in, c_out) = (spec.input_channels, spec.output_channels);
     let depthwise = conv.group > 1 && conv.group == c_in && conv.group == c_out;
     let plain = conv.q_params.is_none()
-        && (conv.group == 1 || depthwise)
+        && conv.group >= 1
+        && c_in.is_multiple_of(conv.group)
+        && c_out.is_multiple_of(conv.group)
         && spec.rank() == 2
         && matches!(spec.data_format, DataFormat::NCHW | DataFormat::CHW)
         && spec.kernel_shape.iter().product::<usize>() > 1
@@ -114,7 +116,7 @@ fn packed_weights(
     let packed = if depthwise {
         PackedConv::depthwise(weights, Some(&bias), [c_out, kh, kw], low, high)
     } else {
-        PackedConv::new(weights, Some(&bias), [c_out, c_in, kh, kw], low, high)
+        PackedConv::grouped(weights, Some(&bias), [c_out, c_in, kh, kw], conv.group, low, high)
     };
     Ok(packed.ok())
 }
