@@ -5,6 +5,7 @@
 //! model runs whatever its declared dims say, as onnxruntime does; the optimized plan is kept per
 //! input signature, so repeated runs with the same shapes optimize once.
 
+mod conv_rule;
 mod direct_conv;
 mod feeds;
 mod fuse_chain;
