@@ -455,6 +455,7 @@ const SCRATCH_KEPT: usize = 1 << 22;
 type Kernel = fn(&ConvGeometry, &Sizes, Filters<'_>, &[usize], Option<&[usize]>, &[f32], &mut [f32]);
 
 /// [`conv2d`] once the sizes are checked: `prepared` and `wide` hold at least what every step needs.
+#[allow(clippy::too_many_arguments)]
 fn convolve(
     geo: &ConvGeometry,
     steps: &[Step],
@@ -1394,7 +1395,7 @@ mod tests {
                         for s in [1, 2] {
                             seed += 5;
                             // Padding as wide as the kernel's reach (same size output), or beyond it.
-                            let pad = (k - 1) / 2 * d + (seed as usize % 3 == 0) as usize;
+                            let pad = (k - 1) / 2 * d + (seed as usize).is_multiple_of(3) as usize;
                             let Some(geo) = geometry(
                                 1 + seed as usize % 2,
                                 [c_in, c_out],
