@@ -589,8 +589,8 @@ fn conv_model(
     pads: [i64; 4],
     after: &str,
 ) -> (Model, Vec<f32>, Vec<f32>) {
-    // As many groups as input channels when the kernel takes one channel each (depthwise).
-    let group = if kernel[1] == 1 { shape[1] as i64 } else { 1 };
+    // Groups: the input channels over those each output reads (depthwise: one each).
+    let group = (shape[1] / kernel[1]) as i64;
     let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
     let n: usize = kernel.iter().product();
     let weights: Vec<f32> = (0..n).map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0).collect();
@@ -632,10 +632,10 @@ fn conv_model(
     (Model::load_bytes(&b.output("y").bytes()).unwrap(), weights, bias)
 }
 
-/// A 2-D convolution of group 1 or depthwise with a kernel of more than one tap and strides up to 2
-/// runs as `DirectConv`, its bias and a following `Relu` or `Clip` fused and no `Pad` before it; its values
-/// are the definition's within the float32 error bound of the sum. A 1x1 kernel or a stride of 4
-/// stays tract's.
+/// A 2-D convolution (any group count) with a kernel of more than one tap and strides up to 2 runs
+/// as `DirectConv`, its bias and a following `Relu` or `Clip` fused and no `Pad` before it; its values
+/// are the definition's within the float32 error bound of the sum. A 1x1 kernel, a stride of 4 or a
+/// deep kernel on a 7x7 map (the choice rule, `src/model/conv_rule.rs`) stays tract's.
 #[test]
 fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
     let cases = [
@@ -650,6 +650,11 @@ fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
         // A batch normalization folded into the weights and bias, with and without a Relu after.
         ([1, 8, 12, 20], [16, 8, 3, 3], [1, 1], [1, 1, 1, 1], "BnRelu", true),
         ([1, 12, 9, 21], [12, 1, 3, 3], [2, 1], [1, 1, 1, 1], "Bn", true),
+        // Grouped: 4 groups of 2 input and 3 output channels; 2 groups at stride 2, batch 2.
+        ([1, 8, 9, 11], [12, 2, 3, 3], [1, 1], [1, 1, 1, 1], "Relu", true),
+        ([2, 6, 10, 7], [6, 3, 3, 3], [2, 1], [1, 0, 1, 1], "", true),
+        // 2304 taps per output on a 7x7 map: tract's matrix product measured faster.
+        ([1, 256, 7, 7], [32, 256, 3, 3], [1, 1], [1, 1, 1, 1], "", false),
     ];
     for (shape, kernel, strides, pads, after, ours) in cases {
         let (m, w, bias) = conv_model(shape, kernel, strides, pads, after);
@@ -677,8 +682,8 @@ fn small_convolutions_run_on_the_direct_kernel_with_the_definitions_values() {
                     for ox in 0..ow {
                         let (mut sum, mut size) = (bias[co] as f64, (bias[co] as f64).abs());
                         for ci in 0..c_per_out {
-                            // Depthwise: output channel co reads input channel co.
-                            let c = if c_per_out == 1 && c_in > 1 { co } else { ci };
+                            // Output channel co reads the input channels of its group.
+                            let c = co / (c_out / (c_in / c_per_out)) * c_per_out + ci;
                             for ky in 0..kh {
                                 for kx in 0..kw {
                                     let y = (oy * sh + ky) as i64 - pads[0];

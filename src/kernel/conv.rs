@@ -17,12 +17,28 @@
 //! offset, whatever the strides and however short the rows: the kernel computes runs of `q` and the
 //! output is compacted from rows of `L` to rows of `OW` at the end.
 //!
+//! Where `L` would be much longer than `OW` (a dilated kernel's columns, short rows: `4·L > 5·OW`),
+//! the input is laid out in shifted planes instead, one per channel, row phase and kernel column:
+//! element `(i, ox)` of plane `(c, a, kx)` is padded element `(a + i·SH, ox·SW + kx·DW)`, rows of `OW`
+//! (`L = OW`), so no pixel computed is thrown away; it copies the input `KW` times where the phase
+//! planes copy it once. Tap `(c, ky, kx)` reads plane `(c, ky·DH mod SH, kx)` from row `ky·DH div SH`.
+//!
+//! Groups of channels run one after the other, each reading its own input planes. A dilated kernel
+//! on a small map, whose taps read the padding for most outputs, is computed in parts
+//! ([`super::conv_parts`]): rectangles of output over which the same taps read inside the input,
+//! each an unpadded convolution by those taps alone, so no tap that reads only padding is summed.
+//! The blocks of output channels are split over the threads of a pool when the work is large enough.
+//!
 //! The sums run over the taps in the order channel, kernel row, kernel column, starting from the
 //! bias; with AVX2 and FMA each step is a fused multiply-add, on other machines a multiply then an
 //! add. So values agree with the definition to float32 rounding of a sum of `C·KH·KW` products, not
 //! bit for bit with tract's matrix product (which sums in its own order).
 
 use std::sync::Arc;
+
+use rayon::ThreadPool;
+
+use super::conv_parts::{self, Part};
 
 /// Output channels one block computes.
 const CO_BLOCK: usize = 4;
@@ -62,7 +78,7 @@ pub(crate) struct ConvGeometry {
 
 impl ConvGeometry {
     /// The sizes the kernel works with, or why they overflow.
-    fn sizes(&self) -> Result<Sizes, String> {
+    pub(super) fn sizes(&self) -> Result<Sizes, String> {
         let over = || format!("convolution sizes overflow: {self:?}");
         let mul = |a: usize, b: usize| a.checked_mul(b).ok_or_else(over);
         let add = |a: usize, b: usize| a.checked_add(b).ok_or_else(over);
@@ -71,9 +87,13 @@ impl ConvGeometry {
         }
         let [sh, sw] = self.stride;
         let rows = add(self.oh, mul(self.kh - 1, self.dilation[0])? / sh)?;
-        let row = add(self.ow, mul(self.kw - 1, self.dilation[1])? / sw)?;
+        let phased = add(self.ow, mul(self.kw - 1, self.dilation[1])? / sw)?;
+        // Shifted planes when the phase planes' rows would be much longer than the output's: a
+        // dilated kernel's columns, or short rows.
+        let shifted = phased.saturating_mul(4) > self.ow.saturating_mul(5) && self.kw <= MAX_SHIFTED;
+        let (row, per_channel) = if shifted { (self.ow, mul(sh, self.kw)?) } else { (phased, mul(sh, sw)?) };
         let plane = mul(rows, row)?;
-        let planes = mul(mul(self.c_in, sh)?, sw)?;
+        let planes = mul(self.c_in, per_channel)?;
         // A run of pixels read past the last plane's end stays inside: TILE_PIXELS more floats.
         let prepared = add(mul(planes, plane)?, TILE_PIXELS)?;
         // Pixels of one output channel the kernel computes, rows of `row`: whole tiles.
@@ -82,25 +102,33 @@ impl ConvGeometry {
         let input = mul(mul(mul(self.batch, self.c_in)?, self.h)?, self.w)?;
         let output = mul(mul(mul(self.batch, self.c_out)?, self.oh)?, self.ow)?;
         mul(wide, self.c_out)?;
-        Ok(Sizes { input, output, prepared, row, plane, pixels, wide })
+        let channel = mul(per_channel, plane)?;
+        Ok(Sizes { input, output, prepared, row, plane, channel, shifted, pixels, wide })
     }
 }
 
+/// The widest kernel laid out in shifted planes (one plane per kernel column).
+const MAX_SHIFTED: usize = 7;
+
 /// Sizes derived from a [`ConvGeometry`] (floats).
 #[derive(Debug, Clone, Copy)]
-struct Sizes {
+pub(super) struct Sizes {
     /// The input, all images.
     input: usize,
     /// The output, all images.
     output: usize,
     /// The prepared input of one image.
-    prepared: usize,
-    /// Elements of a phase plane's row (`L`).
+    pub(super) prepared: usize,
+    /// Elements of a plane's row (`L`).
     row: usize,
-    /// One phase plane.
+    /// One plane.
     plane: usize,
+    /// The planes of one input channel.
+    channel: usize,
+    /// The planes are shifted ones (see the module docs), not phase planes.
+    shifted: bool,
     /// Output pixels of one channel, numbered `oy·L + ox`: up to the last one output.
-    pixels: usize,
+    pub(super) pixels: usize,
     /// `pixels` rounded up to whole tiles: one output channel in the kernel's own layout.
     wide: usize,
 }
@@ -112,11 +140,15 @@ pub(crate) struct PackedConv {
     c_out: usize,
     kh: usize,
     kw: usize,
+    /// Groups of input and output channels (1 for an ordinary convolution): output channel `c` of
+    /// group `c / (c_out / group)` reads the `c_in / group` input channels of the same group.
+    group: usize,
     /// Each output channel reads its own input channel only (`c_in == c_out`, group `c_in`).
     depthwise: bool,
-    /// `[c_out / 4 rounded up][c_in·kh·kw][4]`, zeros past `c_out`; depthwise, `[c_out][kh·kw]`.
+    /// Per group, `[c_out / group / 4 rounded up][c_in / group·kh·kw][4]`, zeros past the group's
+    /// channels; depthwise, `[c_out][kh·kw]`.
     weights: Arc<Vec<f32>>,
-    /// One per output channel, zeros past `c_out` (to a multiple of 4).
+    /// Per group, one per output channel, zeros past the group's channels (to a multiple of 4).
     bias: Arc<Vec<f32>>,
     /// The output is `min(max(sum, low), high)`, NaN kept.
     low: f32,
@@ -128,6 +160,7 @@ impl PartialEq for PackedConv {
     fn eq(&self, other: &PackedConv) -> bool {
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         self.dims() == other.dims()
+            && self.group == other.group
             && self.depthwise == other.depthwise
             && self.low.to_bits() == other.low.to_bits()
             && self.high.to_bits() == other.high.to_bits()
@@ -141,18 +174,37 @@ impl Eq for PackedConv {}
 impl PackedConv {
     /// Packs `weights` (`[c_out][c_in][kh][kw]`, standard order) and `bias` (one per output channel,
     /// or none), with outputs clamped to `[low, high]` (infinities for no clamp).
+    #[cfg(test)]
     pub fn new(
         weights: &[f32],
         bias: Option<&[f32]>,
-        [c_out, c_in, kh, kw]: [usize; 4],
+        dims: [usize; 4],
         low: f32,
         high: f32,
     ) -> Result<PackedConv, String> {
-        let k = c_in.checked_mul(kh).and_then(|v| v.checked_mul(kw)).ok_or("kernel size overflows")?;
-        let blocks = c_out.div_ceil(CO_BLOCK);
-        let packed_len = blocks.checked_mul(k).and_then(|v| v.checked_mul(CO_BLOCK)).ok_or("kernel size overflows")?;
+        PackedConv::grouped(weights, bias, dims, 1, low, high)
+    }
+
+    /// Packs the weights of a convolution of `group` groups: `weights` `[c_out][c_in / group][kh][kw]`
+    /// (the standard order), `bias` one per output channel or none.
+    pub fn grouped(
+        weights: &[f32],
+        bias: Option<&[f32]>,
+        [c_out, c_in, kh, kw]: [usize; 4],
+        group: usize,
+        low: f32,
+        high: f32,
+    ) -> Result<PackedConv, String> {
+        if group == 0 || !c_in.is_multiple_of(group) || !c_out.is_multiple_of(group) {
+            return Err(format!("{group} groups of {c_in} input and {c_out} output channels"));
+        }
+        let (c_in_g, c_out_g) = (c_in / group, c_out / group);
+        let k = c_in_g.checked_mul(kh).and_then(|v| v.checked_mul(kw)).ok_or("kernel size overflows")?;
+        let blocks = c_out_g.div_ceil(CO_BLOCK);
+        let packed_len =
+            blocks.checked_mul(k).and_then(|v| v.checked_mul(CO_BLOCK * group)).ok_or("kernel size overflows")?;
         if Some(weights.len()) != c_out.checked_mul(k) {
-            return Err(format!("{} weights for a {c_out}x{c_in}x{kh}x{kw} kernel", weights.len()));
+            return Err(format!("{} weights for a {c_out}x{c_in_g}x{kh}x{kw} kernel", weights.len()));
         }
         if let Some(b) = bias {
             if b.len() != c_out {
@@ -160,18 +212,19 @@ impl PackedConv {
             }
         }
         let mut packed = vec![0f32; packed_len];
+        let mut padded_bias = vec![0f32; group * blocks * CO_BLOCK];
         for (co, filter) in weights.chunks_exact(k.max(1)).enumerate().take(c_out) {
-            let (block, lane) = (co / CO_BLOCK, co % CO_BLOCK);
+            let (g, c) = (co / c_out_g, co % c_out_g);
+            let (block, lane) = (g * blocks + c / CO_BLOCK, c % CO_BLOCK);
             for (tap, &v) in filter.iter().enumerate() {
                 packed[(block * k + tap) * CO_BLOCK + lane] = v;
             }
-        }
-        let mut padded_bias = vec![0f32; blocks * CO_BLOCK];
-        if let Some(b) = bias {
-            padded_bias[..c_out].copy_from_slice(b);
+            if let Some(b) = bias {
+                padded_bias[block * CO_BLOCK + lane] = b[co];
+            }
         }
         let (weights, bias) = (Arc::new(packed), Arc::new(padded_bias));
-        Ok(PackedConv { c_in, c_out, kh, kw, depthwise: false, weights, bias, low, high })
+        Ok(PackedConv { c_in, c_out, kh, kw, group, depthwise: false, weights, bias, low, high })
     }
 
     /// A depthwise convolution's: `weights` `[channels][kh][kw]`, `bias` one per channel or none;
@@ -193,17 +246,133 @@ impl PackedConv {
             None => vec![0.0; channels],
         };
         let (weights, bias) = (Arc::new(weights.to_vec()), Arc::new(bias));
-        Ok(PackedConv { c_in: channels, c_out: channels, kh, kw, depthwise: true, weights, bias, low, high })
+        let group = channels.max(1);
+        Ok(PackedConv { c_in: channels, c_out: channels, kh, kw, group, depthwise: true, weights, bias, low, high })
     }
 
     /// Input channels, output channels, kernel height and width.
     pub fn dims(&self) -> [usize; 4] {
         [self.c_in, self.c_out, self.kh, self.kw]
     }
+
+    /// The groups the kernel builds run one after the other (a depthwise convolution is one run)
+    /// and the input and output channels of each.
+    fn runs(&self) -> (usize, usize, usize) {
+        if self.depthwise {
+            (1, self.c_in, self.c_out)
+        } else {
+            (self.group, self.c_in / self.group, self.c_out / self.group)
+        }
+    }
+
+    /// Taps per output channel in the weights: `c_in / group·kh·kw` (depthwise, `kh·kw`).
+    fn taps(&self) -> usize {
+        let (_, c_in, _) = self.runs();
+        let per_channel = if self.depthwise { 1 } else { c_in };
+        per_channel * self.kh * self.kw
+    }
+
+    /// What the kernel builds read of run `g` (see [`PackedConv::runs`]).
+    fn filters(&self, g: usize) -> Filters<'_> {
+        let (low, high, depthwise, k) = (self.low, self.high, self.depthwise, self.taps());
+        if self.depthwise {
+            return Filters { weights: &self.weights, bias: &self.bias, low, high, depthwise, k };
+        }
+        let blocks = (self.c_out / self.group).div_ceil(CO_BLOCK);
+        let weights = &self.weights[g * blocks * k * CO_BLOCK..][..blocks * k * CO_BLOCK];
+        let bias = &self.bias[g * blocks * CO_BLOCK..][..blocks * CO_BLOCK];
+        Filters { weights, bias, low, high, depthwise, k }
+    }
+
+    /// The bias of output channel `c`.
+    fn bias_of(&self, c: usize) -> f32 {
+        if self.depthwise {
+            return self.bias[c];
+        }
+        let c_out = self.c_out / self.group;
+        self.bias[(c / c_out) * c_out.div_ceil(CO_BLOCK) * CO_BLOCK + c % c_out]
+    }
 }
 
-/// Convolves `input` (`[batch][c_in][h][w]`) into `output` (`[batch][c_out][oh][ow]`).
-pub(crate) fn conv2d(geo: &ConvGeometry, conv: &PackedConv, input: &[f32], output: &mut [f32]) -> Result<(), String> {
+/// The weights of one run of output channels (a group, or all channels of a depthwise convolution)
+/// as a kernel build reads them, and the clamp after.
+#[derive(Debug, Clone, Copy)]
+struct Filters<'a> {
+    /// `[channels / 4 rounded up][k][4]`; depthwise, `[channels][k]`.
+    weights: &'a [f32],
+    /// One per output channel, to a multiple of 4 (depthwise, one per channel).
+    bias: &'a [f32],
+    low: f32,
+    high: f32,
+    depthwise: bool,
+    /// Taps of one output channel in `weights`.
+    k: usize,
+}
+
+impl Filters<'_> {
+    /// Those of output channels `c0..c1` alone (`c0` a multiple of 4 unless depthwise).
+    fn channels(self, c0: usize, c1: usize) -> Self {
+        let (unit, per) = if self.depthwise { (1, self.k) } else { (CO_BLOCK, self.k * CO_BLOCK) };
+        let (b0, b1) = (c0 / unit, c1.div_ceil(unit));
+        Filters { weights: &self.weights[b0 * per..b1 * per], bias: &self.bias[b0 * unit..b1 * unit], ..self }
+    }
+}
+
+/// Which of an output channel's weights each tap of a computation reads: every tap in order, or a
+/// list (the taps of a part of the output, [`conv_parts`]).
+trait TapMap: Copy {
+    /// The weight index of tap `tap`.
+    fn at(self, tap: usize) -> usize;
+}
+
+/// Tap `i` reads weight `i`.
+#[derive(Debug, Clone, Copy)]
+struct AllTaps;
+
+impl TapMap for AllTaps {
+    #[inline(always)]
+    fn at(self, tap: usize) -> usize {
+        tap
+    }
+}
+
+/// Tap `i` reads weight `self.0[i]`.
+#[derive(Debug, Clone, Copy)]
+struct SomeTaps<'a>(&'a [usize]);
+
+impl TapMap for SomeTaps<'_> {
+    #[inline(always)]
+    fn at(self, tap: usize) -> usize {
+        self.0[tap]
+    }
+}
+
+/// Asserts what the weight reads of every build rely on: each tap's weight index is below `k`.
+fn assert_map(conv: &Filters<'_>, offsets: &[usize], map: Option<&[usize]>) {
+    match map {
+        None => assert!(offsets.len() <= conv.k, "more taps than weights"),
+        Some(m) => assert!(m.len() == offsets.len() && m.iter().all(|&t| t < conv.k), "tap map out of range"),
+    }
+}
+
+/// One computation of [`conv2d`]: a part of the output, its sizes, the offsets of its taps and, when
+/// it reads some of the kernel's taps only, their weight indices.
+struct Step {
+    part: Part,
+    sizes: Sizes,
+    offsets: Vec<usize>,
+    map: Option<Vec<usize>>,
+}
+
+/// Convolves `input` (`[batch][c_in][h][w]`) into `output` (`[batch][c_out][oh][ow]`), over the
+/// threads of `pool` where the work is large enough.
+pub(crate) fn conv2d(
+    geo: &ConvGeometry,
+    conv: &PackedConv,
+    input: &[f32],
+    output: &mut [f32],
+    pool: Option<&ThreadPool>,
+) -> Result<(), String> {
     if [geo.c_in, geo.c_out, geo.kh, geo.kw] != [conv.c_in, conv.c_out, conv.kh, conv.kw] {
         return Err(format!("convolution geometry {geo:?} does not match its kernel {:?}", conv.dims()));
     }
@@ -214,16 +383,17 @@ pub(crate) fn conv2d(geo: &ConvGeometry, conv: &PackedConv, input: &[f32], outpu
     if sizes.output == 0 {
         return Ok(());
     }
-    let wide_len = sizes.wide * geo.c_out;
-    crate::kernel::check_allocation(sizes.prepared as u64 + wide_len as u64, 4).map_err(|e| e.to_string())?;
+    let steps = steps(geo, conv)?;
+    let prepared_len = steps.iter().map(|s| s.sizes.prepared).max().unwrap_or(0);
+    let wide_len = steps.iter().map(|s| s.sizes.wide).max().unwrap_or(0) * geo.c_out;
+    crate::kernel::check_allocation(prepared_len as u64 + wide_len as u64, 4).map_err(|e| e.to_string())?;
     SCRATCH.with(|scratch| {
         let (prepared, wide) = &mut *scratch.borrow_mut();
         // `prepare` writes every element the kernel reads for an output pixel, and the kernel every
         // element of `wide` compacted: what an earlier call left needs no clearing.
-        prepared.resize(sizes.prepared, 0.0);
+        prepared.resize(prepared_len, 0.0);
         wide.resize(wide_len, 0.0);
-        let buffers = (&mut prepared[..sizes.prepared], &mut wide[..wide_len]);
-        convolve(geo, &sizes, conv, input, output, buffers, kernel);
+        convolve(geo, &steps, conv, input, output, (prepared, wide), kernel, pool.map(|p| (p, MACS_PER_THREAD)));
         for buffer in [prepared, wide] {
             if buffer.len() > SCRATCH_KEPT {
                 *buffer = Vec::new();
@@ -231,6 +401,44 @@ pub(crate) fn conv2d(geo: &ConvGeometry, conv: &PackedConv, input: &[f32], outpu
         }
     });
     Ok(())
+}
+
+/// The steps of `geo` by `conv`: its parts ([`conv_parts::parts`]) with their sizes and taps.
+fn steps(geo: &ConvGeometry, conv: &PackedConv) -> Result<Vec<Step>, String> {
+    let (_, channels, _) = conv.runs();
+    let channels = if conv.depthwise { 1 } else { channels };
+    let mut steps = Vec::new();
+    for part in conv_parts::parts(geo, channels) {
+        if part.taps[0].is_empty() || part.taps[1].is_empty() {
+            // Its outputs are the bias alone: no sizes, no taps.
+            let sizes = Sizes {
+                input: 0,
+                output: 0,
+                prepared: 0,
+                row: 0,
+                plane: 0,
+                channel: 0,
+                shifted: false,
+                pixels: 0,
+                wide: 0,
+            };
+            steps.push(Step { part, sizes, offsets: Vec::new(), map: None });
+            continue;
+        }
+        let sizes = part.geo.sizes()?;
+        let offsets = tap_offsets(&part.geo, &sizes, channels);
+        let map = (!part.all_taps(geo.kh, geo.kw)).then(|| {
+            let mut map = Vec::with_capacity(offsets.len());
+            for c in 0..channels {
+                for ky in part.taps[0].clone() {
+                    map.extend(part.taps[1].clone().map(|kx| (c * geo.kh + ky) * geo.kw + kx));
+                }
+            }
+            map
+        });
+        steps.push(Step { part, sizes, offsets, map });
+    }
+    Ok(steps)
 }
 
 thread_local! {
@@ -242,52 +450,136 @@ thread_local! {
 /// The largest scratch buffer kept for the next convolution (floats: 16 MB).
 const SCRATCH_KEPT: usize = 1 << 22;
 
-/// One build of the sums of a prepared image ([`kernel`] picks the fastest).
-type Kernel = fn(&ConvGeometry, &Sizes, &PackedConv, &[usize], &[f32], &mut [f32]);
+/// One build of the sums of a prepared image ([`kernel`] picks the fastest): the taps' offsets and,
+/// when they are some of the kernel's taps, their weight indices.
+type Kernel = fn(&ConvGeometry, &Sizes, Filters<'_>, &[usize], Option<&[usize]>, &[f32], &mut [f32]);
 
-/// [`conv2d`] once the sizes are checked: `prepared` and `wide` are the sizes `sizes` says.
+/// [`conv2d`] once the sizes are checked: `prepared` and `wide` hold at least what every step needs.
+#[allow(clippy::too_many_arguments)]
 fn convolve(
     geo: &ConvGeometry,
-    sizes: &Sizes,
+    steps: &[Step],
     conv: &PackedConv,
     input: &[f32],
     output: &mut [f32],
     (prepared, wide): (&mut [f32], &mut [f32]),
     kernel: Kernel,
+    pool: Option<(&ThreadPool, usize)>,
 ) {
-    let offsets = tap_offsets(geo, sizes, if conv.depthwise { 1 } else { geo.c_in });
     let image_in = geo.c_in * geo.h * geo.w;
     let image_out = geo.c_out * geo.oh * geo.ow;
     for n in 0..geo.batch {
-        prepare(geo, sizes, &input[n * image_in..][..image_in], prepared);
-        kernel(geo, sizes, conv, &offsets, prepared, wide);
-        // Rows of `L` pixels to rows of `OW`.
+        let image = &input[n * image_in..][..image_in];
         let out = &mut output[n * image_out..][..image_out];
-        for (plane, wide) in out.chunks_exact_mut(geo.oh * geo.ow).zip(wide.chunks_exact(sizes.wide)) {
-            for (row, from) in plane.chunks_exact_mut(geo.ow).zip(wide.chunks(sizes.row)) {
-                row.copy_from_slice(&from[..geo.ow]);
+        for step in steps {
+            let (part, sizes) = (&step.part, &step.sizes);
+            let g = &part.geo;
+            let at = |c: usize, oy: usize| (c * geo.oh + part.out[0] + oy) * geo.ow + part.out[1];
+            if part.taps[0].is_empty() || part.taps[1].is_empty() {
+                for c in 0..geo.c_out {
+                    let value = clamp(conv.bias_of(c), conv.low, conv.high);
+                    (0..g.oh).for_each(|oy| out[at(c, oy)..][..g.ow].fill(value));
+                }
+                continue;
+            }
+            let prepared = &mut prepared[..sizes.prepared];
+            let wide = &mut wide[..sizes.wide * geo.c_out];
+            prepare(g, sizes, image, [geo.h, geo.w], part.origin, prepared);
+            sums(step, conv, prepared, wide, kernel, pool);
+            // Rows of `L` pixels to rows of `OW`, at the part's place.
+            for (c, wide) in wide.chunks_exact(sizes.wide).enumerate() {
+                for (oy, from) in wide.chunks(sizes.row).take(g.oh).enumerate() {
+                    out[at(c, oy)..][..g.ow].copy_from_slice(&from[..g.ow]);
+                }
             }
         }
     }
 }
 
+/// Multiply-adds one thread is given at least before the sums are split over threads (about 40 µs
+/// on one core of an AVX2 machine).
+const MACS_PER_THREAD: usize = 1 << 21;
+
+/// The sums of one step's prepared image `x` into `wide` (`[c_out][wide]`), run after run (group
+/// after group), over the threads of `pool` when the work is large enough: each thread takes a run of
+/// consecutive blocks of 4 output channels (depthwise, of channels), which are consecutive rows of
+/// `wide`.
+///
+/// `pool` is the pool and the fewest multiply-adds a thread is given ([`MACS_PER_THREAD`]).
+fn sums(
+    step: &Step,
+    conv: &PackedConv,
+    x: &[f32],
+    wide: &mut [f32],
+    kernel: Kernel,
+    pool: Option<(&ThreadPool, usize)>,
+) {
+    let (runs, c_in, c_out) = conv.runs();
+    let (geo, sizes) = (&step.part.geo, &step.sizes);
+    let unit = if conv.depthwise { 1 } else { CO_BLOCK };
+    let per_run = c_out.div_ceil(unit);
+    let units = runs * per_run;
+    // The first output channel of unit `u` (`units`: one past the last channel).
+    let channel = |u: usize| (u / per_run) * c_out + ((u % per_run) * unit).min(c_out);
+    let planes = c_in * sizes.channel;
+    let job = |u0: usize, u1: usize, wide: &mut [f32]| {
+        let mut u = u0;
+        let mut at = 0;
+        while u < u1 {
+            let r = u / per_run;
+            let end = u1.min((r + 1) * per_run);
+            let (c0, c1) = ((u % per_run) * unit, ((end - r * per_run) * unit).min(c_out));
+            let run_geo = ConvGeometry { c_in, c_out: c1 - c0, ..*geo };
+            let x = &x[r * planes + if conv.depthwise { c0 * sizes.channel } else { 0 }..];
+            let out = &mut wide[at..][..(c1 - c0) * sizes.wide];
+            kernel(&run_geo, sizes, conv.filters(r).channels(c0, c1), &step.offsets, step.map.as_deref(), x, out);
+            at += (c1 - c0) * sizes.wide;
+            u = end;
+        }
+    };
+    let macs = runs * c_out * step.offsets.len() * sizes.pixels;
+    let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(units).max(1);
+    let Some((pool, _)) = pool.filter(|_| threads > 1) else {
+        job(0, units, wide);
+        return;
+    };
+    pool.scope(|scope| {
+        let mut rest = wide;
+        for t in 0..threads {
+            let (u0, u1) = (units * t / threads, units * (t + 1) / threads);
+            let (mine, others) = std::mem::take(&mut rest).split_at_mut((channel(u1) - channel(u0)) * sizes.wide);
+            rest = others;
+            let job = &job;
+            scope.spawn(move |_| job(u0, u1, mine));
+        }
+    });
+}
+
 /// The sums of one prepared image into `wide` (`[c_out][wide]`, pixels `oy·L + ox`), clamped, on
 /// the fastest build the machine runs.
-fn kernel(geo: &ConvGeometry, sizes: &Sizes, conv: &PackedConv, offsets: &[usize], x: &[f32], wide: &mut [f32]) {
+fn kernel(
+    geo: &ConvGeometry,
+    sizes: &Sizes,
+    conv: Filters<'_>,
+    offsets: &[usize],
+    map: Option<&[usize]>,
+    x: &[f32],
+    wide: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
             // Safety: the CPU has AVX2, FMA, AVX512F and AVX512VL, checked just above: the one
             // requirement of calling a function compiled with those features.
-            unsafe { avx2::image_avx512(geo, sizes, conv, offsets, x, wide) };
+            unsafe { avx2::image_avx512(geo, sizes, conv, offsets, map, x, wide) };
         } else {
             // Safety: the CPU has AVX2 and FMA, checked just above: the one requirement of calling
             // a function compiled with `target_feature(enable = "avx2,fma")`.
-            unsafe { avx2::image(geo, sizes, conv, offsets, x, wide) };
+            unsafe { avx2::image(geo, sizes, conv, offsets, map, x, wide) };
         }
         return;
     }
-    portable_image(geo, sizes, conv, offsets, x, wide);
+    portable_image(geo, sizes, conv, offsets, map, x, wide);
 }
 
 /// Asserts what the tiles of 16 pixels of the vector builds rely on: a tile starting at a pixel
@@ -308,16 +600,33 @@ fn tap_offsets(geo: &ConvGeometry, sizes: &Sizes, channels: usize) -> Vec<usize>
     for c in 0..channels {
         for ky in 0..geo.kh {
             for kx in 0..geo.kw {
-                let plane = (c * sh + ky * dh % sh) * sw + kx * dw % sw;
-                offsets.push(plane * sizes.plane + (ky * dh / sh) * sizes.row + kx * dw / sw);
+                if sizes.shifted {
+                    let plane = (c * sh + ky * dh % sh) * geo.kw + kx;
+                    offsets.push(plane * sizes.plane + (ky * dh / sh) * sizes.row);
+                } else {
+                    let plane = (c * sh + ky * dh % sh) * sw + kx * dw % sw;
+                    offsets.push(plane * sizes.plane + (ky * dh / sh) * sizes.row + kx * dw / sw);
+                }
             }
         }
     }
     offsets
 }
 
-/// Lays one image out as the module docs say (zeros where the padding is).
-fn prepare(geo: &ConvGeometry, sizes: &Sizes, image: &[f32], prepared: &mut [f32]) {
+/// Lays one image out as the module docs say (zeros where the padding is): the window of `geo.h`
+/// rows by `geo.w` columns from row `origin[0]`, column `origin[1]` of `image`, channels of `full[0]`
+/// rows by `full[1]` columns.
+fn prepare(
+    geo: &ConvGeometry,
+    sizes: &Sizes,
+    image: &[f32],
+    full: [usize; 2],
+    origin: [usize; 2],
+    prepared: &mut [f32],
+) {
+    if sizes.shifted {
+        return prepare_shifted(geo, sizes, image, full, origin, prepared);
+    }
     let ([sh, sw], [pt, pl]) = (geo.stride, geo.pad_before);
     // Per column phase b: element j is padded column b + j·sw, input column b + j·sw - pl: inside
     // the input for j in first..end, starting at input column `start`.
@@ -329,7 +638,7 @@ fn prepare(geo: &ConvGeometry, sizes: &Sizes, image: &[f32], prepared: &mut [f32
         })
         .collect();
     let mut planes = prepared.chunks_exact_mut(sizes.plane);
-    for channel in image.chunks_exact(geo.h * geo.w).take(geo.c_in) {
+    for channel in image.chunks_exact(full[0] * full[1]).take(geo.c_in) {
         for a in 0..sh {
             for &(first, end, start) in &spans {
                 let Some(plane) = planes.next() else { return };
@@ -339,7 +648,7 @@ fn prepare(geo: &ConvGeometry, sizes: &Sizes, image: &[f32], prepared: &mut [f32
                         out.fill(0.0);
                         continue;
                     };
-                    let src = &channel[y * geo.w..][..geo.w];
+                    let src = &channel[(origin[0] + y) * full[1] + origin[1]..][..geo.w];
                     out[..first].fill(0.0);
                     out[end..].fill(0.0);
                     let inside = &mut out[first..end];
@@ -359,25 +668,77 @@ fn prepare(geo: &ConvGeometry, sizes: &Sizes, image: &[f32], prepared: &mut [f32
     }
 }
 
+/// [`prepare`] in shifted planes: per input channel `c`, row phase `a` and kernel column `kx`, a
+/// plane of `I` rows of `OW` elements, element `(i, ox)` padded element `(a + i·SH, ox·SW + kx·DW)`.
+fn prepare_shifted(
+    geo: &ConvGeometry,
+    sizes: &Sizes,
+    image: &[f32],
+    full: [usize; 2],
+    origin: [usize; 2],
+    prepared: &mut [f32],
+) {
+    let ([sh, sw], [pt, pl], dw) = (geo.stride, geo.pad_before, geo.dilation[1]);
+    // Per kernel column kx: output column ox reads input column ox·sw + kx·dw - pl, inside for ox in
+    // first..end.
+    let spans: Vec<(usize, usize)> = (0..geo.kw)
+        .map(|kx| {
+            let at = kx * dw;
+            let first = pl.saturating_sub(at).div_ceil(sw).min(geo.ow);
+            let end = if geo.w + pl > at { ((geo.w + pl - at - 1) / sw + 1).clamp(first, geo.ow) } else { first };
+            (first, end)
+        })
+        .collect();
+    let mut planes = prepared.chunks_exact_mut(sizes.plane);
+    for channel in image.chunks_exact(full[0] * full[1]).take(geo.c_in) {
+        for a in 0..sh {
+            for (kx, &(first, end)) in spans.iter().enumerate() {
+                let Some(plane) = planes.next() else { return };
+                for (i, out) in plane.chunks_exact_mut(sizes.row).enumerate() {
+                    let Some(y) = (a + i * sh).checked_sub(pt).filter(|&y| y < geo.h) else {
+                        out.fill(0.0);
+                        continue;
+                    };
+                    let src = &channel[(origin[0] + y) * full[1] + origin[1]..][..geo.w];
+                    out[..first].fill(0.0);
+                    out[end..].fill(0.0);
+                    if first < end {
+                        let start = first * sw + kx * dw - pl;
+                        let inside = &mut out[first..end];
+                        if sw == 1 {
+                            inside.copy_from_slice(&src[start..][..inside.len()]);
+                        } else {
+                            inside.iter_mut().zip(src[start..].iter().step_by(sw)).for_each(|(o, &v)| *o = v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One image on any machine: the same sums as the vector build, a multiply then an add per tap.
 fn portable_image(
     geo: &ConvGeometry,
     sizes: &Sizes,
-    conv: &PackedConv,
+    conv: Filters<'_>,
     offsets: &[usize],
+    map: Option<&[usize]>,
     x: &[f32],
     wide: &mut [f32],
 ) {
-    let k = offsets.len();
+    assert_map(&conv, offsets, map);
+    let k = conv.k;
+    let weight = |tap: usize| map.map_or(tap, |m| m[tap]);
     if conv.depthwise {
         // Channel c's taps: channel 0's, one channel's planes further per channel.
-        let step = geo.stride[0] * geo.stride[1] * sizes.plane;
+        let step = sizes.channel;
         for (c, channel) in wide.chunks_exact_mut(sizes.wide).enumerate().take(geo.c_out) {
             let w = &conv.weights[c * k..][..k];
             for (q, o) in channel[..sizes.pixels].iter_mut().enumerate() {
                 let mut sum = conv.bias[c];
-                for (&weight, &offset) in w.iter().zip(offsets) {
-                    sum += weight * x[c * step + offset + q];
+                for (tap, &offset) in offsets.iter().enumerate() {
+                    sum += w[weight(tap)] * x[c * step + offset + q];
                 }
                 *o = clamp(sum, conv.low, conv.high);
             }
@@ -390,7 +751,7 @@ fn portable_image(
         for (q, o) in channel[..sizes.pixels].iter_mut().enumerate() {
             let mut sum = conv.bias[co];
             for (tap, &offset) in offsets.iter().enumerate() {
-                sum += w[tap * CO_BLOCK + lane] * x[offset + q];
+                sum += w[weight(tap) * CO_BLOCK + lane] * x[offset + q];
             }
             *o = clamp(sum, conv.low, conv.high);
         }
@@ -411,7 +772,7 @@ fn clamp(v: f32, low: f32, high: f32) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{ConvGeometry, PackedConv, Sizes, CO_BLOCK, LANES, TILE_PIXELS};
+    use super::{AllTaps, ConvGeometry, Filters, Sizes, SomeTaps, TapMap, CO_BLOCK, LANES, TILE_PIXELS};
     use std::arch::x86_64::*;
 
     /// The sums of `NB` blocks of 4 output channels over `V` vectors of 8 pixels.
@@ -426,13 +787,20 @@ mod avx2 {
     pub(super) unsafe fn image(
         geo: &ConvGeometry,
         sizes: &Sizes,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         offsets: &[usize],
+        map: Option<&[usize]>,
         x: &[f32],
         wide: &mut [f32],
     ) {
-        // Safety: as this function's.
-        unsafe { tiled::<1, 4>(geo, sizes, conv, offsets, x, wide, 0) }
+        super::assert_map(&conv, offsets, map);
+        // Safety: as this function's; the map is in range (asserted above).
+        unsafe {
+            match map {
+                None => tiled::<1, 4, _>(geo, sizes, conv, offsets, AllTaps, x, wide, 0),
+                Some(m) => tiled::<1, 4, _>(geo, sizes, conv, offsets, SomeTaps(m), x, wide, 0),
+            }
+        }
     }
 
     /// One image, on AVX-512 machines: tiles of 16 channels by 16 pixels in 512-bit vectors (16
@@ -446,31 +814,57 @@ mod avx2 {
     pub(super) unsafe fn image_avx512(
         geo: &ConvGeometry,
         sizes: &Sizes,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         offsets: &[usize],
+        map: Option<&[usize]>,
+        x: &[f32],
+        wide: &mut [f32],
+    ) {
+        super::assert_map(&conv, offsets, map);
+        // Safety: as this function's; the map is in range (asserted above).
+        unsafe {
+            match map {
+                None => image_avx512_mapped(geo, sizes, conv, offsets, AllTaps, x, wide),
+                Some(m) => image_avx512_mapped(geo, sizes, conv, offsets, SomeTaps(m), x, wide),
+            }
+        }
+    }
+
+    /// [`image_avx512`] with tap `i` reading weight `map.at(i)`.
+    ///
+    /// Safety: as [`image_avx512`]; every `map.at(i)` for `i < offsets.len()` is below `conv.k`.
+    #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+    unsafe fn image_avx512_mapped<M: TapMap>(
+        geo: &ConvGeometry,
+        sizes: &Sizes,
+        conv: Filters<'_>,
+        offsets: &[usize],
+        map: M,
         x: &[f32],
         wide: &mut [f32],
     ) {
         let mut first = 0;
         if !conv.depthwise && geo.c_out >= 16 {
             // Safety: as this function's.
-            first = unsafe { super::avx512::groups_of_16(geo, sizes, conv, offsets, x, wide) };
+            first = unsafe { super::avx512::groups_of_16(geo, sizes, conv, offsets, map, x, wide) };
         }
         // Safety: as this function's; blocks from `first` on are left.
-        unsafe { tiled::<2, 8>(geo, sizes, conv, offsets, x, wide, first) }
+        unsafe { tiled::<2, 8, M>(geo, sizes, conv, offsets, map, x, wide, first) }
     }
 
     /// One image in tiles of `NB` blocks of 4 channels from block `first` on, or, depthwise (all
     /// channels), of `DV` vectors of pixels.
     ///
-    /// Safety: as [`image`].
+    /// Safety: as [`image`]; every `map.at(i)` for `i < offsets.len()` is below `conv.k`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn tiled<const NB: usize, const DV: usize>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tiled<const NB: usize, const DV: usize, M: TapMap>(
         geo: &ConvGeometry,
         sizes: &Sizes,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         offsets: &[usize],
+        map: M,
         x: &[f32],
         wide: &mut [f32],
         first: usize,
@@ -478,9 +872,9 @@ mod avx2 {
         // Safety: as this function's.
         unsafe {
             if conv.depthwise {
-                depthwise_tiled::<DV>(geo, sizes, conv, offsets, x, wide)
+                depthwise_tiled::<DV, M>(geo, sizes, conv, offsets, map, x, wide)
             } else {
-                image_tiled::<NB>(geo, sizes, conv, offsets, x, wide, first)
+                image_tiled::<NB, M>(geo, sizes, conv, offsets, map, x, wide, first)
             }
         }
     }
@@ -489,19 +883,21 @@ mod avx2 {
     /// 16 pixels by both blocks at once when `NB` is 2, one block at a time otherwise; the last 8
     /// pixels or fewer in a tile of both blocks by 8 pixels.
     ///
-    /// Safety: as [`image`].
+    /// Safety: as [`image`]; every `map.at(i)` for `i < offsets.len()` is below `conv.k`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn image_tiled<const NB: usize>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn image_tiled<const NB: usize, M: TapMap>(
         geo: &ConvGeometry,
         sizes: &Sizes,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         offsets: &[usize],
+        map: M,
         x: &[f32],
         wide: &mut [f32],
         first: usize,
     ) {
-        let k = offsets.len();
+        let k = conv.k;
         super::assert_tiles_inside(geo, sizes, offsets, x, wide);
         let blocks = geo.c_out.div_ceil(CO_BLOCK);
         assert!(conv.weights.len() == blocks * k * CO_BLOCK && conv.bias.len() == blocks * CO_BLOCK);
@@ -520,23 +916,24 @@ mod avx2 {
                     if pair == NB {
                         let ws = std::array::from_fn(|i| weights(b + i));
                         // Safety: the tile starts at pixel `q < pixels` (see above).
-                        let sums = unsafe { tile::<NB, 2>(x, q, offsets, ws, std::array::from_fn(|i| bias(b + i))) };
+                        let sums =
+                            unsafe { tile::<NB, 2, M>(x, q, offsets, map, ws, std::array::from_fn(|i| bias(b + i))) };
                         store(&sums, conv, out, sizes.wide, q);
                     } else {
                         for i in 0..pair {
                             // Safety: the tile starts at pixel `q < pixels` (see above).
-                            let sums = unsafe { tile::<1, 2>(x, q, offsets, [weights(b + i)], [bias(b + i)]) };
+                            let sums = unsafe { tile::<1, 2, M>(x, q, offsets, map, [weights(b + i)], [bias(b + i)]) };
                             store(&sums, conv, &mut out[i * CO_BLOCK * sizes.wide..], sizes.wide, q);
                         }
                     }
                 } else if pair == 2 {
                     let ws = [weights(b), weights(b + 1)];
                     // Safety: the tile starts at pixel `q < pixels` (see above).
-                    let sums = unsafe { tile::<2, 1>(x, q, offsets, ws, [bias(b), bias(b + 1)]) };
+                    let sums = unsafe { tile::<2, 1, M>(x, q, offsets, map, ws, [bias(b), bias(b + 1)]) };
                     store(&sums, conv, out, sizes.wide, q);
                 } else {
                     // Safety: the tile starts at pixel `q < pixels` (see above).
-                    let sums = unsafe { tile::<1, 1>(x, q, offsets, [weights(b)], [bias(b)]) };
+                    let sums = unsafe { tile::<1, 1, M>(x, q, offsets, map, [weights(b)], [bias(b)]) };
                     store(&sums, conv, out, sizes.wide, q);
                 }
                 q += TILE_PIXELS;
@@ -548,20 +945,21 @@ mod avx2 {
     /// The loops of a depthwise [`image`]: for each channel, tiles of `V` (at most 8) vectors of
     /// pixels, then one tile of the vectors left.
     ///
-    /// Safety: as [`image`].
+    /// Safety: as [`image`]; every `map.at(i)` for `i < offsets.len()` is below `conv.k`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn depthwise_tiled<const V: usize>(
+    unsafe fn depthwise_tiled<const V: usize, M: TapMap>(
         geo: &ConvGeometry,
         sizes: &Sizes,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         offsets: &[usize],
+        map: M,
         x: &[f32],
         wide: &mut [f32],
     ) {
         const { assert!(V <= 8) };
-        let k = offsets.len();
-        let step = geo.stride[0] * geo.stride[1] * sizes.plane;
+        let k = conv.k;
+        let step = sizes.channel;
         // A vector starting at pixel q < pixels of channel c reads `c·step + offset + q .. + 8`:
         // the farthest float is inside `x` (the prepared input has 16 floats past its last plane).
         let farthest = (geo.c_out - 1) * step + offsets.iter().max().copied().unwrap_or(0) + sizes.pixels - 1 + LANES;
@@ -577,7 +975,7 @@ mod avx2 {
             // to 8, which `wide` holds.
             while q + V * LANES <= sizes.pixels.next_multiple_of(LANES) {
                 // Safety: the tile starts at pixel `q < pixels` (see above).
-                let sums = unsafe { depthwise_tile::<V>(channel, q, offsets, w, conv.bias[c]) };
+                let sums = unsafe { depthwise_tile::<V, M>(channel, q, offsets, map, w, conv.bias[c]) };
                 store_row(&sums, conv, &mut out[q..]);
                 q += V * LANES;
             }
@@ -589,7 +987,7 @@ mod avx2 {
                     ($($n:literal)*) => {
                         match (sizes.pixels - q).div_ceil(LANES) {
                             // Safety: the tile starts at pixel `q < pixels` (see above).
-                            $($n => store_row(&unsafe { depthwise_tile::<$n>(channel, q, offsets, w, bias) }, conv, out),)*
+                            $($n => store_row(&unsafe { depthwise_tile::<$n, M>(channel, q, offsets, map, w, bias) }, conv, out),)*
                             _ => unreachable!("fewer than {V} vectors are left"),
                         }
                     };
@@ -605,10 +1003,11 @@ mod avx2 {
     /// Safety: `depthwise_tiled` asserted what the loads need.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn depthwise_tile<const V: usize>(
+    unsafe fn depthwise_tile<const V: usize, M: TapMap>(
         x: &[f32],
         start: usize,
         offsets: &[usize],
+        map: M,
         w: &[f32],
         bias: f32,
     ) -> [__m256; V] {
@@ -617,8 +1016,8 @@ mod avx2 {
         unsafe {
             let mut acc = [_mm256_set1_ps(bias); V];
             let xp = x.as_ptr().add(start);
-            for (&weight, &offset) in w.iter().zip(offsets) {
-                let weight = _mm256_set1_ps(weight);
+            for (tap, &offset) in offsets.iter().enumerate() {
+                let weight = _mm256_set1_ps(w[map.at(tap)]);
                 let p = xp.add(offset);
                 for (i, a) in acc.iter_mut().enumerate() {
                     *a = _mm256_fmadd_ps(weight, _mm256_loadu_ps(p.add(i * LANES)), *a);
@@ -634,17 +1033,19 @@ mod avx2 {
     /// Safety: `image_tiled` asserted what the loads need (see inside).
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn tile<const NB: usize, const V: usize>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile<const NB: usize, const V: usize, M: TapMap>(
         x: &[f32],
         start: usize,
         offsets: &[usize],
+        map: M,
         w: [&[f32]; NB],
         bias: [&[f32]; NB],
     ) -> Sums<NB, V> {
         // Safety: every load reads `start + offset + 8·v .. + 8` with `v < V ≤ 2`, `offset` a tap
         // offset, `start` a pixel below `pixels`: `image_tiled` asserted that the farthest such
         // float is inside `x`. The weights read are `w[i][4·tap .. 4·tap + 4]` for
-        // `tap < offsets.len()`, which each `w[i]` holds.
+        // `tap < offsets.len()`, `map.at(tap) < k` (the caller's promise), which each `w[i]` holds.
         unsafe {
             let mut acc: Sums<NB, V> = [[[_mm256_setzero_ps(); V]; CO_BLOCK]; NB];
             for (block, b) in acc.iter_mut().zip(bias) {
@@ -656,13 +1057,14 @@ mod avx2 {
             let wp: [*const f32; NB] = std::array::from_fn(|i| w[i].as_ptr());
             for (tap, &offset) in offsets.iter().enumerate() {
                 let p = xp.add(offset);
+                let at = map.at(tap) * CO_BLOCK;
                 let mut v = [_mm256_setzero_ps(); V];
                 for (i, vi) in v.iter_mut().enumerate() {
                     *vi = _mm256_loadu_ps(p.add(i * LANES));
                 }
                 for (block, &wb) in acc.iter_mut().zip(&wp) {
                     for (c, a) in block.iter_mut().enumerate() {
-                        let weight = _mm256_broadcast_ss(&*wb.add(tap * CO_BLOCK + c));
+                        let weight = _mm256_broadcast_ss(&*wb.add(at + c));
                         for i in 0..V {
                             a[i] = _mm256_fmadd_ps(weight, v[i], a[i]);
                         }
@@ -679,7 +1081,7 @@ mod avx2 {
     #[inline]
     fn store<const NB: usize, const V: usize>(
         sums: &Sums<NB, V>,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         out: &mut [f32],
         stride: usize,
         q: usize,
@@ -692,7 +1094,7 @@ mod avx2 {
     /// Writes `sums`, clamped, at the start of `out`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    fn store_row(sums: &[__m256], conv: &PackedConv, out: &mut [f32]) {
+    fn store_row(sums: &[__m256], conv: Filters<'_>, out: &mut [f32]) {
         let (low, high) = (_mm256_set1_ps(conv.low), _mm256_set1_ps(conv.high));
         for (chunk, &sum) in out[..sums.len() * LANES].chunks_exact_mut(LANES).zip(sums) {
             // `max(low, v)` and `min(high, v)` return `v` when it is NaN.
@@ -705,7 +1107,7 @@ mod avx2 {
 /// The 512-bit tiles of [`avx2::image_avx512`].
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{ConvGeometry, PackedConv, Sizes, CO_BLOCK, TILE_PIXELS};
+    use super::{ConvGeometry, Filters, Sizes, TapMap, CO_BLOCK, TILE_PIXELS};
     use std::arch::x86_64::*;
 
     /// Output channels of one tile: four blocks.
@@ -718,15 +1120,16 @@ mod avx512 {
     /// the kernel's layout, the sizes [`super::conv2d`] checked; the convolution is not depthwise.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     #[inline(never)]
-    pub(super) unsafe fn groups_of_16(
+    pub(super) unsafe fn groups_of_16<M: TapMap>(
         geo: &ConvGeometry,
         sizes: &Sizes,
-        conv: &PackedConv,
+        conv: Filters<'_>,
         offsets: &[usize],
+        map: M,
         x: &[f32],
         wide: &mut [f32],
     ) -> usize {
-        let k = offsets.len();
+        let k = conv.k;
         super::assert_tiles_inside(geo, sizes, offsets, x, wide);
         let groups = geo.c_out / GROUP;
         assert!(conv.weights.len() >= groups * GROUP * k && conv.bias.len() >= groups * GROUP);
@@ -738,7 +1141,7 @@ mod avx512 {
             let (low, high) = (_mm512_set1_ps(conv.low), _mm512_set1_ps(conv.high));
             for q in (0..sizes.pixels).step_by(TILE_PIXELS) {
                 // Safety: the tile starts at pixel `q < pixels`, which the assertions above cover.
-                let sums = unsafe { tile(x, q, offsets, weights, bias) };
+                let sums = unsafe { tile(x, q, offsets, map, weights, bias) };
                 for (channel, sum) in out.chunks_exact_mut(sizes.wide).zip(sums) {
                     // `max(low, v)` and `min(high, v)` return `v` when it is NaN.
                     let v = _mm512_min_ps(high, _mm512_max_ps(low, sum));
@@ -755,10 +1158,17 @@ mod avx512 {
     ///
     /// Safety: as [`groups_of_16`]; every load reads `start + offset .. + 16` with `offset` a tap
     /// offset and `start` a pixel below `pixels`, inside `x`; the weights read are `w[i][4·tap ..
-    /// 4·tap + 4]` for `tap < offsets.len()`, which each `w[i]` holds.
+    /// 4·tap + 4]` for `tap = map.at(i) < k`, which each `w[i]` holds.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     #[inline]
-    unsafe fn tile(x: &[f32], start: usize, offsets: &[usize], w: [&[f32]; 4], bias: &[f32]) -> [__m512; GROUP] {
+    unsafe fn tile<M: TapMap>(
+        x: &[f32],
+        start: usize,
+        offsets: &[usize],
+        map: M,
+        w: [&[f32]; 4],
+        bias: &[f32],
+    ) -> [__m512; GROUP] {
         let mut acc: [__m512; GROUP] = std::array::from_fn(|c| _mm512_set1_ps(bias[c]));
         // Safety: as this function's.
         unsafe {
@@ -766,8 +1176,9 @@ mod avx512 {
             let wp: [*const f32; 4] = std::array::from_fn(|i| w[i].as_ptr());
             for (tap, &offset) in offsets.iter().enumerate() {
                 let v = _mm512_loadu_ps(xp.add(offset));
+                let at = map.at(tap) * CO_BLOCK;
                 for (c, a) in acc.iter_mut().enumerate() {
-                    let weight = _mm512_set1_ps(*wp[c / CO_BLOCK].add(tap * CO_BLOCK + c % CO_BLOCK));
+                    let weight = _mm512_set1_ps(*wp[c / CO_BLOCK].add(at + c % CO_BLOCK));
                     *a = _mm512_fmadd_ps(weight, v, *a);
                 }
             }
@@ -794,17 +1205,18 @@ mod tests {
     }
 
     /// The definition, in f64: each output the bias plus every tap inside the input, then clamped;
-    /// and the sum of the terms' magnitudes (for the tolerance).
+    /// and the sum of the terms' magnitudes (for the tolerance). `group` groups of channels.
+    #[allow(clippy::too_many_arguments)]
     fn reference(
         geo: &ConvGeometry,
-        depthwise: bool,
+        group: usize,
         w: &[f32],
         bias: &[f32],
         x: &[f32],
         low: f32,
         high: f32,
     ) -> Vec<(f64, f64)> {
-        let c_per_out = if depthwise { 1 } else { geo.c_in };
+        let (c_per_out, co_per_group) = (geo.c_in / group, geo.c_out / group);
         let mut out = Vec::new();
         for n in 0..geo.batch {
             for co in 0..geo.c_out {
@@ -812,7 +1224,7 @@ mod tests {
                     for ox in 0..geo.ow {
                         let (mut sum, mut size) = (bias[co] as f64, (bias[co] as f64).abs());
                         for ci in 0..c_per_out {
-                            let c = if depthwise { co } else { ci };
+                            let c = (co / co_per_group) * c_per_out + ci;
                             for ky in 0..geo.kh {
                                 for kx in 0..geo.kw {
                                     let y =
@@ -857,6 +1269,15 @@ mod tests {
         Some(ConvGeometry { batch, c_in, h, w, c_out, kh, kw, stride, dilation, pad_before, oh, ow })
     }
 
+    /// A pool of `threads` threads (1, 2 or 8), made once.
+    fn test_pool(threads: usize) -> &'static ThreadPool {
+        static POOLS: std::sync::OnceLock<Vec<ThreadPool>> = std::sync::OnceLock::new();
+        let pools = POOLS.get_or_init(|| {
+            [1, 2, 8].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect()
+        });
+        &pools[[1, 2, 8].iter().position(|&n| n == threads).unwrap()]
+    }
+
     /// Every build the machine runs.
     fn builds() -> Vec<(&'static str, Kernel)> {
         let mut all: Vec<(&'static str, Kernel)> = vec![("portable", portable_image)];
@@ -865,11 +1286,11 @@ mod tests {
             use std::arch::is_x86_feature_detected as has;
             if has!("avx2") && has!("fma") {
                 // Safety: the CPU has AVX2 and FMA, checked just above.
-                all.push(("avx2", |g, s, c, o, x, w| unsafe { avx2::image(g, s, c, o, x, w) }));
+                all.push(("avx2", |g, s, c, o, m, x, w| unsafe { avx2::image(g, s, c, o, m, x, w) }));
             }
             if has!("avx2") && has!("fma") && has!("avx512f") && has!("avx512vl") {
                 // Safety: the CPU has AVX2, FMA, AVX512F and AVX512VL, checked just above.
-                all.push(("avx512", |g, s, c, o, x, w| unsafe { avx2::image_avx512(g, s, c, o, x, w) }));
+                all.push(("avx512", |g, s, c, o, m, x, w| unsafe { avx2::image_avx512(g, s, c, o, m, x, w) }));
             }
         }
         all
@@ -881,29 +1302,46 @@ mod tests {
         (got as f64 - want).abs() <= (k as f64 + 1.0) * f32::EPSILON as f64 * size
     }
 
-    fn check(geo: &ConvGeometry, depthwise: bool, low: f32, high: f32, seed: u64) {
-        let k = if depthwise { 1 } else { geo.c_in } * geo.kh * geo.kw;
+    /// Checks every build and [`conv2d`] against the definition; `group` 0 for depthwise.
+    fn check(geo: &ConvGeometry, group: usize, low: f32, high: f32, seed: u64) {
+        let depthwise = group == 0;
+        let group = if depthwise { geo.c_in } else { group };
+        let k = geo.c_in / group * geo.kh * geo.kw;
         let (w, bias) = (values(geo.c_out * k, seed), values(geo.c_out, seed + 1));
         let x = values(geo.batch * geo.c_in * geo.h * geo.w, seed + 2);
         let packed = if depthwise {
             PackedConv::depthwise(&w, Some(&bias), [geo.c_out, geo.kh, geo.kw], low, high).unwrap()
         } else {
-            PackedConv::new(&w, Some(&bias), [geo.c_out, geo.c_in, geo.kh, geo.kw], low, high).unwrap()
+            PackedConv::grouped(&w, Some(&bias), [geo.c_out, geo.c_in, geo.kh, geo.kw], group, low, high).unwrap()
         };
-        let expected = reference(geo, depthwise, &w, &bias, &x, low, high);
-        let sizes = geo.sizes().unwrap();
+        let expected = reference(geo, group, &w, &bias, &x, low, high);
+        let steps = steps(geo, &packed).unwrap();
+        let prepared_len = steps.iter().map(|s| s.sizes.prepared).max().unwrap();
+        let wide_len = steps.iter().map(|s| s.sizes.wide).max().unwrap() * geo.c_out;
+        let outputs = geo.batch * geo.c_out * geo.oh * geo.ow;
         for (name, build) in builds() {
             // Scratch full of NaN: nothing the output depends on may be left unwritten.
-            let mut prepared = vec![f32::NAN; sizes.prepared];
-            let mut wide = vec![f32::NAN; sizes.wide * geo.c_out];
-            let mut out = vec![f32::NAN; sizes.output];
-            convolve(geo, &sizes, &packed, &x, &mut out, (&mut prepared, &mut wide), build);
+            let mut prepared = vec![f32::NAN; prepared_len];
+            let mut wide = vec![f32::NAN; wide_len];
+            let mut out = vec![f32::NAN; outputs];
+            convolve(geo, &steps, &packed, &x, &mut out, (&mut prepared, &mut wide), build, None);
             for (i, (&got, &want)) in out.iter().zip(&expected).enumerate() {
-                assert!(close(got, want, k), "{name} {geo:?} output {i}: {got} vs {want:?}");
+                assert!(close(got, want, k), "{name} {geo:?} group {group} output {i}: {got} vs {want:?}");
             }
         }
-        let mut out = vec![f32::NAN; sizes.output];
-        conv2d(geo, &packed, &x, &mut out).unwrap();
+        // Threads: every unit of work its own job where there are enough (one multiply-add a thread).
+        for threads in [1, 2, 8] {
+            let mut prepared = vec![f32::NAN; prepared_len];
+            let mut wide = vec![f32::NAN; wide_len];
+            let mut out = vec![f32::NAN; outputs];
+            let pool = Some((test_pool(threads), 1));
+            convolve(geo, &steps, &packed, &x, &mut out, (&mut prepared, &mut wide), kernel, pool);
+            for (i, (&got, &want)) in out.iter().zip(&expected).enumerate() {
+                assert!(close(got, want, k), "{threads} threads {geo:?} group {group} output {i}: {got} vs {want:?}");
+            }
+        }
+        let mut out = vec![f32::NAN; outputs];
+        conv2d(geo, &packed, &x, &mut out, Some(test_pool(2))).unwrap();
         assert!(out.iter().zip(&expected).all(|(&got, &want)| close(got, want, k)));
     }
 
@@ -934,10 +1372,10 @@ mod tests {
                             let (low, high) =
                                 [(f32::NEG_INFINITY, f32::INFINITY), (0.0, f32::INFINITY), (0.0, 6.0), (-1.0, 0.5)]
                                     [seed as usize % 4];
-                            check(&geo, false, low, high, seed);
+                            check(&geo, 1, low, high, seed);
                             cases += 1;
                             // Depthwise: one output channel per input channel.
-                            check(&ConvGeometry { c_out: c_in, ..geo }, true, low, high, seed);
+                            check(&ConvGeometry { c_out: c_in, ..geo }, 0, low, high, seed);
                         }
                     }
                 }
@@ -947,18 +1385,77 @@ mod tests {
     }
 
     #[test]
+    fn dilated_and_grouped_convolutions_follow_the_definition() {
+        let (mut seed, mut cases, mut split, mut bias_only) = (7, 0, 0, 0);
+        // (input channels, output channels, groups; 0 for depthwise)
+        for (c_in, c_out, group) in [(3, 8, 1), (8, 20, 4), (6, 6, 0), (12, 36, 3), (16, 32, 2), (4, 4, 4)] {
+            for (h, w) in [(10, 12), (5, 7), (3, 3), (9, 20)] {
+                for k in [1, 3, 5] {
+                    for d in [1, 2, 6, 12] {
+                        for s in [1, 2] {
+                            seed += 5;
+                            // Padding as wide as the kernel's reach (same size output), or beyond it.
+                            let pad = (k - 1) / 2 * d + (seed as usize).is_multiple_of(3) as usize;
+                            let Some(geo) = geometry(
+                                1 + seed as usize % 2,
+                                [c_in, c_out],
+                                [h, w],
+                                [k, k],
+                                [s, s],
+                                [d, d],
+                                [pad, pad],
+                                [pad, pad + 1],
+                            ) else {
+                                continue;
+                            };
+                            let (low, high) = [(f32::NEG_INFINITY, f32::INFINITY), (0.0, 6.0)][seed as usize % 2];
+                            check(&geo, group, low, high, seed);
+                            let group_of = if group == 0 { c_in } else { group };
+                            let packed = PackedConv::grouped(
+                                &values(c_out * c_in / group_of * k * k, 1),
+                                None,
+                                [c_out, c_in, k, k],
+                                group_of,
+                                low,
+                                high,
+                            )
+                            .unwrap();
+                            let parts = steps(&geo, &packed).unwrap();
+                            split += (parts.len() > 1 || parts[0].map.is_some()) as usize;
+                            bias_only +=
+                                parts.iter().any(|p| p.part.taps[0].is_empty() || p.part.taps[1].is_empty()) as usize;
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 400 && split > 100 && bias_only > 20, "{cases} cases, {split} split, {bias_only} bias only");
+    }
+
+    #[test]
+    fn grouped_weights_are_checked() {
+        // 2 output channels of 2 groups: each reads 2 of the 4 input channels, 2·2·3·3 weights.
+        assert!(PackedConv::grouped(&[0.0; 36], None, [2, 4, 3, 3], 2, 0.0, 1.0).is_ok());
+        assert!(PackedConv::grouped(&[0.0; 36], None, [2, 4, 3, 3], 3, 0.0, 1.0).is_err());
+        assert!(PackedConv::grouped(&[0.0; 36], None, [2, 4, 3, 3], 0, 0.0, 1.0).is_err());
+        assert!(PackedConv::grouped(&[0.0; 18], None, [2, 4, 3, 3], 2, 0.0, 1.0).is_err());
+        assert!(PackedConv::grouped(&[0.0; 72], None, [2, 4, 3, 3], 1, 0.0, 1.0).is_ok());
+    }
+
+    #[test]
     fn a_nan_stays_nan_through_the_clamp() {
         let geo = geometry(1, [1, 1], [1, 4], [1, 2], [1, 1], [1, 1], [0, 0], [0, 0]).unwrap();
         let packed = PackedConv::new(&[1.0, 1.0], None, [1, 1, 1, 2], 0.0, 6.0).unwrap();
         let mut out = vec![0.0; 3];
-        conv2d(&geo, &packed, &[f32::NAN, 1.0, 10.0, -5.0], &mut out).unwrap();
+        conv2d(&geo, &packed, &[f32::NAN, 1.0, 10.0, -5.0], &mut out, None).unwrap();
         assert!(out[0].is_nan());
         assert_eq!(&out[1..], &[6.0, 5.0]);
         // 16 output channels: the 512-bit tiles on AVX-512 machines.
         let geo = geometry(1, [1, 16], [1, 4], [1, 2], [1, 1], [1, 1], [0, 0], [0, 0]).unwrap();
         let packed = PackedConv::new(&[1.0; 32], None, [16, 1, 1, 2], 0.0, 6.0).unwrap();
         let mut out = vec![0.0; 48];
-        conv2d(&geo, &packed, &[f32::NAN, 1.0, 10.0, -5.0], &mut out).unwrap();
+        conv2d(&geo, &packed, &[f32::NAN, 1.0, 10.0, -5.0], &mut out, None).unwrap();
         for channel in out.chunks(3) {
             assert!(channel[0].is_nan());
             assert_eq!(&channel[1..], &[6.0, 5.0]);
@@ -970,12 +1467,12 @@ mod tests {
         let geo = geometry(1, [2, 3], [4, 4], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1]).unwrap();
         let packed = PackedConv::new(&[0.5; 54], None, [3, 2, 3, 3], f32::NEG_INFINITY, f32::INFINITY).unwrap();
         let mut out = vec![0.0; 48];
-        assert!(conv2d(&geo, &packed, &[0.0; 31], &mut out).is_err());
-        assert!(conv2d(&geo, &packed, &[0.0; 32], &mut out[..47]).is_err());
+        assert!(conv2d(&geo, &packed, &[0.0; 31], &mut out, None).is_err());
+        assert!(conv2d(&geo, &packed, &[0.0; 32], &mut out[..47], None).is_err());
         let other = PackedConv::new(&[0.5; 36], None, [2, 2, 3, 3], f32::NEG_INFINITY, f32::INFINITY).unwrap();
-        assert!(conv2d(&geo, &other, &[0.0; 32], &mut out).is_err());
+        assert!(conv2d(&geo, &other, &[0.0; 32], &mut out, None).is_err());
         assert!(PackedConv::new(&[0.5; 53], None, [3, 2, 3, 3], 0.0, 1.0).is_err());
         let huge = ConvGeometry { h: usize::MAX / 2, oh: usize::MAX / 2, ..geo };
-        assert!(conv2d(&huge, &packed, &[0.0; 32], &mut out).is_err());
+        assert!(conv2d(&huge, &packed, &[0.0; 32], &mut out, None).is_err());
     }
 }

@@ -3,6 +3,7 @@
 mod alloc;
 mod budget;
 mod conv;
+mod conv_parts;
 mod copy;
 mod exp;
 mod half_softmax;

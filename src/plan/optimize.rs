@@ -27,8 +27,13 @@ use crate::plan::passes::sweep::Sweep;
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
 /// rewrites of the plan (decomposed hard swish, small convolutions, layer norms, small matrix products)
 /// between the two.
+///
+/// With the environment variable `SLICEOPS_NO_REWRITES` set (to anything but an empty string), the
+/// rewrites are left out: the plan is tract's own (as [`optimize_with`] `false` makes it), to compare
+/// our kernels with the paths they replace (`benches/conv_sweep.py`).
 pub fn optimize(model: TypedModel) -> TractResult<TypedModel> {
-    optimize_with(model, true)
+    let rewrites = std::env::var_os("SLICEOPS_NO_REWRITES").is_none_or(|v| v.is_empty());
+    optimize_with(model, rewrites)
 }
 
 /// The model decluttered then optimized, with our plan rewrites between the two if `rewrites`;

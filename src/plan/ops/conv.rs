@@ -59,7 +59,7 @@ impl TypedOp for DirectConv {
 impl EvalOp for DirectConv {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let input = args_1!(inputs);
         let shape = self.pool_spec.data_format.shape(input.shape())?;
         let hw = shape.hw_dims();
@@ -86,7 +86,13 @@ impl EvalOp for DirectConv {
         let data = input.try_as_plain_ram()?;
         let data = data.as_slice::<f32>()?;
         let mut out = vec![0f32; output_shape.shape.iter().product()];
-        conv2d(&geo, &self.packed, data, &mut out).map_err(|e| anyhow!("Conv: {e}"))?;
+        // The plan's thread pool (`--threads`, `Model::set_threads`), shared with tract's kernels.
+        let executor = crate::threads::budget(ctx).map(crate::threads::executor);
+        let pool = match &executor {
+            Some(tract_linalg::multithread::Executor::MultiThread(pool)) => Some(&**pool),
+            _ => None,
+        };
+        conv2d(&geo, &self.packed, data, &mut out, pool).map_err(|e| anyhow!("Conv: {e}"))?;
         let out = tract_ndarray::ArrayD::from_shape_vec(&*output_shape.shape, out)?;
         Ok(tvec!(out.into_tensor().into_tvalue()))
     }

@@ -3,10 +3,9 @@
 //! a batch normalization and the `Relu` or `Clip` after them fused.
 //!
 //! The rewrite is on the decluttered model, before code generation, so tract's `Pad` before a padded
-//! convolution is never made. It takes a `Conv` of group 1, or a depthwise one (as many groups as
-//! input and output channels), over a channels-first image of concrete shape, with constant weights
-//! and bias, a kernel of more than one tap (a 1x1 convolution is a matrix product, for
-//! [`super::small_matmul`]) and strides of at most 2. A `Mul` then an `Add` of one constant per
+//! convolution is never made. It takes a `Conv` of any group count (ordinary, grouped, depthwise),
+//! over a channels-first image of concrete shape, with constant weights
+//! and bias, where the choice rule ([`super::conv_rule`]) gives it to our kernel. A `Mul` then an `Add` of one constant per
 //! output channel right after it (a batch normalization, either or both) are folded into its weights
 //! and bias; a `Max` by a constant and/or a `Min` by a constant after those become the kernel's
 //! clamp; each of these nodes reads the value before it alone. Values are
@@ -17,13 +16,10 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cnn::Conv;
 use tract_onnx::tract_core::ops::nn::DataFormat;
 
+use super::conv_rule::{direct_kernel_takes, ConvShape};
 use super::node_match::{constant_applied, fused_clamp};
 use crate::kernel::PackedConv;
 use crate::plan::DirectConv;
-
-/// The largest stride taken. A patch-embedding convolution (kernel and stride 16, a ViT's) lays its
-/// input out in 256 phase planes of a few elements each, and ran at 35 µs where tract's took 22.
-const MAX_STRIDE: usize = 2;
 
 /// The rule of the direct-conv pass (see the module docs): the patch for `node`, if it is a
 /// convolution the direct kernel takes.
@@ -64,17 +60,34 @@ fn packed_weights(
     let (c_in, c_out) = (spec.input_channels, spec.output_channels);
     let depthwise = conv.group > 1 && conv.group == c_in && conv.group == c_out;
     let plain = conv.q_params.is_none()
-        && (conv.group == 1 || depthwise)
+        && conv.group >= 1
+        && c_in.is_multiple_of(conv.group)
+        && c_out.is_multiple_of(conv.group)
         && spec.rank() == 2
         && matches!(spec.data_format, DataFormat::NCHW | DataFormat::CHW)
-        && spec.kernel_shape.iter().product::<usize>() > 1
-        && spec.strides().iter().all(|&s| s <= MAX_STRIDE)
         && node.inputs.len() == 3;
     if !plain {
         return Ok(None);
     }
     let input = model.outlet_fact(node.inputs[0])?;
-    if input.datum_type != f32::datum_type() || input.shape.as_concrete().is_none() {
+    let output = model.outlet_fact(OutletId::new(node.id, 0))?.shape.as_concrete().map(|s| s.to_vec());
+    let (Some(output), true) = (output, input.datum_type == f32::datum_type() && input.shape.as_concrete().is_some())
+    else {
+        return Ok(None);
+    };
+    if output.len() < 2 {
+        return Ok(None);
+    }
+    let (strides, dilations) = (spec.strides(), spec.dilations());
+    let shape = ConvShape {
+        c_in,
+        group: conv.group,
+        kernel: [spec.kernel_shape[0], spec.kernel_shape[1]],
+        strides: [strides[0], strides[1]],
+        dilations: [dilations[0], dilations[1]],
+        output: [output[output.len() - 2], output[output.len() - 1]],
+    };
+    if !direct_kernel_takes(&shape) {
         return Ok(None);
     }
     let (Some(kernel), Some(bias)) =
@@ -114,7 +127,7 @@ fn packed_weights(
     let packed = if depthwise {
         PackedConv::depthwise(weights, Some(&bias), [c_out, kh, kw], low, high)
     } else {
-        PackedConv::new(weights, Some(&bias), [c_out, c_in, kh, kw], low, high)
+        PackedConv::grouped(weights, Some(&bias), [c_out, c_in, kh, kw], conv.group, low, high)
     };
     Ok(packed.ok())
 }

@@ -4,6 +4,7 @@
 //! one op ([`layer_norm`]), small matrix products on our kernel ([`small_matmul`]). Their matchers
 //! are in [`node_match`].
 
+pub(crate) mod conv_rule;
 pub(crate) mod direct_conv;
 pub(crate) mod hard_swish;
 pub(crate) mod layer_norm;
