@@ -18,6 +18,7 @@ mod splice;
 mod symbols;
 mod translate;
 mod verify;
+mod wide_dims;
 
 pub(crate) use bind::datum_type_of as bind_datum_type;
 pub(crate) use bind::symbol_name;

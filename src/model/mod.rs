@@ -17,6 +17,7 @@ mod node_match;
 pub(crate) mod optimize;
 mod overrides;
 mod plans;
+mod outer_refs;
 mod prepare;
 mod small_matmul;
 mod sweep;
