@@ -154,7 +154,10 @@ fn bombs_are_refused_from_their_header_when_run() {
         let npy = d.join(format!("{name}.npy"));
         sliceops::npy::write_npy(&npy, &tensor1(&bytes)).unwrap();
         let out = d.join(format!("{name}.out")).display().to_string();
-        let run = sliceops_limited(&["run", &model, "--input", &format!("data={}", npy.display()), "--output-dir", &out], LIMIT);
+        let run = sliceops_limited(
+            &["run", &model, "--input", &format!("data={}", npy.display()), "--output-dir", &out],
+            LIMIT,
+        );
         let line = run.error();
         assert!(line.starts_with("error: node 'dec' (ImageDecoder): ") && line.contains(want), "{name}: {line}");
         assert!(!std::path::Path::new(&out).join("y.npy").exists(), "{name}");
@@ -171,13 +174,19 @@ fn constant_bombs_are_refused_by_infer_and_fold_and_large_images_decoded_later()
             for args in [vec!["infer", &model], vec!["fold", &model, "-o", &folded]] {
                 let run = sliceops_limited(&args, LIMIT);
                 let line = run.error();
-                assert!(line.starts_with("error: node 'dec' (ImageDecoder): ") && line.contains(want), "{name}: {line}");
+                assert!(
+                    line.starts_with("error: node 'dec' (ImageDecoder): ") && line.contains(want),
+                    "{name}: {line}"
+                );
             }
         } else {
             // Over the analysis budget: typed with the node's own symbols, decoded (and refused) when run.
             let run = sliceops_limited(&["infer", &model], LIMIT);
             run.ok();
-            assert!(run.stdout.lines().any(|l| l.trim_end() == "y     uint8  [dec_height, dec_width, 3]"), "{name}\n{run:#?}");
+            assert!(
+                run.stdout.lines().any(|l| l.trim_end() == "y     uint8  [dec_height, dec_width, 3]"),
+                "{name}\n{run:#?}"
+            );
         }
     }
 }
@@ -234,7 +243,8 @@ fn too_many_jpeg2000_tiles_are_an_invalid_stream() {
     let npy = d.join("tiles.npy");
     sliceops::npy::write_npy(&npy, &tensor1(&j2k(4000, 1, None))).unwrap();
     let out = d.join("out");
-    let args = ["run", &model, "--input", &format!("data={}", npy.display()), "--output-dir", &out.display().to_string()];
+    let args =
+        ["run", &model, "--input", &format!("data={}", npy.display()), "--output-dir", &out.display().to_string()];
     sliceops_limited(&args, LIMIT).ok();
     let y = sliceops::npy::read_npy(&out.join("y.npy")).unwrap();
     assert_eq!(y.shape(), [0, 0, 3]);

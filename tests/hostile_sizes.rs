@@ -59,16 +59,25 @@ fn uncountable() -> Vec<(&'static str, Vec<u8>)> {
         ("Expand", tail(one().init_i64("s", &[E33, E33]).node("Expand", "", "huge", &["one", "s"], &["big"], vec![]))),
         (
             "ConstantOfShape",
-            tail(Builder::new(13).init_i64("s", &[E33, E33]).node("ConstantOfShape", "", "huge", &["s"], &["big"], vec![])),
+            tail(Builder::new(13).init_i64("s", &[E33, E33]).node(
+                "ConstantOfShape",
+                "",
+                "huge",
+                &["s"],
+                &["big"],
+                vec![],
+            )),
         ),
         (
             "Resize",
-            tail(
-                Builder::new(13)
-                    .init_f32("img", &[1, 1, 1, 1], &[1.0])
-                    .init_i64("sizes", &sizes)
-                    .node("Resize", "", "huge", &["img", "", "", "sizes"], &["big"], vec![]),
-            ),
+            tail(Builder::new(13).init_f32("img", &[1, 1, 1, 1], &[1.0]).init_i64("sizes", &sizes).node(
+                "Resize",
+                "",
+                "huge",
+                &["img", "", "", "sizes"],
+                &["big"],
+                vec![],
+            )),
         ),
     ]
 }
@@ -85,7 +94,8 @@ fn elements_past_i64_are_an_error_naming_the_node() {
         let want = if op == "Resize" { want } else { want.replace("[1, 1, ", "[") };
         let out = d.join(format!("{op}.out")).display().to_string();
         let folded = d.join(format!("{op}.folded.onnx")).display().to_string();
-        for args in [vec!["infer", &model], vec!["run", &model, "--output-dir", &out], vec!["fold", &model, "-o", &folded]]
+        for args in
+            [vec!["infer", &model], vec!["run", &model, "--output-dir", &out], vec!["fold", &model, "-o", &folded]]
         {
             let run = sliceops_limited(&args, LIMIT);
             assert_eq!(run.error(), want, "{op} {}", args[0]);
@@ -157,7 +167,8 @@ fn shape_of_a_value_past_u64_bytes_is_its_exact_shape() {
         let folded = d.join(format!("f{constant}.onnx"));
         sliceops_limited(&["fold", &model, "-o", &folded.display().to_string()], LIMIT).ok();
         let out = d.join(format!("fout{constant}"));
-        let mut args = vec!["run".to_string(), folded.display().to_string(), "--output-dir".into(), out.display().to_string()];
+        let mut args =
+            vec!["run".to_string(), folded.display().to_string(), "--output-dir".into(), out.display().to_string()];
         if !constant {
             args.extend(["--input".to_string(), format!("x={}", x.display())]);
         }
@@ -195,7 +206,10 @@ fn runtime_sizes_past_32_and_64_bits_are_refused_when_run() {
         let npy = d.join("in.npy");
         sliceops::npy::write_npy(&npy, &tensor1(&values)).unwrap();
         let out = d.join("out").display().to_string();
-        let run = sliceops_limited(&["run", path, "--input", &format!("{input}={}", npy.display()), "--output-dir", &out], LIMIT);
+        let run = sliceops_limited(
+            &["run", path, "--input", &format!("{input}={}", npy.display()), "--output-dir", &out],
+            LIMIT,
+        );
         let want = format!("error: node 'huge' ({op}): an output of shape {shape} is too large to allocate");
         assert_eq!(run.error(), want, "{values:?}");
         assert!(!std::path::Path::new(&out).join("y.npy").exists());

@@ -41,10 +41,10 @@ fn loop_model(outer: &str) -> Vec<u8> {
 
 /// A branch giving `Identity(value)`.
 fn branch(name: &str, value: &str) -> pb::GraphProto {
-    Builder::new(13).node("Identity", "", &format!("{name}_id"), &[value], &[&format!("{name}_out")], vec![]).output(
-        &format!("{name}_out"),
-    )
-    .graph(name)
+    Builder::new(13)
+        .node("Identity", "", &format!("{name}_id"), &[value], &[&format!("{name}_out")], vec![])
+        .output(&format!("{name}_out"))
+        .graph(name)
 }
 
 /// `z = If(cond, then: Identity(then_reads), else: Identity(x))`, `w = Neg(z)`.

@@ -94,11 +94,7 @@ impl Opaque {
             // which tract's own evaluation may misread): its output must have it.
             let differs = |(d, n): (&TDim, &usize)| d.as_i64().is_some_and(|v| usize::try_from(v).ok() != Some(*n));
             if self.deferred && f.shape.iter().zip(o.shape()).any(differs) {
-                return Err(failed(format!(
-                    "output {ix} has shape {:?}, analysis expected {:?}",
-                    o.shape(),
-                    f.shape
-                )));
+                return Err(failed(format!("output {ix} has shape {:?}, analysis expected {:?}", o.shape(), f.shape)));
             }
         }
         Ok(())

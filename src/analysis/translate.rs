@@ -1136,8 +1136,7 @@ impl Translator<'_> {
         } else {
             facts[0].datum_type
         };
-        let dims: Option<Vec<usize>> =
-            shape.iter().map(|d| d.as_i64().and_then(|v| usize::try_from(v).ok())).collect();
+        let dims: Option<Vec<usize>> = shape.iter().map(|d| d.as_i64().and_then(|v| usize::try_from(v).ok())).collect();
         if let Some(dims) = &dims {
             if super::budget::elements_of(dims).is_none() {
                 return Err(invalid(super::budget::uncountable(dims)));

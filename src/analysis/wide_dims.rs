@@ -117,7 +117,10 @@ mod tests {
             output_shape("Tile", &dims(&[1 << 40]), &[1 << 40]).unwrap_err(),
             "a dim of 1099511627776 repeated 1099511627776 times is more than 64-bit sizes can count"
         );
-        assert_eq!(output_shape("Expand", &dims(&[3]), &[1 << 40]).unwrap_err(), "dims 3 and 1099511627776 do not broadcast");
+        assert_eq!(
+            output_shape("Expand", &dims(&[3]), &[1 << 40]).unwrap_err(),
+            "dims 3 and 1099511627776 do not broadcast"
+        );
         assert_eq!(output_shape("Tile", &dims(&[1]), &[1, 1]).unwrap_err(), "2 repeats for an input of rank 1");
     }
 }

@@ -106,7 +106,8 @@ fn codestream(data: &[u8]) -> Option<&[u8]> {
             1 => (16, u64::from_be_bytes(data.get(at + 8..at + 16)?.try_into().ok()?)),
             n => (8, n),
         };
-        let end = usize::try_from(len).ok().and_then(|l| at.checked_add(l)).filter(|&e| e <= data.len() && len >= head)?;
+        let end =
+            usize::try_from(len).ok().and_then(|l| at.checked_add(l)).filter(|&e| e <= data.len() && len >= head)?;
         if kind == b"jp2c" {
             return data.get(at + head as usize..end);
         }

@@ -187,7 +187,7 @@ fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) 
 /// Height and width as symbols of the node's own.
 fn fresh(prefix: &str, model: &TypedModel) -> Dims {
     Dims::Fresh(
-            model.symbols.new_with_prefix(&format!("{prefix}_height")),
+        model.symbols.new_with_prefix(&format!("{prefix}_height")),
         model.symbols.new_with_prefix(&format!("{prefix}_width")),
     )
 }

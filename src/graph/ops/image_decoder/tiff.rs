@@ -62,7 +62,8 @@ fn first_ifd_only(data: &[u8]) -> Vec<u8> {
     };
     let link = || -> Option<(usize, usize)> {
         let big = read(2, 2)? == 43;
-        let (offset, count_size, entry, link_size) = if big { (read(8, 8)?, 8, 20, 8) } else { (read(4, 4)?, 2, 12, 4) };
+        let (offset, count_size, entry, link_size) =
+            if big { (read(8, 8)?, 8, 20, 8) } else { (read(4, 4)?, 2, 12, 4) };
         let offset = usize::try_from(offset).ok()?;
         let count = usize::try_from(read(offset, count_size)?).ok()?;
         let at = count.checked_mul(entry)?.checked_add(offset)?.checked_add(count_size)?;

@@ -6,7 +6,8 @@ use super::huffman::Table;
 use super::Failure;
 
 /// Code counts per length and symbols of the DC luminance table (K.3.3.1).
-const DC_LUMINANCE: ([u8; 16], &[u8]) = ([0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+const DC_LUMINANCE: ([u8; 16], &[u8]) =
+    ([0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
 
 /// The DC chrominance table (K.3.3.1).
 const DC_CHROMINANCE: ([u8; 16], &[u8]) =
