@@ -16,7 +16,7 @@ pub(crate) enum Weighed {
     /// translation deals with those): the node is translated.
     Fits,
     /// Over the budget: the output facts and the reason; the node is computed only when a plan runs.
-    Over(TVec<TypedFact>, String),
+    Over(Vec<TypedFact>, String),
     /// An output has more elements than 64-bit sizes can count: no run could hold it, and tract's
     /// size products would wrap (to an empty tensor); the message says which.
     Uncountable(String),
@@ -24,7 +24,7 @@ pub(crate) enum Weighed {
 
 /// The output facts and the reason, when the outputs' known shapes take more than `budget` bytes.
 pub(crate) fn oversized(outputs: &[InferenceFact], budget: u64) -> Weighed {
-    let mut facts = tvec![];
+    let mut facts = vec![];
     let mut total: Option<u64> = Some(0);
     let mut shapes = vec![];
     for fact in outputs {

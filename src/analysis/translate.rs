@@ -1172,7 +1172,7 @@ impl Translator<'_> {
         let Ok(Some(outputs)) = local_rules(node, &facts, &[]) else { return Ok(None) };
         let (facts, reason) = match super::budget::oversized(&outputs, self.fold_bytes) {
             super::budget::Weighed::Fits => return Ok(None),
-            super::budget::Weighed::Over(facts, reason) => (facts, reason),
+            super::budget::Weighed::Over(facts, reason) => (facts.into_iter().collect(), reason),
             super::budget::Weighed::Uncountable(why) => {
                 return Err(crate::error::NodeError::invalid(&node.name, self.op_type(node), why))
             }

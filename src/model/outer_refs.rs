@@ -48,7 +48,7 @@ fn free_names(graph: &pb::GraphProto) -> Vec<&str> {
         defined.extend(g.initializer.iter().map(|t| t.name.as_str()));
         defined.extend(g.sparse_initializer.iter().filter_map(|s| s.values.as_ref()).map(|t| t.name.as_str()));
         defined.extend(g.node.iter().flat_map(|n| n.output.iter()).filter(|o| !o.is_empty()).map(String::as_str));
-        frames.push(Frame { defined, parent: parent });
+        frames.push(Frame { defined, parent });
         let me = frames.len() - 1;
         let used = g
             .node
