@@ -1,7 +1,8 @@
 #![cfg(feature = "image-decoder")]
 //! ONNX `ImageDecoder` (src/ops/image_decoder/): images of every format and variant decoded
 //! exactly as Pillow decodes them (the fixtures of `tests/image_decoder/`, written by its
-//! `generate.py`), in the three pixel formats; symbolic and constant shapes; hostile input (corrupt,
+//! `generate.py`, and `generate_edge.py` for streams that bend the format: no DHT, a 17-bit Huffman
+//! code, a TIFF IFD pointing to itself), in the three pixel formats; symbolic and constant shapes; hostile input (corrupt,
 //! truncated, unknown, huge declared sizes, wrong tensors, mutated files) giving the specification's
 //! empty image or an error naming the node, never a panic.
 
@@ -25,7 +26,7 @@ fn fixtures() -> Vec<String> {
         .filter_map(|e| e.unwrap().file_name().to_str().and_then(|n| n.strip_suffix(".bin")).map(String::from))
         .collect();
     names.sort();
-    assert!(names.len() >= 19, "fixtures missing: {names:?}");
+    assert!(names.len() >= 22, "fixtures missing: {names:?}");
     names
 }
 
@@ -185,7 +186,9 @@ fn huge_declared_sizes_are_refused_before_decoding() {
         ("PBM", format!("P4 {huge} {huge}\n").into_bytes()),
     ] {
         let e = format!("{:#}", run(&rgb, &data).unwrap_err());
-        assert!(e.contains("node 'dec' (ImageDecoder)") && e.contains("cannot be allocated"), "{what}: {e}");
+        let want = "the image declares 2000000000x2000000000 pixels (4000000000000000000), over the \
+                    decompression-bomb limit of 178956970 pixels";
+        assert!(e.contains("node 'dec' (ImageDecoder)") && e.contains(want), "{what}: {e}");
     }
 }
 
@@ -235,5 +238,33 @@ fn mutated_files_never_panic() {
                 assert!(text.contains("'dec'") && !text.contains("panicked"), "{name} round {round}: {text}");
             }
         }
+    }
+}
+
+/// The budget the decoders charge (what the fuzz targets call): a fixture decodes within 256 MiB;
+/// under a budget too small for it, decoding for a run is an error naming the node and what did
+/// not fit, and decoding while analysing gives way (the image is decoded when the model runs).
+#[test]
+fn decoders_charge_what_they_allocate_to_the_budget() {
+    use sliceops::ops::image_decoder::budget::{Budget, Purpose};
+    use sliceops::ops::image_decoder::decode_within;
+    use sliceops::ops::image_decoder::pixels::PixelFormat;
+    let label = sliceops::node::Label { node: "dec".into(), op: "ImageDecoder".into() };
+    for name in fixtures() {
+        let data = fixture(&name);
+        let budget = Budget::new(&label, 256 << 20, Purpose::Run, 3);
+        let (h, w, samples) = decode_within(&label, &data, PixelFormat::Rgb, &budget).unwrap().unwrap();
+        assert_eq!(samples.len(), h * w * 3, "{name}");
+        let tiny = Budget::new(&label, 64, Purpose::Run, 3);
+        let e = format!("{:#}", decode_within(&label, &data, PixelFormat::Rgb, &tiny).unwrap_err());
+        assert!(
+            e.starts_with(
+                "node 'dec' (ImageDecoder): decoding the image needs more memory than this process can \
+                           allocate: "
+            ) && e.ends_with("over the budget of 64 bytes"),
+            "{name}: {e}"
+        );
+        let analysis = Budget::new(&label, 64, Purpose::Analysis, 3);
+        assert!(decode_within(&label, &data, PixelFormat::Rgb, &analysis).unwrap().is_none(), "{name}");
     }
 }

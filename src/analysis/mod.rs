@@ -20,6 +20,7 @@ mod translate;
 mod trivial;
 mod value_fact;
 mod verify;
+mod wide_dims;
 
 pub(crate) use bind::datum_type_of as bind_datum_type;
 pub use bind::{Binding, DeclaredDim, DeclaredInput};

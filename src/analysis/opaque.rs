@@ -90,6 +90,12 @@ impl Opaque {
                     f.rank()
                 )));
             }
+            // A deferred node's shape was computed exactly at analysis (dims past 32 bits included,
+            // which tract's own evaluation may misread): its output must have it.
+            let differs = |(d, n): (&TDim, &usize)| d.as_i64().is_some_and(|v| usize::try_from(v).ok() != Some(*n));
+            if self.deferred && f.shape.iter().zip(o.shape()).any(differs) {
+                return Err(failed(format!("output {ix} has shape {:?}, analysis expected {:?}", o.shape(), f.shape)));
+            }
         }
         Ok(())
     }

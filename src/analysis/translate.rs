@@ -201,7 +201,11 @@ impl Translator<'_> {
             return Ok(());
         }
         let mark = self.target.nodes.len();
-        let outcome = match self.over_budget(node)? {
+        let deferred = match self.wide_dims(node, &op_type)? {
+            Some(deferred) => Some(deferred),
+            None => self.over_budget(node)?,
+        };
+        let outcome = match deferred {
             Some(deferred) => Ok(deferred),
             None => {
                 if let Some(op) = node.op_as::<tract_onnx::ops::logic::If>() {
@@ -1164,6 +1168,52 @@ impl Translator<'_> {
         Ok((0..op.facts.len()).map(|slot| OutletId::new(id, slot)).collect())
     }
 
+    /// A node whose dims come as constant values outside `i32`, which tract would misread (see
+    /// [`super::wide_dims`]): deferred with its exact output shape; an error when it has none.
+    fn wide_dims(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<Option<(TVec<OutletId>, String)>> {
+        let Some(ix) = super::wide_dims::dims_input(op_type, node.inputs.len()) else { return Ok(None) };
+        if node.outputs.len() != 1 {
+            return Ok(None);
+        }
+        let (inputs, facts) = self.typed_inputs(node)?;
+        let Some(values) = facts[ix].konst.as_ref().and_then(|k| super::wide_dims::wide_values(k)) else {
+            return Ok(None);
+        };
+        let invalid = |why: String| crate::error::NodeError::invalid(&node.name, op_type, why);
+        let input: TVec<TDim> = facts[0].shape.iter().cloned().collect();
+        let shape = super::wide_dims::output_shape(op_type, &input, &values).map_err(invalid)?;
+        let dt = if op_type == "ConstantOfShape" {
+            // The value's type, from the rules given the shape's type alone.
+            let unvalued: Vec<TypedFact> = facts.iter().map(|f| f.without_value()).collect();
+            match local_rules(node, &unvalued, &[])?.and_then(|o| o.first()?.datum_type.concretize()) {
+                Some(dt) => dt,
+                None => return Ok(None),
+            }
+        } else {
+            facts[0].datum_type
+        };
+        let dims: Option<Vec<usize>> = shape.iter().map(|d| d.as_i64().and_then(|v| usize::try_from(v).ok())).collect();
+        if let Some(dims) = &dims {
+            if super::budget::elements_of(dims).is_none() {
+                return Err(invalid(super::budget::uncountable(dims)));
+            }
+        }
+        let shown: Vec<String> = shape.iter().map(crate::dims::format_dim).collect();
+        let reason = format!(
+            "its output (shape [{}]) has a dim past 32 bits, which tract's own rules misread: it is not computed \
+             before the model runs",
+            shown.join(", ")
+        );
+        let op = Opaque {
+            op: node.op.clone(),
+            node: node.name.clone(),
+            facts: tvec![dt.fact(shape)],
+            reason: reason.clone(),
+            deferred: true,
+        };
+        Ok(Some((self.add_opaque(op, &inputs)?, reason)))
+    }
+
     /// A node over constants whose outputs would take more than the folding budget becomes a
     /// deferred [`Opaque`] (see [`super::budget`]): its outlets and the reason.
     /// Our slicing ops are left out: they check what they allocate themselves, with their own errors.
@@ -1176,7 +1226,13 @@ impl Translator<'_> {
             return Ok(None);
         }
         let Ok(Some(outputs)) = local_rules(node, &facts, &[]) else { return Ok(None) };
-        let Some((facts, reason)) = super::budget::oversized(&outputs, self.fold_bytes) else { return Ok(None) };
+        let (facts, reason) = match super::budget::oversized(&outputs, self.fold_bytes) {
+            super::budget::Weighed::Fits => return Ok(None),
+            super::budget::Weighed::Over(facts, reason) => (facts.into_iter().collect(), reason),
+            super::budget::Weighed::Uncountable(why) => {
+                return Err(crate::error::NodeError::invalid(&node.name, self.op_type(node), why))
+            }
+        };
         let op = Opaque { op: node.op.clone(), node: node.name.clone(), facts, reason: reason.clone(), deferred: true };
         Ok(Some((self.add_opaque(op, &inputs)?, reason)))
     }

@@ -6,6 +6,7 @@
 //! input signature, so repeated runs with the same shapes optimize once.
 
 mod feeds;
+mod outer_refs;
 mod overrides;
 mod plans;
 mod prepare;

@@ -108,16 +108,37 @@ pub(crate) fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
             bail!("graph output '{}' is not defined by any graph input, initializer or node", output.name);
         }
     }
-    // Kahn's algorithm: whatever cannot be ordered is on or behind a cycle.
-    let mut pending: Vec<usize> = graph
-        .node
-        .iter()
-        .map(|n| n.input.iter().filter(|i| !i.is_empty() && producer.contains_key(i.as_str())).count())
-        .collect();
-    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    check_acyclic(graph)
+}
+
+/// No cycle among the nodes of `graph`, counting the outer values their subgraphs read as inputs
+/// ([`super::outer_refs`]), nor inside any of its subgraphs. Errors name a node on or behind a cycle.
+fn check_acyclic(graph: &pb::GraphProto) -> anyhow::Result<()> {
+    // An explicit stack of graphs: nesting depth cannot overflow the thread's stack.
+    let mut todo = vec![graph];
+    while let Some(g) = todo.pop() {
+        check_acyclic_one(g)?;
+        todo.extend(g.node.iter().flat_map(super::outer_refs::subgraphs));
+    }
+    Ok(())
+}
+
+/// Kahn's algorithm over the nodes of one graph: whatever cannot be ordered is on or behind a cycle.
+fn check_acyclic_one(graph: &pb::GraphProto) -> anyhow::Result<()> {
+    use std::collections::HashMap;
+    let mut producer: HashMap<&str, usize> = HashMap::new();
     for (ix, node) in graph.node.iter().enumerate() {
-        for input in node.input.iter().filter(|i| !i.is_empty()) {
-            if let Some(&p) = producer.get(input.as_str()) {
+        for o in node.output.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), ix);
+        }
+    }
+    let reads: Vec<Vec<&str>> = graph.node.iter().map(super::outer_refs::reads).collect();
+    let mut pending: Vec<usize> =
+        reads.iter().map(|r| r.iter().filter(|i| producer.contains_key(*i)).count()).collect();
+    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (ix, names) in reads.iter().enumerate() {
+        for input in names {
+            if let Some(&p) = producer.get(input) {
                 readers.entry(p).or_default().push(ix);
             }
         }
@@ -134,8 +155,29 @@ pub(crate) fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
         }
     }
     if ordered < graph.node.len() {
-        let stuck = (0..graph.node.len()).find(|&i| pending[i] > 0).expect("some node is not ordered");
-        return Err(invalid(&graph.node[stuck], "the graph has a cycle through this node".into()));
+        // From an unordered node, step to an unordered producer of what it reads until a node comes
+        // again: that one is on a cycle, and so is the value it was left through.
+        let mut at = (0..graph.node.len()).find(|&i| pending[i] > 0).expect("some node is not ordered");
+        let mut visited = vec![false; graph.node.len()];
+        let (on_cycle, through) = loop {
+            let (name, p) = reads[at]
+                .iter()
+                .find_map(|name| producer.get(name).filter(|&&p| pending[p] > 0).map(|&p| (*name, p)))
+                .expect("an unordered node reads an unordered one");
+            if visited[at] {
+                break (at, name);
+            }
+            visited[at] = true;
+            at = p;
+        };
+        let node = &graph.node[on_cycle];
+        let how = if node.input.iter().any(|i| i == through) {
+            format!("it reads '{through}'")
+        } else {
+            format!("a subgraph of it reads '{through}' from the graph")
+        };
+        let message = format!("the graph is not acyclic: it has a cycle through this node ({how})");
+        return Err(crate::node::node_label(node).err(message));
     }
     Ok(())
 }

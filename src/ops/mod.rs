@@ -11,7 +11,7 @@ pub(crate) mod added;
 pub(crate) mod array;
 pub(crate) mod control;
 #[cfg(feature = "image-decoder")]
-pub(crate) mod image_decoder;
+pub mod image_decoder;
 pub(crate) mod math;
 pub(crate) mod ml;
 pub(crate) mod nn;

@@ -5,7 +5,7 @@
 //! palette reads black.
 
 use super::pixels::Pixels;
-use super::{Failure, Limit};
+use super::{Budget, Failure};
 
 fn corrupt(what: &str) -> Failure {
     Failure::Corrupt(format!("BMP: {what}"))
@@ -22,7 +22,7 @@ fn u32_at(data: &[u8], at: usize) -> Result<u32, Failure> {
 }
 
 /// Decodes a BMP image.
-pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
+pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     if !data.starts_with(b"BM") {
         return Err(corrupt("no BM signature"));
     }
@@ -70,7 +70,8 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
     } else {
         vec![]
     };
-    limit(height, width, 3)?;
+    let samples = budget.image(height, width, 3)?;
+    budget.charge("the BMP pixels", Some(samples as u64))?;
     let row_bytes = width
         .checked_mul(bits as usize)
         .and_then(|b| b.checked_add(31))

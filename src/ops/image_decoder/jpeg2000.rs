@@ -3,7 +3,7 @@
 //! rescales its own way) and other colour spaces are refused.
 
 use super::pixels::Pixels;
-use super::{Failure, Limit};
+use super::{Budget, Failure};
 use hayro_jpeg2000::{ColorSpace, DecodeError, DecodeSettings, DecoderContext, FormatError, Image};
 
 fn failure(e: DecodeError) -> Failure {
@@ -16,7 +16,7 @@ fn failure(e: DecodeError) -> Failure {
 }
 
 /// Decodes a JPEG 2000 image.
-pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
+pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let image = Image::new(data, &DecodeSettings::default()).map_err(failure)?;
     let (width, height) = (image.width() as usize, image.height() as usize);
     let colours = match image.color_space() {
@@ -29,7 +29,8 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
         return Err(Failure::Unsupported(format!("{}-bit JPEG 2000 samples", image.original_bit_depth())));
     }
     let channels = colours + usize::from(image.has_alpha());
-    limit(height, width, channels)?;
+    let samples = budget.image(height, width, channels)?;
+    super::jpeg2000_size::charge(data, budget, samples)?;
     let mut context = DecoderContext::default();
     let decoded = image.decode(&mut context).map_err(failure)?;
     let components = decoded.components();

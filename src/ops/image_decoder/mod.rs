@@ -9,16 +9,20 @@
 //!
 //! As the specification says, a stream that cannot be decoded (corrupt, truncated, of no known
 //! format) gives an empty image, `[0, 0, channels]`. An image the decoders do not support (e.g. a
-//! arithmetic-coded JPEG, 16-bit grey) and one whose declared size is over the memory an output may take (checked
-//! from its header, before decoding) are errors naming the node, and so is an input that is not
+//! arithmetic-coded JPEG, 16-bit grey), one declaring more pixels than Pillow's decompression-bomb
+//! limit, and one whose decoding would allocate more than the process can (both checked from its
+//! header, before decoding: [`budget`]) are errors naming the node, and so is an input that is not
 //! 1-D uint8. Each decoder runs under the panic guard.
 //!
 //! The output's height and width depend on the data: when the input is a constant they are known
-//! when the model is analysed, otherwise they are symbols of the node's own, bound when it runs.
+//! when the model is analysed (if decoding it takes at most the analysis budget, else they are
+//! found when it runs), otherwise they are symbols of the node's own, bound when it runs.
 
 pub mod bmp;
+pub mod budget;
 pub mod jpeg;
 pub mod jpeg2000;
+mod jpeg2000_size;
 pub mod pixels;
 pub mod png;
 pub mod pnm;
@@ -44,11 +48,15 @@ pub enum Failure {
     Unsupported(String),
     /// Refused before decoding (its size): an error naming the node.
     Refused(TractError),
+    /// Over the analysis budget: decoded when the model runs.
+    Deferred,
 }
 
-/// Checks the declared `(height, width, channels)` of an image before its pixels are allocated;
-/// gives the bytes the decoded samples may take.
-pub type Limit<'a> = dyn Fn(usize, usize, usize) -> Result<usize, Failure> + 'a;
+pub use budget::Budget;
+use budget::Purpose;
+
+/// The bytes a constant image's decoding may take while the model is analysed: the analysis budget.
+pub const ANALYSIS_BYTES: u64 = crate::analysis::DEFAULT_FOLD_BYTES;
 
 /// The image formats, told by their first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +100,7 @@ impl Format {
         })
     }
 
-    fn decoder(self) -> fn(&[u8], &Limit<'_>) -> Result<Pixels, Failure> {
+    fn decoder(self) -> fn(&[u8], &Budget<'_>) -> Result<Pixels, Failure> {
         match self {
             Format::Png => png::decode,
             Format::Jpeg => jpeg::decode,
@@ -106,19 +114,28 @@ impl Format {
 }
 
 /// The node's image `data` decoded to `format`: `(height, width, samples)`, `(0, 0, [])` for a
-/// stream that cannot be decoded.
+/// stream that cannot be decoded; what it allocates is limited by what the process can allocate.
 pub fn decode(label: &Label, data: &[u8], format: PixelFormat) -> TractResult<(usize, usize, Vec<u8>)> {
-    let Some(kind) = Format::sniff(data) else { return Ok((0, 0, vec![])) };
-    let limit = |h: usize, w: usize, c: usize| {
-        crate::ops::array::elements::check_output(label, &[h, w, c.max(format.channels())], 1).map_err(Failure::Refused)
-    };
-    let decoded = crate::guard::guard("the image decoder", || Ok(kind.decoder()(data, &limit)))
+    let budget = Budget::new(label, crate::memory::value_limit(), Purpose::Run, format.channels());
+    decode_within(label, data, format, &budget)?.ok_or_else(|| label.err("the image decoder deferred a run"))
+}
+
+/// [`decode`] within `budget`; `None` when it is over an analysis budget.
+pub fn decode_within(
+    label: &Label,
+    data: &[u8],
+    format: PixelFormat,
+    budget: &Budget<'_>,
+) -> TractResult<Option<(usize, usize, Vec<u8>)>> {
+    let Some(kind) = Format::sniff(data) else { return Ok(Some((0, 0, vec![]))) };
+    let decoded = crate::guard::guard("the image decoder", || Ok(kind.decoder()(data, budget)))
         .map_err(|e| label.err(format!("the {kind:?} decoder failed: {e:#}")))?;
     match decoded {
-        Ok(pixels) => Ok((pixels.height, pixels.width, pixels.convert(format))),
-        Err(Failure::Corrupt(_)) => Ok((0, 0, vec![])),
+        Ok(pixels) => Ok(Some((pixels.height, pixels.width, pixels.convert(format)))),
+        Err(Failure::Corrupt(_)) => Ok(Some((0, 0, vec![]))),
         Err(Failure::Unsupported(what)) => Err(label.err(format!("cannot decode the image: {what}"))),
         Err(Failure::Refused(e)) => Err(e),
+        Err(Failure::Deferred) => Ok(None),
     }
 }
 
@@ -156,15 +173,24 @@ fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) 
     check_input(&spec.label, x.datum_type, x.rank())?;
     let dims = match &x.konst {
         Some(k) => {
-            let (h, w, _) = decode(&spec.label, k.try_as_plain_ram()?.as_slice::<u8>()?, spec.format)?;
-            Dims::Known(h, w)
+            // Within the analysis budget; a larger image is decoded when the model runs.
+            let budget = Budget::new(&spec.label, ANALYSIS_BYTES, Purpose::Analysis, spec.format.channels());
+            match decode_within(&spec.label, k.try_as_plain_ram()?.as_slice::<u8>()?, spec.format, &budget)? {
+                Some((h, w, _)) => Dims::Known(h, w),
+                None => fresh(prefix, model),
+            }
         }
-        None => Dims::Fresh(
-            model.symbols.new_with_prefix(&format!("{prefix}_height")),
-            model.symbols.new_with_prefix(&format!("{prefix}_width")),
-        ),
+        None => fresh(prefix, model),
     };
     model.wire_node(prefix, ImageDecoder { label: spec.label.clone(), format: spec.format, dims }, inputs)
+}
+
+/// Height and width as symbols of the node's own.
+fn fresh(prefix: &str, model: &TypedModel) -> Dims {
+    Dims::Fresh(
+        model.symbols.new_with_prefix(&format!("{prefix}_height")),
+        model.symbols.new_with_prefix(&format!("{prefix}_width")),
+    )
 }
 
 fn check_input(label: &Label, dt: DatumType, rank: usize) -> TractResult<()> {

@@ -3,7 +3,7 @@
 //! Pillow reads as 32-bit integers, is refused.
 
 use super::pixels::Pixels;
-use super::{Failure, Limit};
+use super::{Budget, Failure};
 use std::io::Cursor;
 
 fn failure(e: png::DecodingError) -> Failure {
@@ -13,30 +13,35 @@ fn failure(e: png::DecodingError) -> Failure {
     }
 }
 
-/// The size `IHDR` declares, `(height, width, samples per pixel)` (a palette counted as RGBA), if
+/// The size `IHDR` declares, `(height, width, samples per pixel)` (at most: a palette or a
+/// transparency chunk counted as alpha), if
 /// the first chunk is one.
 fn declared(data: &[u8]) -> Option<(usize, usize, usize)> {
     let field = |at: usize| Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?) as usize);
     if data.get(12..16)? != b"IHDR" {
         return None;
     }
+    // Once expanded, a transparency chunk may add an alpha channel.
     let channels = match data.get(25)? {
-        0 => 1,
-        2 => 3,
-        4 => 2,
+        0 | 4 => 2,
         _ => 4,
     };
     Some((field(20)?, field(16)?, channels))
 }
 
 /// Decodes a PNG image (its first frame).
-pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
-    // The declared size against our limit first: the crate refuses sizes over `isize::MAX` bytes
-    // as its own error, and its default limit (64 MiB) would refuse large valid images.
-    if let Some((height, width, channels)) = declared(data) {
-        limit(height, width, channels)?;
-    }
-    let mut decoder = png::Decoder::new_with_limits(Cursor::new(data), png::Limits { bytes: isize::MAX as usize });
+pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+    // The declared size against the budget first: the decoded samples (8 bits each once expanded,
+    // at most 4 a pixel), which the pixels then hold; the crate's own allocations (chunks, rows,
+    // the inflater) are limited to what is left, and its default limit (64 MiB) would refuse large
+    // valid images.
+    let Some((height, width, channels)) = declared(data) else {
+        return Err(Failure::Corrupt("PNG: no IHDR chunk first".into()));
+    };
+    let samples = budget.image(height, width, channels)?;
+    budget.charge("the PNG samples", Some(samples as u64))?;
+    let left = usize::try_from(budget.left()).unwrap_or(usize::MAX);
+    let mut decoder = png::Decoder::new_with_limits(Cursor::new(data), png::Limits { bytes: left });
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
     let mut reader = decoder.read_info().map_err(failure)?;
     let info = reader.info();
@@ -52,7 +57,9 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
         png::ColorType::Rgba => 4,
         png::ColorType::Indexed => return Err(Failure::Unsupported("an unexpanded palette".into())),
     };
-    limit(height, width, channels)?;
+    if budget.image(height, width, channels)? > samples {
+        return Err(Failure::Corrupt("PNG: more samples than its header declares".into()));
+    }
     let size = reader.output_buffer_size().ok_or_else(|| Failure::Unsupported("the PNG is too large".into()))?;
     let mut buf = vec![0u8; size];
     let frame = reader.next_frame(&mut buf).map_err(failure)?;

@@ -3,7 +3,7 @@
 //! with `maxval` 255; other maxvals (rescaled by readers in different ways, or 16-bit) are refused.
 
 use super::pixels::Pixels;
-use super::{Failure, Limit};
+use super::{Budget, Failure};
 
 fn corrupt(what: &str) -> Failure {
     Failure::Corrupt(format!("PNM: {what}"))
@@ -52,7 +52,7 @@ impl Tokens<'_> {
 }
 
 /// Decodes a PNM image.
-pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
+pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let kind = match data {
         [b'P', k @ b'1'..=b'6', ..] => k - b'0',
         _ => return Err(corrupt("no P1 to P6 signature")),
@@ -72,8 +72,8 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
         return Err(Failure::Unsupported(format!("PNM maxval {maxval} (only 255, 8-bit samples)")));
     }
     let channels = if kind == 3 || kind == 6 { 3 } else { 1 };
-    limit(height, width, channels)?;
-    let samples = height * width * channels;
+    let samples = budget.image(height, width, channels)?;
+    budget.charge("the PNM pixels", Some(samples as u64))?;
     let data = match kind {
         1..=3 => {
             let digits = if kind == 1 { 1 } else { usize::MAX };

@@ -2,7 +2,7 @@
 //! (VP8L), with or without alpha; of an animation, the first frame.
 
 use super::pixels::Pixels;
-use super::{Failure, Limit};
+use super::{Budget, Failure};
 use image_webp::{DecodingError, WebPDecoder};
 use std::io::Cursor;
 
@@ -17,13 +17,17 @@ fn failure(e: DecodingError) -> Failure {
 }
 
 /// Decodes a WebP image.
-pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
+pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let mut decoder = WebPDecoder::new(Cursor::new(data)).map_err(failure)?;
     let (width, height) = decoder.dimensions();
     let (width, height) = (width as usize, height as usize);
     let channels = if decoder.has_alpha() { 4 } else { 3 };
-    let bytes = limit(height, width, channels)?;
-    decoder.set_memory_limit(bytes);
+    let samples = budget.image(height, width, channels)?;
+    // The samples, and the crate's working planes: a lossless image's 32-bit pixels, transformed
+    // (8 bytes a pixel), more than a lossy one's YUV planes and alpha, or an animation's canvas.
+    budget.charge("the WebP samples", Some(samples as u64))?;
+    budget.charge_items("the WebP planes", (width as u64).saturating_mul(height as u64), 8)?;
+    decoder.set_memory_limit(usize::try_from(budget.left()).unwrap_or(usize::MAX));
     let size =
         decoder.output_buffer_size().ok_or_else(|| Failure::Unsupported("the WebP image is too large".into()))?;
     let mut buf = vec![0u8; size];

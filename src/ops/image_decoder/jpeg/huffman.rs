@@ -104,8 +104,8 @@ impl<'a> Bits<'a> {
         Ok(v)
     }
 
-    /// The next symbol of `table`; a code longer than 16 bits is libjpeg's "bad Huffman code",
-    /// symbol 0.
+    /// The next symbol of `table`; a code longer than 16 bits is libjpeg's "bad Huffman code":
+    /// 17 bits read (libjpeg reads up to its sentinel length, 17), symbol 0.
     pub fn decode(&mut self, table: &Table) -> Result<u8, Failure> {
         let mut code = 0i32;
         for l in 1..=16 {
@@ -114,6 +114,7 @@ impl<'a> Bits<'a> {
                 return Ok(table.values.get((code + table.offset[l]) as usize).copied().unwrap_or(0));
             }
         }
+        self.bit()?;
         Ok(0)
     }
 

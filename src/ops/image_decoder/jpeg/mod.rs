@@ -2,7 +2,8 @@
 //! extended sequential and progressive Huffman-coded 8-bit frames (`SOF0`, `SOF1`, `SOF2`), scans
 //! interleaved or not, restart intervals ([`progressive`]: each kind of scan as libjpeg decodes it);
 //! libjpeg's accurate integer IDCT ([`idct`]), its fancy chroma upsampling and YCbCr conversion
-//! ([`mod@upsample`]). One component is grey; three are YCbCr unless an Adobe marker says RGB (or,
+//! ([`mod@upsample`]). A scan using table 0 or 1 that no DHT segment defined gets the standard table
+//! ([`standard_tables`]), as libjpeg does for Motion-JPEG frames. One component is grey; three are YCbCr unless an Adobe marker says RGB (or,
 //! with neither a JFIF nor an Adobe marker, the component ids are `R`, `G`, `B`), as libjpeg
 //! decides. Arithmetic-coded, lossless, hierarchical, 12-bit and four-component (CMYK) images are
 //! refused.
@@ -10,10 +11,11 @@
 pub mod huffman;
 pub mod idct;
 pub mod progressive;
+pub mod standard_tables;
 pub mod upsample;
 
 use super::pixels::Pixels;
-use super::{Failure, Limit};
+use super::{Budget, Failure};
 use huffman::{Bits, Table};
 use progressive::{Pass, Run};
 use upsample::{upsample, ycc_to_rgb, Plane};
@@ -60,7 +62,7 @@ fn u16_at(data: &[u8], at: usize) -> Result<usize, Failure> {
 }
 
 /// Decodes a JPEG image.
-pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
+pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let mut s = State {
         quant: [None; 4],
         dc: Default::default(),
@@ -99,7 +101,7 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
                     return Err(corrupt("two frames"));
                 }
                 progressive = marker == 0xC2;
-                frame = Some(read_frame(body, limit)?);
+                frame = Some(read_frame(body, budget)?);
             }
             0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => {
                 return Err(Failure::Unsupported("lossless, hierarchical or arithmetic-coded JPEG".into()))
@@ -111,7 +113,7 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
             0xEE if body.starts_with(b"Adobe") && body.len() >= 12 => s.adobe = Some(body[11]),
             0xDA => {
                 let (w, h, comps) = frame.as_mut().ok_or_else(|| corrupt("a scan before the frame"))?;
-                at = read_scan(data, at, body, &s, (*w, *h), comps, progressive)?;
+                at = read_scan(data, at, body, &mut s, (*w, *h), comps, progressive)?;
                 continue;
             }
             _ => {}
@@ -125,8 +127,9 @@ pub fn decode(data: &[u8], limit: &Limit<'_>) -> Result<Pixels, Failure> {
     assemble(width, height, &comps, &s)
 }
 
-/// `SOF0`/`SOF1`: the image's size and components, their planes allocated after the size check.
-fn read_frame(body: &[u8], limit: &Limit<'_>) -> Result<(usize, usize, Vec<Component>), Failure> {
+/// `SOF0`/`SOF1`/`SOF2`: the image's size and components, their planes allocated once everything
+/// the decoding allocates is charged to the budget.
+fn read_frame(body: &[u8], budget: &Budget<'_>) -> Result<(usize, usize, Vec<Component>), Failure> {
     let b = |i: usize| body.get(i).copied().ok_or_else(|| corrupt("the frame header is truncated"));
     match b(0)? {
         8 => {}
@@ -159,13 +162,21 @@ fn read_frame(body: &[u8], limit: &Limit<'_>) -> Result<(usize, usize, Vec<Compo
     if comps.iter().any(|c| hmax % c.h != 0 || vmax % c.v != 0) {
         return Err(corrupt("fractional sampling"));
     }
-    limit(height, width, n)?;
+    let pixels = budget.image(height, width, n)?;
     let (mcus_x, mcus_y) = (width.div_ceil(8 * hmax), height.div_ceil(8 * vmax));
+    // Each component's coefficients (2 bytes each), one component's samples at a time, the
+    // upsampled planes and the interleaved pixels.
+    let mut largest = 0u64;
     for c in &mut comps {
         c.blocks_w = mcus_x * c.h;
         c.blocks_h = mcus_y * c.v;
-        // Two bytes a coefficient, checked as an image of the plane's size and two channels.
-        limit(c.blocks_h * 8, c.blocks_w * 8, 2)?;
+        let samples = (c.blocks_w as u64).checked_mul(c.blocks_h as u64).and_then(|b| b.checked_mul(64));
+        budget.charge("the JPEG coefficients", samples.and_then(|s| s.checked_mul(2)))?;
+        largest = largest.max(samples.unwrap_or(u64::MAX));
+    }
+    budget.charge("the JPEG samples", Some(largest))?;
+    budget.charge_items("the JPEG planes and pixels", pixels as u64, 2)?;
+    for c in &mut comps {
         c.coefs = vec![0; c.blocks_w * c.blocks_h * 64];
     }
     Ok((width, height, comps))
@@ -218,7 +229,7 @@ fn read_scan(
     data: &[u8],
     at: usize,
     body: &[u8],
-    s: &State,
+    s: &mut State,
     (width, height): (usize, usize),
     comps: &mut [Component],
     progressive: bool,
@@ -228,6 +239,17 @@ fn read_scan(
     if n == 0 || n > comps.len() {
         return Err(corrupt("a scan of no or too many components"));
     }
+    // Tables 0 and 1 that no DHT defined are the standard ones (libjpeg's `jpeg_std_huff_table`).
+    for i in 0..n {
+        let tables = b(2 + 2 * i)?;
+        for (dc, id) in [(true, (tables >> 4) as usize), (false, (tables & 15) as usize)] {
+            let slot = if dc { s.dc.get_mut(id) } else { s.ac.get_mut(id) };
+            if let Some(slot @ None) = slot {
+                *slot = standard_tables::standard(dc, id).transpose()?;
+            }
+        }
+    }
+    let s = &*s;
     let mut members = vec![];
     for i in 0..n {
         let (id, tables) = (b(1 + 2 * i)?, b(2 + 2 * i)?);

@@ -1,0 +1,9 @@
+//! Arbitrary bytes as a WEBP image, through `ImageDecoder`'s decoder for it (see `image/mod.rs`).
+
+#![no_main]
+
+mod image;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| image::check(b"RIFF\0\0\0\0WEBP", data));
