@@ -110,7 +110,7 @@ impl Branch {
                 }
             }
         };
-        plan.run(inputs)
+        crate::cancel::run_plan(&plan, inputs)
     }
 }
 

@@ -50,6 +50,10 @@ enum Command {
         /// copies over all cores).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
+        /// Stop the run after this many seconds (a fraction allowed), checked before each node and each
+        /// Loop iteration: exit 1 with `error: run cancelled after N s (--timeout)`.
+        #[arg(long, value_name = "SECONDS", value_parser = run::parse_timeout)]
+        timeout: Option<std::time::Duration>,
     },
     /// Infer the type and shape of every value, before running anything.
     Infer {
@@ -98,8 +102,8 @@ enum Command {
         /// A graph input, as NAME=FILE.npy (repeat for each input).
         #[arg(long = "input", value_name = "NAME=FILE.npy")]
         inputs: Vec<String>,
-        /// Number of timed runs.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+        /// Number of timed runs, 1 to 1000000 (each run's time is kept for the median).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=run::MAX_RUNS as i64))]
         runs: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -142,8 +146,9 @@ pub fn main() -> i32 {
     // silent exit (the hook above prints nothing).
     let command = cli.command;
     let result = caught(move || match command {
-        Command::Run { model, inputs, output_dir, input_shapes, expect, threads } => {
-            run::run(&model, &inputs, &output_dir, &input_shapes, expect.as_deref(), threads)
+        Command::Run { model, inputs, output_dir, input_shapes, expect, threads, timeout } => {
+            let options = run::RunOptions { expect, threads, timeout };
+            run::run(&model, &inputs, &output_dir, &input_shapes, &options)
         }
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
@@ -191,6 +196,8 @@ pub(crate) fn write_back(
     transform: Transform,
 ) -> anyhow::Result<()> {
     use sliceops::onnx::Placement;
+    // A FIFO or a device as the output is refused before any work.
+    sliceops::io::atomic::check_target(output)?;
     let bytes = sliceops::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
     drop(bytes);

@@ -16,6 +16,11 @@
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `Gemm`: float16 computed as onnx's reference (tract refused a float16 `C`; [`gemm`]);
+//! - `LayerNormalization`: float32 on our kernel, the mean a division by `n` corrected by the
+//!   deviations (tract multiplied by an inexact `1/n`: constant rows did not normalize to 0;
+//!   [`layer_norm`]);
+//! - `LogSoftmax`: one log-softmax, `x - max - ln(sum(exp(x - max)))` (tract took the log of a
+//!   softmax, `-inf` once a probability underflows; [`log_softmax`]);
 //! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
 //!   it);
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
@@ -63,6 +68,8 @@ mod gather;
 mod gemm;
 mod generated;
 mod gru;
+mod layer_norm;
+mod log_softmax;
 mod lstm;
 mod matmul;
 mod mean;
@@ -142,6 +149,8 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
         onnx.op_register.insert(op, generated::generated);
     }
+    onnx.op_register.insert("LayerNormalization", layer_norm::layer_norm);
+    onnx.op_register.insert("LogSoftmax", log_softmax::log_softmax);
     onnx.op_register.insert("MatMul", matmul::matmul);
     onnx.op_register.insert("Mean", mean::mean);
     onnx.op_register.insert("OneHot", one_hot::one_hot);
