@@ -69,7 +69,14 @@ fn rows(data: &mut [f32], n: usize, eps: f32, scale: Option<&[f32]>, bias: Optio
         let (dev, sq) = deviations(row, first);
         let shift = dev / count;
         let mean = first + shift;
-        let var = sq / count - shift * shift;
+        let mut var = sq / count - shift * shift;
+        if var.is_nan() && sq.is_infinite() {
+            // The squared deviations overflowed float32 (values past 1e26): again from the
+            // corrected mean, in float64. A constant row still gives 0; NaN in the row stays NaN.
+            let m = f64::from(mean);
+            let s: f64 = row.iter().map(|&x| (f64::from(x) - m) * (f64::from(x) - m)).sum();
+            var = (s / f64::from(count)) as f32;
+        }
         // Rounding may leave a tiny negative; NaN stays NaN.
         let var = if var < 0.0 { 0.0 } else { var };
         let inv = 1.0 / (var + eps).sqrt();
@@ -219,7 +226,7 @@ mod tests {
     #[test]
     fn constant_rows_of_any_magnitude_normalize_to_zero() {
         // Seven values of 1e20 sum to a rounded 7e20: the mean must still be 1e20 exactly.
-        for v in [1e20f32, -3e34, 3.0, 1e-30, 7.1e-45, 0.1, 123456.79] {
+        for v in [1e20f32, -3e34, 1e30, 3.0, 1e-30, 7.1e-45, 0.1, 123456.79] {
             for n in [7, 16, 33, 768] {
                 let mut x = vec![v; 2 * n];
                 let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.5).collect();

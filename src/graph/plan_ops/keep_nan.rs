@@ -10,9 +10,9 @@
 //!   `OptBinChain` of such steps holding a max or a min (`Clip`: max then min; `HardSigmoid`: times,
 //!   plus, min, max), every operand one value and every step `+ - * / max min`: each step over
 //!   blocks of [`BLOCK`] values in turn, as tract's chain does, with max and min that keep NaN
-//!   (`if x < s { s } else { x }`, one compare and one select, the cost of tract's own);
-//! - [`NanSigmoid`] runs tract's float32 sigmoid kernel block by block and puts NaN back where the
-//!   input had one (a block without NaN is only read once more, in cache).
+//!   (`if x < s { s } else { x }`, one compare and one select), written to a new output;
+//! - [`NanSigmoid`] reads its input once for NaN: without one it is tract's own op; with one,
+//!   tract's op, then NaN put back where the input had one.
 //!
 //! Max and min fused into a matrix product stay where they are (their kernels keep NaN).
 
@@ -57,18 +57,35 @@ impl Step {
         })
     }
 
-    /// Applies the step to every value of `xs`.
+    /// The step of every value of `src`, in a new buffer (no zeroing pass before it).
     #[inline(always)]
-    fn apply(self, xs: &mut [f32], s: f32) {
+    fn collect(self, src: &[f32], s: f32) -> Vec<f32> {
+        let values = src.iter();
         match self {
-            Step::Add => xs.iter_mut().for_each(|x| *x += s),
-            Step::Sub => xs.iter_mut().for_each(|x| *x -= s),
-            Step::SubF => xs.iter_mut().for_each(|x| *x = s - *x),
-            Step::Mul => xs.iter_mut().for_each(|x| *x *= s),
-            Step::Div => xs.iter_mut().for_each(|x| *x /= s),
+            Step::Add => values.map(|&x| x + s).collect(),
+            Step::Sub => values.map(|&x| x - s).collect(),
+            Step::SubF => values.map(|&x| s - x).collect(),
+            Step::Mul => values.map(|&x| x * s).collect(),
+            Step::Div => values.map(|&x| x / s).collect(),
+            Step::Max => values.map(|&x| if x < s { s } else { x }).collect(),
+            Step::Min => values.map(|&x| if x > s { s } else { x }).collect(),
+        }
+    }
+
+    /// Writes the step of every value of `src` to `dst` (as long). Out of place: in place, a max
+    /// written `if x < s { s } else { x }` compiles to a masked store, three times slower.
+    #[inline(always)]
+    fn apply(self, src: &[f32], dst: &mut [f32], s: f32) {
+        let pairs = dst.iter_mut().zip(src);
+        match self {
+            Step::Add => pairs.for_each(|(d, &x)| *d = x + s),
+            Step::Sub => pairs.for_each(|(d, &x)| *d = x - s),
+            Step::SubF => pairs.for_each(|(d, &x)| *d = s - x),
+            Step::Mul => pairs.for_each(|(d, &x)| *d = x * s),
+            Step::Div => pairs.for_each(|(d, &x)| *d = x / s),
             // NaN < s and NaN > s are false: a NaN x stays; a NaN s is handled by the caller.
-            Step::Max => xs.iter_mut().for_each(|x| *x = if *x < s { s } else { *x }),
-            Step::Min => xs.iter_mut().for_each(|x| *x = if *x > s { s } else { *x }),
+            Step::Max => pairs.for_each(|(d, &x)| *d = if x < s { s } else { x }),
+            Step::Min => pairs.for_each(|(d, &x)| *d = if x > s { s } else { x }),
         }
     }
 }
@@ -91,17 +108,17 @@ impl ScalarSteps {
     pub fn replacing(model: &TypedModel, node: &TypedNode) -> TractResult<Option<ScalarSteps>> {
         let name_of = |op: &dyn Op| -> Option<(Step, bool)> {
             if let Some(by_scalar) = op.downcast_ref::<OptBinByScalar>() {
-                return Some((Step::of(by_scalar.binop.name().as_ref())?, false));
+                return Some((Step::of(by_scalar.binop.name())?, false));
             }
             let bin = op.downcast_ref::<TypedBinOp>()?;
             (bin.1.is_none()).then_some(())?;
-            Some((Step::of(bin.0.name().as_ref())?, true))
+            Some((Step::of(bin.0.name())?, true))
         };
         let one_value = |f: &TypedFact| f.datum_type == f32::datum_type() && f.shape.volume().as_i64() == Some(1);
         let out = model.outlet_fact(OutletId::new(node.id, 0))?;
         let facts: Vec<&TypedFact> = node.inputs.iter().map(|o| model.outlet_fact(*o)).collect::<TractResult<_>>()?;
         let (steps, a_input) = if let Some(chain) = node.op_as::<OptBinChain>() {
-            let steps: Option<Vec<Step>> = chain.steps.iter().map(|s| Step::of(s.binop.name().as_ref())).collect();
+            let steps: Option<Vec<Step>> = chain.steps.iter().map(|s| Step::of(s.binop.name())).collect();
             let Some(steps) = steps else { return Ok(None) };
             (steps, 0)
         } else if let Some((step, either_side)) = name_of(node.op.as_op()) {
@@ -157,21 +174,21 @@ impl EvalOp for ScalarSteps {
         );
         let mut inputs = inputs;
         ensure!(self.a_input < inputs.len(), "ScalarSteps: no input {}", self.a_input);
-        let mut x = inputs.remove(self.a_input).into_tensor();
+        let x = inputs.remove(self.a_input);
         let mut operands = Vec::with_capacity(self.steps.len());
         for b in &inputs {
             ensure!(b.len() == 1, "ScalarSteps: an operand of shape {:?}", b.shape());
             operands.push(b.cast_to_scalar::<f32>()?);
         }
-        let mut plain = x.try_as_plain_ram_mut()?;
-        let xs = plain.as_slice_mut::<f32>()?;
+        let plain = x.try_as_plain_ram()?;
+        let src = plain.as_slice::<f32>()?;
         // A NaN bound makes every value NaN at its step, and NaN stays through the later ones.
-        if self.steps.iter().zip(&operands).any(|(st, s)| matches!(st, Step::Max | Step::Min) && s.is_nan()) {
-            xs.iter_mut().for_each(|x| *x = f32::NAN);
+        let out = if self.steps.iter().zip(&operands).any(|(st, s)| matches!(st, Step::Max | Step::Min) && s.is_nan()) {
+            vec![f32::NAN; src.len()]
         } else {
-            run_steps(xs, &self.steps, &operands);
-        }
-        Ok(tvec!(x.into_tvalue()))
+            run_steps(src, &self.steps, &operands)
+        };
+        Ok(tvec!(tract_ndarray::ArrayD::from_shape_vec(x.shape(), out)?.into_tvalue()))
     }
 }
 
@@ -184,41 +201,64 @@ impl TypedOp for ScalarSteps {
     }
 }
 
-/// Every step over each block of `xs` in turn.
-fn run_steps(xs: &mut [f32], steps: &[Step], operands: &[f32]) {
+/// Every step over `src`, into a new buffer: the first in one pass, the others over each block of
+/// it in turn.
+fn run_steps(src: &[f32], steps: &[Step], operands: &[f32]) -> Vec<f32> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // Safety: the CPU has AVX2, checked just above: the one requirement of calling a function
         // compiled with `target_feature(enable = "avx2")`.
-        return unsafe { run_steps_avx2(xs, steps, operands) };
+        return unsafe { run_steps_avx2(src, steps, operands) };
     }
-    run_steps_blocks(xs, steps, operands)
+    run_steps_blocks(src, steps, operands)
 }
 
 /// [`run_steps_blocks`] compiled for AVX2 (the same operations, so the same bits).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn run_steps_avx2(xs: &mut [f32], steps: &[Step], operands: &[f32]) {
-    run_steps_blocks(xs, steps, operands)
+fn run_steps_avx2(src: &[f32], steps: &[Step], operands: &[f32]) -> Vec<f32> {
+    run_steps_blocks(src, steps, operands)
 }
 
+/// The body of [`run_steps`], inlined into each build of it.
 #[inline(always)]
-fn run_steps_blocks(xs: &mut [f32], steps: &[Step], operands: &[f32]) {
-    for block in xs.chunks_mut(BLOCK) {
-        for (step, &s) in steps.iter().zip(operands) {
-            step.apply(block, s);
+fn run_steps_blocks(src: &[f32], steps: &[Step], operands: &[f32]) -> Vec<f32> {
+    let mut pairs = steps.iter().zip(operands);
+    let Some((first, &s)) = pairs.next() else { return src.to_vec() };
+    let mut out = first.collect(src, s);
+    let rest: Vec<(Step, f32)> = pairs.map(|(st, &s)| (*st, s)).collect();
+    if !rest.is_empty() {
+        let mut tmp = [0f32; BLOCK];
+        for block in out.chunks_mut(BLOCK) {
+            let tmp = &mut tmp[..block.len()];
+            for &(step, s) in &rest {
+                step.apply(block, tmp, s);
+                block.copy_from_slice(tmp);
+            }
         }
     }
+    out
+}
+
+/// Whether `xs` holds a NaN, in integer operations the compiler vectorizes: a NaN's magnitude bits
+/// are above infinity's, so adding `0x007f_ffff` to them carries into bit 31.
+fn has_nan(xs: &[f32]) -> bool {
+    let carry = |acc: u32, v: &f32| acc | (v.to_bits() & 0x7fff_ffff).wrapping_add(0x007f_ffff);
+    xs.chunks(4096).any(|c| c.iter().fold(0u32, carry) & 0x8000_0000 != 0)
 }
 
 /// tract's float32 sigmoid with NaN kept.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NanSigmoid;
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NanSigmoid {
+    /// tract's op, which computes every value that is not NaN.
+    pub stock: ElementWiseOp,
+}
 
 impl NanSigmoid {
     /// Our op for tract's elementwise `op` over `fact`, if it is a float32 sigmoid.
     pub fn replacing(op: &ElementWiseOp, fact: &TypedFact) -> Option<NanSigmoid> {
-        (op.0.name() == "Sigmoid" && op.1.is_none() && fact.datum_type == f32::datum_type()).then_some(NanSigmoid)
+        let sigmoid = op.0.name() == "Sigmoid" && op.1.is_none() && fact.datum_type == f32::datum_type();
+        sigmoid.then(|| NanSigmoid { stock: op.clone() })
     }
 }
 
@@ -233,25 +273,24 @@ impl Op for NanSigmoid {
 impl EvalOp for NanSigmoid {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let mut x = args_1!(inputs).into_tensor();
-        let kernel = tract_linalg::routines::Func::Sigmoid.ew_f32()?;
-        let mut plain = x.try_as_plain_ram_mut()?;
-        for block in plain.as_slice_mut::<f32>()?.chunks_mut(BLOCK) {
-            let nan = block.iter().fold(false, |seen, v| seen | v.is_nan());
-            if !nan {
-                kernel.run(block)?;
-                continue;
-            }
-            let mut copy = block.to_vec();
-            kernel.run(&mut copy)?;
-            for (x, c) in block.iter_mut().zip(copy) {
-                if !x.is_nan() {
-                    *x = c;
-                }
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let x = args_1!(inputs);
+        let nan = x.datum_type() == f32::datum_type() && has_nan(x.try_as_plain_ram()?.as_slice::<f32>()?);
+        if !nan {
+            // The common case: tract's own evaluation, as before.
+            return self.stock.eval(ctx, tvec!(x));
+        }
+        let mut out = self.stock.eval(ctx, tvec!(x.clone()))?;
+        let y = out.pop().context("the sigmoid returned nothing")?;
+        let mut y = y.into_tensor();
+        let mut plain = y.try_as_plain_ram_mut()?;
+        let src = x.try_as_plain_ram()?;
+        for (y, v) in plain.as_slice_mut::<f32>()?.iter_mut().zip(src.as_slice::<f32>()?) {
+            if v.is_nan() {
+                *y = *v;
             }
         }
-        Ok(tvec!(x.into_tvalue()))
+        Ok(tvec!(y.into_tvalue()))
     }
 }
 
