@@ -41,6 +41,7 @@
 //! ```
 
 pub mod analysis;
+pub mod cancel;
 pub mod dims;
 pub mod error;
 pub mod fold;

@@ -207,9 +207,19 @@ pub fn analysis_json(
     }))
 }
 
+/// Whether `got` matches `want` for `--expect`: non-finite values by identity (NaN only with NaN, an
+/// infinity only with the same infinity, where the relative tolerance would be infinite), finite ones
+/// within an absolute 1e-5 plus a relative 1e-4 of `want`.
+pub fn close_float(got: f64, want: f64) -> bool {
+    if !got.is_finite() || !want.is_finite() {
+        return (got.is_nan() && want.is_nan()) || got == want;
+    }
+    got == want || (got - want).abs() <= 1e-5 + 1e-4 * want.abs()
+}
+
 /// Compares an output with the expected tensor: same element type and shape, equal values for
-/// integers, booleans and strings, and for floats `|got - want| <= 1e-5 + 1e-4 * |want|` elementwise
-/// (NaN matching NaN). The error says where they differ first.
+/// integers, booleans and strings, and for floats `|got - want| <= 1e-5 + 1e-4 * |want|` elementwise,
+/// non-finite values by identity ([`close_float`]). The error says where they differ first.
 pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
     if got.datum_type() != want.datum_type() {
         return Err(format!("got {} but expected {}", numpy_name(got.datum_type()), numpy_name(want.datum_type())));
@@ -225,8 +235,7 @@ pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
         };
         let (g, w) = (as_f64(got)?, as_f64(want)?);
         for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-            let close = (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-5 + 1e-4 * b.abs() || a == b;
-            if !close {
+            if !close_float(*a, *b) {
                 return Err(format!("element {i} is {a} but expected {b}"));
             }
         }

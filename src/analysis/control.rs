@@ -132,7 +132,7 @@ impl Branch {
                 }
             }
         };
-        plan.run(inputs)
+        crate::cancel::run_plan(&plan, inputs)
     }
 }
 

@@ -202,6 +202,8 @@ impl EvalOp for LoopOp {
         let running = Running::enter();
         let mut translations = 0u64;
         while cond && max.is_none_or(|m| iteration < m) {
+            // A run with a deadline or a cancel handle stops between iterations.
+            crate::cancel::check()?;
             if !running.tick() {
                 return Err(self.fail(format!(
                     "still running after {MAX_ITERATIONS} iterations (its own and those of the loops inside its \

@@ -65,6 +65,10 @@ enum Command {
         /// copies over all cores).
         #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
+        /// Stop the run after this many seconds (a fraction allowed), checked before each node and each
+        /// Loop iteration: exit 1 with `error: run cancelled after N s (--timeout)`.
+        #[arg(short = 'T', long, value_name = "SECONDS", value_parser = run::parse_timeout)]
+        timeout: Option<std::time::Duration>,
     },
     /// Infer the type and shape of every value (symbolic dims exact), before running anything.
     Infer {
@@ -113,8 +117,8 @@ enum Command {
         /// A graph input as NAME=FILE.npy, or an .npz of inputs by name (repeatable).
         #[arg(short = 'i', long = "input", value_name = "NAME=FILE.npy|FILE.npz")]
         inputs: Vec<String>,
-        /// Number of timed runs.
-        #[arg(short = 'r', long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+        /// Number of timed runs, 1 to 1000000 (each run's time is kept for the median).
+        #[arg(short = 'r', long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=run::MAX_RUNS as i64))]
         runs: u32,
         /// Output format: table (aligned columns) or json (for programs).
         #[arg(short = 'f', long, value_enum, default_value_t = Format::Table, hide_possible_values = true)]
@@ -157,9 +161,10 @@ pub fn main() -> i32 {
     // silent exit (the hook above prints nothing).
     let command = cli.command;
     let result = caught(move || match command {
-        Command::Run { model, inputs, output_dir, output_npz, input_shapes, expect, threads } => {
+        Command::Run { model, inputs, output_dir, output_npz, input_shapes, expect, threads, timeout } => {
             let outputs = run::Outputs { dir: output_dir, npz: output_npz };
-            run::run(&model, &inputs, &outputs, &input_shapes, expect.as_deref(), threads)
+            let options = run::RunOptions { expect, threads, timeout };
+            run::run(&model, &inputs, &outputs, &input_shapes, &options)
         }
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
@@ -215,6 +220,8 @@ pub(crate) fn write_back(
     transform: Transform,
 ) -> anyhow::Result<()> {
     use sliceops::onnx::Placement;
+    // A FIFO or a device as the output is refused before any work.
+    sliceops::io::atomic::check_target(output)?;
     let bytes = sliceops::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
     drop(bytes);

@@ -4,6 +4,7 @@ use super::inputs::{given_names, load_inputs};
 use super::table::print_table;
 use super::Format;
 use anyhow::Context;
+use sliceops::cancel::{Cancel, Cancelled};
 use sliceops::io::atomic::{commit_all, AtomicFile};
 use sliceops::npy::{check_writable, escape_name, numpy_name, write_npy_to};
 use sliceops::Model;
@@ -31,15 +32,38 @@ pub struct Outputs {
     pub npz: Option<std::path::PathBuf>,
 }
 
+/// The longest `--timeout` accepted: a year, in seconds.
+const MAX_TIMEOUT_S: f64 = 31_536_000.0;
+
+/// `--timeout`: a number of seconds, more than 0 and at most a year.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let s: f64 = text.trim().parse().map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(s > 0.0 && s <= MAX_TIMEOUT_S) {
+        return Err(format!("the timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, got {text}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(s))
+}
+
+/// `run`'s options besides its files.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Compare the outputs with the `.npy` files of this folder.
+    pub expect: Option<std::path::PathBuf>,
+    /// The thread budget, if set (see `Model::set_threads`).
+    pub threads: Option<u32>,
+    /// Stop the run after this long.
+    pub timeout: Option<std::time::Duration>,
+}
+
 /// Runs the model and writes its outputs; with `expect`, compares them with the `.npy` files there.
 pub fn run(
     model: &Path,
     inputs: &[String],
     written: &Outputs,
     input_shapes: &[String],
-    expect: Option<&Path>,
-    threads: Option<u32>,
+    options: &RunOptions,
 ) -> anyhow::Result<()> {
+    let (expect, threads) = (options.expect.as_deref(), options.threads);
     let mut m = load(model)?;
     // Inputs given for initializers listed as graph inputs replace their default values.
     // A malformed argument is reported by `load_inputs`, after the options it has always come after.
@@ -50,7 +74,14 @@ pub fn run(
     super::inputs::configure(&mut m, input_shapes, &[])?;
     m.set_threads(threads.map(|n| n as usize))?;
     let inputs = load_inputs(&m, inputs)?;
-    let outputs = m.run(inputs)?;
+    let outputs = match options.timeout {
+        None => m.run(inputs)?,
+        // The message names the timeout given: the run stops at the first check past it.
+        Some(t) => m.run_with(inputs, &Cancel::with_timeout(t)).map_err(|e| match Cancelled::find(&e) {
+            Some(_) => anyhow::anyhow!("run cancelled after {} s (--timeout)", t.as_secs_f64()),
+            None => e,
+        })?,
+    };
     match (&written.dir, &written.npz) {
         (None, None) => write_outputs(&outputs, Path::new("."))?,
         (dir, npz) => {
@@ -90,6 +121,7 @@ pub fn run(
 fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Result<()> {
     for (name, tensor) in outputs {
         check_writable(tensor).with_context(|| format!("output '{name}'"))?;
+        sliceops::io::atomic::check_target(&output_dir.join(format!("{}.npy", escape_name(name))))?;
     }
     std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
     let mut staged = Vec::with_capacity(outputs.len());
@@ -102,6 +134,10 @@ fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Res
     commit_all(staged)
 }
 
+
+/// The most timed runs `bench` accepts: their times are kept (8 bytes each) to find the median, so an
+/// unbounded count would be an allocation of any size before the first run.
+pub const MAX_RUNS: u32 = 1_000_000;
 
 /// What `bench` measures and prints.
 #[derive(Debug, Clone)]
@@ -120,6 +156,9 @@ pub struct BenchOptions {
 /// runs; inputs are prepared beforehand. With a profile, the same number of runs again with every node
 /// timed (the plain runs are timed without it).
 pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
+    if options.runs == 0 || options.runs > MAX_RUNS {
+        anyhow::bail!("--runs must be between 1 and {MAX_RUNS}, not {}", options.runs);
+    }
     let mut m = load(model)?;
     m.set_threads(options.threads.map(|n| n as usize))?;
     let tensors = load_inputs(&m, inputs)?;

@@ -3,6 +3,11 @@
 //! so a full disk, a file size limit or a kill mid-write never leaves it truncated or half-written, and
 //! a concurrent reader sees the old file or the new one, never a mix. On any error the temporary file
 //! is removed. Writing over the input being read (`-o` equal to the model) is safe for the same reason.
+//!
+//! Only a regular file or a new name is written: a target that is a directory, a FIFO, a device
+//! (`/dev/null`) or a socket is refused by name, before anything is created and again just before the
+//! rename. A symbolic link at the target is replaced as a name (the rename replaces the link itself):
+//! the file it points to, inside the folder or outside it, is never written.
 
 use anyhow::Context;
 use std::fs::File;
@@ -26,24 +31,38 @@ pub struct Staged {
     target: PathBuf,
 }
 
-/// The path written for `target`: where a symlink points (so that writing through a link still
-/// replaces the file it names, as a plain write would), else `target`.
-fn resolve(target: &Path) -> PathBuf {
+/// Checks that `target` may be replaced: it does not exist, or it is a regular file, or a symbolic
+/// link (replaced as a name: the file it points to is never written). Anything else (a directory, a
+/// FIFO, a device such as `/dev/null`, a socket) is refused by name: renaming over it would replace
+/// the device or pipe itself with a regular file. Returns the target's permissions when it is a
+/// regular file, for the new file to keep.
+fn replaceable(target: &Path) -> anyhow::Result<Option<std::fs::Permissions>> {
     match std::fs::symlink_metadata(target) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf()),
-        _ => target.to_path_buf(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot write {}", target.display())),
+        Ok(m) if m.file_type().is_file() => Ok(Some(m.permissions())),
+        Ok(m) if m.file_type().is_symlink() => Ok(None),
+        Ok(m) => {
+            let what = super::regular::not_regular(m.file_type()).unwrap_or("something other than a file");
+            anyhow::bail!("cannot write {}: it is {what}, not a regular file", target.display())
+        }
     }
+}
+
+/// Checks, before any work, that `target` may be written (see [`AtomicFile::create`], which checks
+/// again): a new name, a regular file or a symbolic link, in an existing folder or not.
+pub fn check_target(target: &Path) -> anyhow::Result<()> {
+    replaceable(target).map(|_| ())
 }
 
 impl AtomicFile {
     /// Starts writing `target`: creates the temporary file (with the target's permissions when it
-    /// exists). Fails, naming `target`, if its folder does not exist or it is a directory.
+    /// is a regular file). Fails, naming `target`, if its folder does not exist or it exists and is
+    /// neither a regular file nor a symbolic link (see the module docs).
     pub fn create(target: &Path) -> anyhow::Result<AtomicFile> {
-        let target = resolve(target);
+        let target = target.to_path_buf();
         let fail = || format!("cannot write {}", target.display());
-        if target.is_dir() {
-            anyhow::bail!("cannot write {}: it is a directory", target.display());
-        }
+        let permissions = replaceable(&target)?;
         let name =
             target.file_name().with_context(|| format!("cannot write {}: it names no file", target.display()))?;
         let dir = match target.parent() {
@@ -60,7 +79,6 @@ impl AtomicFile {
                 Err(e) => return Err(e).with_context(fail),
             }
         };
-        let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
         let message = fail();
         let this = AtomicFile { writer: Some(BufWriter::new(file)), temp: Some(temp), target };
         if let (Some(permissions), Some(w)) = (permissions, &this.writer) {
@@ -117,9 +135,13 @@ impl Staged {
     /// Renames the temporary file over the target, then syncs the folder so the rename is durable.
     pub fn commit(mut self) -> anyhow::Result<()> {
         let temp = self.temp.take().with_context(|| format!("cannot write {}", self.target.display()))?;
-        if let Err(e) = std::fs::rename(&temp, &self.target) {
+        // Checked again just before the rename: the target may have become a FIFO or a device since.
+        let checked = replaceable(&self.target).map(|_| ());
+        if let Err(e) = checked.and_then(|()| {
+            std::fs::rename(&temp, &self.target).with_context(|| format!("cannot write {}", self.target.display()))
+        }) {
             let _ = std::fs::remove_file(&temp);
-            return Err(e).with_context(|| format!("cannot write {}", self.target.display()));
+            return Err(e);
         }
         // Best effort: some file systems refuse to sync a directory; the data itself is synced.
         if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -18,24 +18,32 @@ pub(crate) fn open_regular(path: &Path) -> anyhow::Result<(File, u64)> {
         .open(path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let meta = file.metadata().with_context(|| format!("cannot read {}", path.display()))?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a named pipe (FIFO)"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "something other than a file"
-        };
+    if let Some(what) = not_regular(meta.file_type()) {
         bail!("cannot read {}: it is {what}, not a regular file", path.display());
     }
     Ok((file, meta.len()))
+}
+
+/// What a file of type `kind` is, in words ("a named pipe (FIFO)"), if it is not a regular file.
+pub(crate) fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        return None;
+    }
+    Some(if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "something other than a file"
+    })
 }
 
 /// Reads the whole of a regular file of at most `limit` bytes (`what` names it in the error:

@@ -3,7 +3,7 @@
 use super::atomic::{write_atomic, AtomicFile};
 use super::regular::{open_regular, read_regular};
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::PathBuf;
 
 fn scratch(name: &str) -> PathBuf {
@@ -58,22 +58,69 @@ fn an_error_or_a_drop_removes_the_temporary_file() {
 }
 
 #[test]
-fn a_symlink_target_replaces_the_file_it_names() {
+fn a_symlink_target_is_replaced_as_a_name_and_its_file_untouched() {
     let dir = scratch("symlink");
-    let real = dir.join("real.bin");
+    let outside = scratch("symlink-outside");
+    let real = outside.join("real.bin");
     std::fs::write(&real, b"old").unwrap();
     let link = dir.join("link.bin");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     write_atomic(&link, |f| Ok(f.write_all(b"new")?)).unwrap();
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-    assert_eq!(std::fs::read(&real).unwrap(), b"new");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_file());
+    assert_eq!(std::fs::read(&link).unwrap(), b"new");
+    assert_eq!(std::fs::read(&real).unwrap(), b"old");
+    // A dangling link too: replaced, nothing created where it pointed.
+    let dangling = dir.join("dangling.bin");
+    std::os::unix::fs::symlink(outside.join("missing.bin"), &dangling).unwrap();
+    write_atomic(&dangling, |f| Ok(f.write_all(b"new")?)).unwrap();
+    assert_eq!(std::fs::read(&dangling).unwrap(), b"new");
+    assert!(!outside.join("missing.bin").exists());
+    assert_eq!(names(&dir), vec!["dangling.bin", "link.bin"]);
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // Safety: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+#[test]
+fn fifos_and_devices_are_refused_by_name_and_left_alone() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("out.bin");
+    mkfifo(&fifo);
+    let err = AtomicFile::create(&fifo).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!("cannot write {}: it is a named pipe (FIFO), not a regular file", fifo.display())
+    );
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(names(&dir), vec!["out.bin"]);
+    // /dev/null is only looked at: refused before any file is created next to it.
+    let null = std::path::Path::new("/dev/null");
+    let err = super::atomic::check_target(null).unwrap_err();
+    assert_eq!(err.to_string(), "cannot write /dev/null: it is a character device, not a regular file");
+    assert!(std::fs::symlink_metadata(null).unwrap().file_type().is_char_device());
+    // A target that becomes a FIFO after the temporary file was made is refused at the rename.
+    let late = dir.join("late.bin");
+    let staged = AtomicFile::create(&late).unwrap().finish().unwrap();
+    mkfifo(&late);
+    let err = staged.commit().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("cannot write {}: it is a named pipe (FIFO), not a regular file", late.display())
+    );
+    assert!(std::fs::symlink_metadata(&late).unwrap().file_type().is_fifo());
+    assert_eq!(names(&dir), vec!["late.bin", "out.bin"]);
 }
 
 #[test]
 fn unwritable_targets_are_named() {
     let dir = scratch("unwritable");
     let err = AtomicFile::create(&dir).err().unwrap();
-    assert_eq!(err.to_string(), format!("cannot write {}: it is a directory", dir.display()));
+    assert_eq!(err.to_string(), format!("cannot write {}: it is a directory, not a regular file", dir.display()));
     let missing = dir.join("no").join("out.bin");
     let err = AtomicFile::create(&missing).err().unwrap();
     assert_eq!(

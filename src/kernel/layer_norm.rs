@@ -3,8 +3,11 @@
 //! Each row of `n` values becomes `(x - mean) / sqrt(var + eps)`, then times `scale` and plus `bias`
 //! when given (one value per column), where `mean` and `var` are the row's mean and its mean
 //! squared deviation from that mean (the population variance, as ONNX's `LayerNormalization`
-//! defines it). Three passes over a row that is in cache: its sum, the squared deviations, the
-//! output. The sums run over 16 partial sums (a loop the compiler vectorizes), combined pairwise at
+//! defines it). Three passes over a row that is in cache: its sum, the deviations from the mean it
+//! gives and their squares, the output. The mean is corrected by the deviations' mean (the sum's
+//! rounding is undone: a constant row, even of 1e20, gives its value back, zero deviations, a zero
+//! variance, so the bias with `eps > 0` and NaN, 0/0, with `eps = 0`), and the variance is the
+//! mean squared deviation less the square of that correction. The sums run over 16 partial sums (a loop the compiler vectorizes), combined pairwise at
 //! the end; every step is a plain multiply or add in float32, in the same order on every build, so
 //! the portable and the AVX2 builds give the same bits. The values are the definition's up to
 //! float32 rounding of the two sums: each is off by at most `n·ε` relative to the sum of the
@@ -59,8 +62,23 @@ fn rows_avx2(data: &mut [f32], n: usize, eps: f32, scale: Option<&[f32]>, bias: 
 fn rows(data: &mut [f32], n: usize, eps: f32, scale: Option<&[f32]>, bias: Option<&[f32]>) {
     let count = n as f32;
     for row in data.chunks_exact_mut(n) {
-        let mean = sum(row, |x| x) / count;
-        let var = sum(row, |x| (x - mean) * (x - mean)) / count;
+        // The sum's rounding moves the first mean off the row's (seven values of 1e20 sum to a
+        // rounded 7e20): the deviations from it carry the correction, so that a constant row gets
+        // its value back exactly, every deviation 0 and its variance 0.
+        let first = sum(row, |x| x) / count;
+        let (dev, sq) = deviations(row, first);
+        let shift = dev / count;
+        let mean = first + shift;
+        let mut var = sq / count - shift * shift;
+        if var.is_nan() && sq.is_infinite() {
+            // The squared deviations overflowed float32 (values past 1e26): again from the
+            // corrected mean, in float64. A constant row still gives 0; NaN in the row stays NaN.
+            let m = f64::from(mean);
+            let s: f64 = row.iter().map(|&x| (f64::from(x) - m) * (f64::from(x) - m)).sum();
+            var = (s / f64::from(count)) as f32;
+        }
+        // Rounding may leave a tiny negative; NaN stays NaN.
+        let var = if var < 0.0 { 0.0 } else { var };
         let inv = 1.0 / (var + eps).sqrt();
         for x in row.iter_mut() {
             *x = (*x - mean) * inv;
@@ -78,6 +96,41 @@ fn rows(data: &mut [f32], n: usize, eps: f32, scale: Option<&[f32]>, bias: Optio
     }
 }
 
+/// The sums of `x - mean` and of `(x - mean)²` over `row`, each over [`LANES`] partial sums
+/// combined pairwise.
+#[inline(always)]
+fn deviations(row: &[f32], mean: f32) -> (f32, f32) {
+    let mut dev = [0f32; LANES];
+    let mut sq = [0f32; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for ((a, b), &x) in dev.iter_mut().zip(sq.iter_mut()).zip(chunk) {
+            let d = x - mean;
+            *a += d;
+            *b += d * d;
+        }
+    }
+    for ((a, b), &x) in dev.iter_mut().zip(sq.iter_mut()).zip(chunks.remainder()) {
+        let d = x - mean;
+        *a += d;
+        *b += d * d;
+    }
+    (combine(dev), combine(sq))
+}
+
+/// The partial sums added pairwise.
+#[inline(always)]
+fn combine(mut acc: [f32; LANES]) -> f32 {
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+    }
+    acc[0]
+}
+
 /// The sum of `f(x)` over `row`, over [`LANES`] partial sums combined pairwise.
 #[inline(always)]
 fn sum(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
@@ -91,14 +144,7 @@ fn sum(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     for (a, &x) in acc.iter_mut().zip(chunks.remainder()) {
         *a += f(x);
     }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for i in 0..width {
-            acc[i] += acc[i + width];
-        }
-    }
-    acc[0]
+    combine(acc)
 }
 
 #[cfg(test)]
@@ -175,6 +221,24 @@ mod tests {
         layer_norm_rows(&mut x, 3, 1e-5, None, None).unwrap();
         assert!(x[..3].iter().all(|v| v.is_nan()));
         assert!(x[3..].iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn constant_rows_of_any_magnitude_normalize_to_zero() {
+        // Seven values of 1e20 sum to a rounded 7e20: the mean must still be 1e20 exactly.
+        for v in [1e20f32, -3e34, 1e30, 3.0, 1e-30, 7.1e-45, 0.1, 123456.79] {
+            for n in [7, 16, 33, 768] {
+                let mut x = vec![v; 2 * n];
+                let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.5).collect();
+                layer_norm_rows(&mut x, n, 1e-5, Some(&vec![2.0; n]), Some(&bias)).unwrap();
+                let want: Vec<f32> = bias.iter().chain(&bias).copied().collect();
+                assert_eq!(x, want, "rows of {n} values {v}");
+                // eps 0: 0 / 0 in every place.
+                let mut x = vec![v; n];
+                layer_norm_rows(&mut x, n, 0.0, None, None).unwrap();
+                assert!(x.iter().all(|y| y.is_nan()), "rows of {n} values {v}, eps 0: {x:?}");
+            }
+        }
     }
 
     #[test]

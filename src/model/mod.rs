@@ -510,13 +510,37 @@ impl Model {
 
     /// Runs the model on its inputs, in the order of [`Model::input_names`]; returns the outputs named.
     pub fn run(&self, inputs: Vec<Tensor>) -> anyhow::Result<Vec<(String, Tensor)>> {
+        self.run_inner(inputs, None)
+    }
+
+    /// [`Model::run`], stopped by `cancel`: its timeout (counted from this call, the plan's making
+    /// included) or [`Cancel::cancel`] from another thread, checked before each node and each `Loop`
+    /// iteration (see [`crate::cancel`]). A stopped run returns an error holding
+    /// [`crate::cancel::Cancelled`] (find it with `Cancelled::find`).
+    ///
+    /// [`Cancel::cancel`]: crate::cancel::Cancel::cancel
+    pub fn run_with(
+        &self,
+        inputs: Vec<Tensor>,
+        cancel: &crate::cancel::Cancel,
+    ) -> anyhow::Result<Vec<(String, Tensor)>> {
+        self.run_inner(inputs, Some(cancel))
+    }
+
+    fn run_inner(
+        &self,
+        inputs: Vec<Tensor>,
+        cancel: Option<&crate::cancel::Cancel>,
+    ) -> anyhow::Result<Vec<(String, Tensor)>> {
+        let _scope = cancel.map(crate::cancel::Scope::enter);
         self.check_inputs(&inputs)?;
         let plan = match self.plan_for(&inputs) {
             Ok(plan) => plan,
             Err(e) if e.downcast_ref::<Unknown>().is_some() => self.plan_for_values(&inputs)?.ok_or(e)?,
             Err(e) => return Err(e),
         };
-        let outputs = guard("running the model", || plan.run(inputs.into_iter().map(TValue::from).collect()))?;
+        let inputs = inputs.into_iter().map(TValue::from).collect();
+        let outputs = guard("running the model", || crate::cancel::run_plan(&plan, inputs))?;
         let names = self.output_names();
         names
             .into_iter()

@@ -113,6 +113,8 @@ pub fn place_external_data(
 /// `output`, with its external data placed by [`place_external_data`]; atomically, the data file (if
 /// any) renamed into place before the model.
 pub fn write_model_file(bytes: Vec<u8>, input_dir: Option<&Path>, output: &Path) -> anyhow::Result<Placement> {
+    // Refused before anything is created next to it (the external data file comes first).
+    crate::io::atomic::check_target(output)?;
     let mut model = proto::ModelProto::decode(&*bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
     let (placement, data) = place_external_data(&mut model, input_dir, output, PROTOBUF_LIMIT)?;
     let encoded = if placement == Placement::Unchanged {

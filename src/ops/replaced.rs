@@ -16,6 +16,11 @@
 //! - `Flatten`: over symbolic dims (tract refuses a product of two symbols);
 //! - `Gather`: a constant affine index table is a slicing view;
 //! - `Gemm`: float16 computed as onnx's reference (tract refused a float16 `C`; [`gemm`](super::math::gemm));
+//! - `LayerNormalization`: float32 on our kernel, the mean a division by `n` corrected by the
+//!   deviations (tract multiplied by an inexact `1/n`: constant rows did not normalize to 0;
+//!   [`layer_norm`](super::nn::layer_norm));
+//! - `LogSoftmax`: one log-softmax, `x - max - ln(sum(exp(x - max)))` (tract took the log of a
+//!   softmax, `-inf` once a probability underflows; [`log_softmax`](super::math::log_softmax));
 //! - `MatMul`: of two 1-D tensors, their dot product (tract inferred the scalar but refused to wire
 //!   it);
 //! - `Mean`: typed from its inputs (tract's builder panicked on a node typed without inference facts);
@@ -87,6 +92,8 @@ pub fn register(onnx: &mut Onnx) {
     for op in ["HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"] {
         onnx.op_register.insert(op, math::sized_generators::generated);
     }
+    onnx.op_register.insert("LayerNormalization", nn::layer_norm::layer_norm);
+    onnx.op_register.insert("LogSoftmax", math::log_softmax::log_softmax);
     onnx.op_register.insert("MatMul", math::matmul::matmul);
     onnx.op_register.insert("Mean", math::mean::mean);
     onnx.op_register.insert("OneHot", array::one_hot::one_hot);

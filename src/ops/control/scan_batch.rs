@@ -137,7 +137,7 @@ impl EvalOp for BatchScan {
                         _ => t.clone(),
                     });
                 }
-                plan.run(item_inputs)?
+                crate::cancel::run_plan(&plan, item_inputs)?
             };
             for (slot, out) in entries.iter_mut().enumerate() {
                 let shape = entry_shape(slot)?;

@@ -6,7 +6,9 @@
 //! its `alpha` and `beta` being float32 numbers, `AB * alpha + C * beta` in float32, rounded to float16
 //! at the end. Here a float16 Gemm (opset 7 on, where `C` broadcasts) is wired that way: the product
 //! as a float32 einsum rounded to float16, the rest in float32 between casts. Other types, and opset 6's
-//! `broadcast` attribute, keep tract's op.
+//! `broadcast` attribute, keep tract's op, except for `alpha = 0` ([`zero_alpha`]): `0 * AB` is NaN
+//! where the product is infinite or NaN, as the reference computes it, where tract's optimizer made
+//! the product by a constant 0 zeros.
 
 use crate::ops::stock_node::{Fix, StockNode};
 use std::collections::HashMap;
@@ -70,6 +72,9 @@ impl Fix for HalfGemm {
         };
         let half = |o: OutletId| -> TractResult<bool> { Ok(target.outlet_fact(o)?.datum_type == DatumType::F16) };
         if !this.fix.broadcasts || !half(a)? || !half(b)? {
+            if this.fix.alpha == 0.0 && this.fix.broadcasts {
+                return zero_alpha(this, inode, target, &inputs);
+            }
             return this.stock.to_typed(source, inode, target, mapping);
         }
         let f = &this.fix;
@@ -90,7 +95,9 @@ impl Fix for HalfGemm {
         // numpy's float16 dot: summed in float32, rounded once.
         let ab = target.wire_node(format!("{name}.ab_f16"), cast(DatumType::F16), &[ab])?[0];
         let mut y = f32_of(target, "ab", ab)?;
-        if f.alpha != 1.0 {
+        if f.alpha == 0.0 {
+            y = target.wire_node(format!("{name}.alpha_ab"), TimesZero, &[y])?[0];
+        } else if f.alpha != 1.0 {
             let alpha = target.add_const(format!("{name}.alpha"), tensor0(f.alpha))?;
             y = wire_with_rank_broadcast(format!("{name}.alpha_ab"), target, math::mul(), &[y, alpha])?[0];
         }
@@ -124,5 +131,91 @@ impl Fix for HalfGemm {
             y = wire_with_rank_broadcast(format!("{name}.plus_c"), target, math::add(), &[y, c])?[0];
         }
         target.wire_node(format!("{name}.f16"), cast(DatumType::F16), &[y])
+    }
+}
+
+/// A Gemm with `alpha = 0` over float32 or float64 (opset 7 on): `0 * AB + beta * C` as the reference
+/// computes it, the product kept (tract's wiring multiplies by a constant 0, which its optimizer
+/// replaces by zeros, so an infinity or NaN in `A` or `B` gave `C` instead of NaN).
+fn zero_alpha(
+    this: &StockNode<HalfGemm>,
+    inode: &InferenceNode,
+    target: &mut TypedModel,
+    inputs: &[OutletId],
+) -> TractResult<TVec<OutletId>> {
+    let (f, name) = (&this.fix, &inode.name);
+    let err = |msg: String| crate::NodeError::invalid(&this.node, "Gemm", msg);
+    let (Some(&a), Some(&b)) = (inputs.first(), inputs.get(1)) else {
+        return Err(err("Gemm takes A and B".to_string()));
+    };
+    let dt = target.outlet_fact(a)?.datum_type;
+    for (what, o) in [("A", a), ("B", b)] {
+        let fact = target.outlet_fact(o)?;
+        if fact.rank() != 2 {
+            return Err(err(format!("{what} has rank {}: it must be a matrix", fact.rank())));
+        }
+        if fact.datum_type != dt || !(dt == DatumType::F32 || dt == DatumType::F64) {
+            return Err(err(format!(
+                "A is {dt:?} and B {:?}: Gemm takes two float matrices of one type",
+                fact.datum_type
+            )));
+        }
+    }
+    let axes = AxesMapping::for_numpy_matmul(2, f.trans_a, f.trans_b, false)?;
+    let ab = target.wire_node(format!("{name}.ab"), EinSum::new(axes, dt), &[a, b])?[0];
+    let mut y = target.wire_node(format!("{name}.alpha_ab"), TimesZero, &[ab])?[0];
+    if let (Some(&c), true) = (inputs.get(2), f.beta != 0.0) {
+        let c_dt = target.outlet_fact(c)?.datum_type;
+        if c_dt != dt {
+            return Err(err(format!("C is {c_dt:?} but A and B are {dt:?}: they must have one type")));
+        }
+        let mut c = c;
+        if f.beta != 1.0 {
+            let beta = tensor0(f.beta).cast_to_dt(dt)?.into_owned();
+            let beta = target.add_const(format!("{name}.beta"), beta)?;
+            c = wire_with_rank_broadcast(format!("{name}.beta_c"), target, math::mul(), &[c, beta])?[0];
+        }
+        y = wire_with_rank_broadcast(format!("{name}.plus_c"), target, math::add(), &[y, c])?[0];
+    }
+    Ok(tvec!(y))
+}
+
+/// `x * 0` elementwise, over floats: NaN where `x` is infinite or NaN, a zero of `x`'s sign
+/// elsewhere, as IEEE multiplication gives. An op of its own, so that no optimizer replaces it by
+/// zeros.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimesZero;
+
+impl Op for TimesZero {
+    fn name(&self) -> StaticName {
+        "TimesZero".into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for TimesZero {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let mut x = args_1!(inputs).into_tensor();
+        let dt = x.datum_type();
+        let mut plain = x.try_as_plain_ram_mut()?;
+        match dt {
+            DatumType::F16 => plain.as_slice_mut::<f16>()?.iter_mut().for_each(|v| *v *= f16::from_f32(0.0)),
+            DatumType::F32 => plain.as_slice_mut::<f32>()?.iter_mut().for_each(|v| *v *= 0.0),
+            DatumType::F64 => plain.as_slice_mut::<f64>()?.iter_mut().for_each(|v| *v *= 0.0),
+            dt => bail!("TimesZero takes floats, got {dt:?}"),
+        }
+        Ok(tvec!(x.into_tvalue()))
+    }
+}
+
+impl TypedOp for TimesZero {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let fact = inputs.first().context("TimesZero takes one input")?;
+        Ok(tvec!(fact.datum_type.fact(fact.shape.clone())))
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod det;
 pub(crate) mod dft;
 pub(crate) mod extremum;
 pub(crate) mod gemm;
+pub(crate) mod log_softmax;
 pub(crate) mod matmul;
 pub(crate) mod mean;
 pub(crate) mod reduce;

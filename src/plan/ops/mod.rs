@@ -3,7 +3,8 @@
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
-//! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]).
+//! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]). Float32 max, min
+//! and sigmoid that would drop NaN run as [`ScalarSteps`] and [`NanSigmoid`], which keep it.
 //! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
 //! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
 //! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
@@ -13,7 +14,7 @@
 pub(crate) mod broadcast;
 pub(crate) mod conv;
 pub(crate) mod int_pow;
-pub(crate) mod layer_norm;
+pub(crate) mod keep_nan;
 pub(crate) mod matmul;
 pub(crate) mod maxpool;
 pub(crate) mod resize;
@@ -21,7 +22,7 @@ pub(crate) mod softmax;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::AxisOp;
-use tract_onnx::tract_core::ops::binary::TypedBinOp;
+use tract_onnx::tract_core::ops::binary::{OptBinByScalar, OptBinChain, TypedBinOp};
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
@@ -32,7 +33,8 @@ use crate::slicing::PlannedView;
 pub use broadcast::BroadcastBin;
 pub use conv::DirectConv;
 pub use int_pow::CubePow;
-pub use layer_norm::RowLayerNorm;
+pub use keep_nan::{NanSigmoid, ScalarSteps};
+pub use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub use matmul::SmallMatMul;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
@@ -53,9 +55,19 @@ pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
         } else if let Some(pool) = node.op_as::<OptMaxPool>() {
             PlaneMaxPool::replacing(pool).map(|op| Box::new(op) as _)
         } else if let Some(ew) = node.op_as::<ElementWiseOp>() {
-            CubePow::replacing(ew).map(|op| Box::new(op) as _)
+            let Some(&input) = node.inputs.first() else { continue };
+            match CubePow::replacing(ew) {
+                Some(op) => Some(Box::new(op) as _),
+                None => NanSigmoid::replacing(ew, model.outlet_fact(input)?).map(|op| Box::new(op) as _),
+            }
+        } else if node.op_is::<OptBinByScalar>() || node.op_is::<OptBinChain>() {
+            ScalarSteps::replacing(model, node)?.map(|op| Box::new(op) as _)
         } else if let (Some(bin), [a, b]) = (node.op_as::<TypedBinOp>(), &*node.inputs) {
-            BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
+            match ScalarSteps::replacing(model, node)? {
+                Some(op) => Some(Box::new(op) as _),
+                None => BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?)
+                    .map(|op| Box::new(op) as _),
+            }
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
             PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else {
