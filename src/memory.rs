@@ -3,6 +3,11 @@
 
 use tract_onnx::prelude::DatumType;
 
+/// The most bytes a value the analysis computes ahead of a run may take (the default of its
+/// `fold_bytes` option, and what an image constant may decode to while analysing): 4 MB, as
+/// tract's own constant folding.
+pub const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
+
 /// The bytes a tensor of `dims` and `dt` takes; `None` when they overflow `u64`.
 pub fn bytes_of(dims: &[usize], dt: DatumType) -> Option<u64> {
     dims.iter().try_fold(dt.size_of() as u64, |acc, &d| acc.checked_mul(d as u64))

@@ -73,7 +73,7 @@ pub fn plan(model: TypedModel, threads: Option<usize>) -> TractResult<Arc<TypedR
 }
 
 /// [`plan`], with ordering dependencies `(node, node it must come after)` beyond the model's edges
-/// (a node after the one binding a size its shape mentions: `crate::model::runtime_dims`).
+/// (a node after the one binding a size its shape mentions: the model's `runtime_dims`).
 pub(crate) fn plan_ordered(
     model: TypedModel,
     threads: Option<usize>,

@@ -109,7 +109,7 @@ fn bench_runs_are_bounded_before_anything_is_allocated() {
     for runs in ["4294967295", "500000000", "1000001", "0"] {
         let r = sliceops(&["bench", &arg(&model), "--input", &input, "--runs", runs]);
         assert_eq!(r.code, Some(2), "--runs {runs}\n{r:#?}");
-        assert!(r.stderr.contains(&format!("invalid value '{runs}' for '--runs <RUNS>'")), "{}", r.stderr);
+        assert!(r.stderr.contains(&format!("invalid value '{runs}' for '--runs <N>'")), "{}", r.stderr);
         assert!(r.stderr.contains("1..=1000000"), "{}", r.stderr);
     }
     let r = sliceops(&["bench", &arg(&model), "--input", &input, "--runs", "3", "--format", "json"]);

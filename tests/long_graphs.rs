@@ -74,7 +74,7 @@ fn a_chain_of_20k_alternating_slices_and_relus_runs() {
 
 /// The model without node names (tract names new nodes in an order that varies from run to run):
 /// each node's inputs, op and output facts, and the model's inputs and outputs. The ops our kernels
-/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`) are shown as the tract op
+/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`, `NanSigmoid`) are shown as the tract op
 /// each one replaces.
 fn structure(model: &TypedModel) -> String {
     let mut text = format!("inputs {:?} outputs {:?}\n", model.inputs, model.outputs);
@@ -90,6 +90,8 @@ fn structure(model: &TypedModel) -> String {
             format!("{:?}", cube.stock)
         } else if let Some(bin) = node.op_as::<sliceops::plan::BroadcastBin>() {
             format!("{:?}", bin.stock)
+        } else if let Some(sigmoid) = node.op_as::<sliceops::plan::NanSigmoid>() {
+            format!("{:?}", sigmoid.stock)
         } else {
             format!("{:?}", node.op)
         };
@@ -113,11 +115,16 @@ fn the_optimizer_leaves_the_model_tract_leaves_on_real_exports() {
 
 #[test]
 fn elementwise_runs_fuse_into_chains_of_at_most_16_steps() {
-    use tract_onnx::tract_core::ops::binary::OptBinChain;
     let model = Model::load_bytes(&chain_model(100, |_| false)).unwrap();
     let optimized = model.optimized().unwrap();
-    let chains: Vec<usize> =
-        optimized.nodes.iter().filter_map(|n| n.op_as::<OptBinChain>()).map(|c| c.steps.len()).collect();
+    // Each fused chain of Relus (max by 0) then runs as our `ScalarSteps`, which keeps NaN, with the
+    // chain's steps.
+    let chains: Vec<usize> = optimized
+        .nodes
+        .iter()
+        .filter_map(|n| n.op_as::<sliceops::plan::ScalarSteps>())
+        .map(|c| c.steps.len())
+        .collect();
     // tract's own fuse makes the first chain (the head and the 15 nodes after it); the rest of the
     // run goes 16 at a time, in node order.
     assert_eq!(chains, [16, 16, 16, 16, 16, 16, 4]);

@@ -87,8 +87,7 @@ impl Default for Options {
     }
 }
 
-/// The default of [`Options::fold_bytes`]: 4 MB, as tract's own constant folding.
-pub(crate) const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
+pub(crate) use crate::memory::DEFAULT_FOLD_BYTES;
 
 /// Analyses a model under `binding`, with the user's `assumptions` (such as `N>=2`).
 pub fn analyse(

@@ -7,7 +7,6 @@ use sliceops::dims::format_dim;
 use sliceops::Model;
 use std::path::Path;
 
-
 /// Prints the inferred dtype and shape of every value, the requirements the model puts on its
 /// inputs, and (JSON) the symbols with their origins.
 pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], format: Format) -> anyhow::Result<()> {

@@ -134,7 +134,6 @@ fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Res
     commit_all(staged)
 }
 
-
 /// The most timed runs `bench` accepts: their times are kept (8 bytes each) to find the median, so an
 /// unbounded count would be an allocation of any size before the first run.
 pub const MAX_RUNS: u32 = 1_000_000;

@@ -13,4 +13,7 @@ pub(crate) mod optimize;
 pub(crate) mod passes;
 
 pub(crate) use ops::use_our_kernels;
-pub use ops::{AxisSoftmax, BroadcastBin, CubePow, DirectConv, PlaneMaxPool, RowLayerNorm, RowResize, SmallMatMul};
+pub use ops::{
+    AxisSoftmax, BroadcastBin, CubePow, DirectConv, NanSigmoid, PlaneMaxPool, RowLayerNorm, RowResize, ScalarSteps,
+    SmallMatMul,
+};

@@ -56,7 +56,7 @@ pub use budget::Budget;
 use budget::Purpose;
 
 /// The bytes a constant image's decoding may take while the model is analysed: the analysis budget.
-pub const ANALYSIS_BYTES: u64 = crate::analysis::DEFAULT_FOLD_BYTES;
+pub const ANALYSIS_BYTES: u64 = crate::memory::DEFAULT_FOLD_BYTES;
 
 /// The image formats, told by their first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

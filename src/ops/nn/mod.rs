@@ -14,6 +14,6 @@ pub(crate) mod lp_pool;
 pub(crate) mod max_unpool;
 pub(crate) mod resize;
 pub(crate) mod roi_align;
-pub(crate) mod row_layer_norm;
 pub(crate) mod rotary;
+pub(crate) mod row_layer_norm;
 pub(crate) mod upsample;

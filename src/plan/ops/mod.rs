@@ -30,11 +30,11 @@ use tract_onnx::tract_core::ops::nn::Softmax;
 
 use crate::slicing::PlannedView;
 
+pub use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub use broadcast::BroadcastBin;
 pub use conv::DirectConv;
 pub use int_pow::CubePow;
 pub use keep_nan::{NanSigmoid, ScalarSteps};
-pub use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub use matmul::SmallMatMul;
 pub use maxpool::PlaneMaxPool;
 pub use resize::RowResize;
