@@ -57,7 +57,7 @@ fn scale(c: &mut Criterion) {
             let model = sliceops::Model::load_bytes(&bytes).unwrap();
             let facts = model.infer().unwrap();
             assert_eq!(facts.len(), 10_001);
-            sliceops::onnx::fold(&bytes, None).unwrap()
+            sliceops::fold::fold_bytes(&bytes, None).unwrap()
         })
     });
     group.finish();
