@@ -1,8 +1,8 @@
 //! Standard ONNX ops on tract, where tract-onnx 0.23.9 lacks them or gets them wrong, grouped by
-//! family as the ONNX operator list is: [`replaced`] lists the builders of tract's that ours replace
-//! (and why), [`added`] the ops tract does not have. Each op is one file: its builder, its inference
+//! family as the ONNX operator list is: `replaced` lists the builders of tract's that ours replace
+//! (and why), `added` the ops tract does not have. Each op is one file: its builder, its inference
 //! rules and how it is wired into a typed model; shape parameters given as inputs go through one
-//! mechanism ([`params`]).
+//! mechanism (`params`).
 //!
 //! May import: the base layer, the pure layers (`view`, `semantics`, `kernel`, `symbolic`, `dims`),
 //! [`crate::node`] and [`crate::slicing`]. Nothing above (analysis, plan, model, write-back).

@@ -1,6 +1,6 @@
-//! The optimized plan: tract's declutter and codegen passes driven in tract's order ([`optimize`]),
-//! our passes that place our ops before codegen ([`passes`]), our ops in the plan ([`ops`]), and the
-//! memory check of a plan before it runs ([`memory`]).
+//! The optimized plan: tract's declutter and codegen passes driven in tract's order (`optimize`),
+//! our passes that place our ops before codegen (`passes`), our ops in the plan ([`ops`]), and the
+//! memory check of a plan before it runs (`memory`).
 //!
 //! May import: the base layer, the pure layers, [`crate::node`], [`crate::slicing`], [`crate::ops`].
 //! Not the analysis, the model or anything above.

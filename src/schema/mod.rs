@@ -1,6 +1,6 @@
 //! Our ONNX IR schema: `proto/onnx.proto`, written here from the IR's field numbers and compiled by
-//! prost in `build.rs`, and the table between its element types and tract's ([`datum_type_of_elem`],
-//! [`onnx_data_type`]).
+//! prost in `build.rs`, and the table between its element types and tract's (`datum_type_of_elem`,
+//! `onnx_data_type`).
 
 mod types;
 

@@ -1,8 +1,8 @@
 //! The slicing ops on tract: the builders of `StridedSlice`, `Slice`, `AsStrided` and `ATen`
-//! (as_strided) ([`builders`]), each node's parameters read into a spec ([`spec`]) and resolved into
-//! steps ([`step`]), the inference op and its rules ([`SliceInference`]), the typed ops (a
+//! (as_strided) (`builders`), each node's parameters read into a spec (`spec`) and resolved into
+//! steps (`step`), the inference op and its rules ([`SliceInference`]), the typed ops (a
 //! constant-parameter [`ViewOp`] and a runtime-parameter [`DynSliceOp`]) with their declutter rules,
-//! and the patterns of exported graphs that are views ([`patterns`]: affine gathers, axis changes).
+//! and the patterns of exported graphs that are views (`patterns`: affine gathers, axis changes).
 //!
 //! May import: the base layer, the pure layers and [`crate::node`].
 
