@@ -624,19 +624,32 @@ fn prepare(
     origin: [usize; 2],
     prepared: &mut [f32],
 ) {
-    if sizes.shifted {
-        return prepare_shifted(geo, sizes, image, full, origin, prepared);
-    }
     let ([sh, sw], [pt, pl]) = (geo.stride, geo.pad_before);
-    // Per column phase b: element j is padded column b + j·sw, input column b + j·sw - pl: inside
-    // the input for j in first..end, starting at input column `start`.
-    let spans: Vec<(usize, usize, usize)> = (0..sw)
-        .map(|b| {
-            let first = pl.saturating_sub(b).div_ceil(sw).min(sizes.row);
-            let end = (geo.w + pl).saturating_sub(b).div_ceil(sw).clamp(first, sizes.row);
-            (first, end, (b + first * sw).saturating_sub(pl))
-        })
-        .collect();
+    // One plane per input channel, row phase and column variant; element j of a plane row is read
+    // from input columns `start + k·sw` for j = first + k in first..end, zero outside.
+    let spans: Vec<(usize, usize, usize)> = if sizes.shifted {
+        // Shifted planes, one per kernel column kx: output column ox reads input column
+        // ox·sw + kx·dw - pl, inside for ox in first..end.
+        let dw = geo.dilation[1];
+        (0..geo.kw)
+            .map(|kx| {
+                let at = kx * dw;
+                let first = pl.saturating_sub(at).div_ceil(sw).min(geo.ow);
+                let end = if geo.w + pl > at { ((geo.w + pl - at - 1) / sw + 1).clamp(first, geo.ow) } else { first };
+                (first, end, if first < end { first * sw + at - pl } else { 0 })
+            })
+            .collect()
+    } else {
+        // Phase planes, one per column phase b: element j is padded column b + j·sw, input column
+        // b + j·sw - pl: inside the input for j in first..end, starting at input column `start`.
+        (0..sw)
+            .map(|b| {
+                let first = pl.saturating_sub(b).div_ceil(sw).min(sizes.row);
+                let end = (geo.w + pl).saturating_sub(b).div_ceil(sw).clamp(first, sizes.row);
+                (first, end, (b + first * sw).saturating_sub(pl))
+            })
+            .collect()
+    };
     let mut planes = prepared.chunks_exact_mut(sizes.plane);
     for channel in image.chunks_exact(full[0] * full[1]).take(geo.c_in) {
         for a in 0..sh {
@@ -652,6 +665,9 @@ fn prepare(
                     out[..first].fill(0.0);
                     out[end..].fill(0.0);
                     let inside = &mut out[first..end];
+                    if inside.is_empty() {
+                        continue;
+                    }
                     match sw {
                         1 => inside.copy_from_slice(&src[start..][..inside.len()]),
                         2 => {
@@ -661,55 +677,6 @@ fn prepare(
                             }
                         }
                         _ => inside.iter_mut().zip(src[start..].iter().step_by(sw)).for_each(|(o, &v)| *o = v),
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// [`prepare`] in shifted planes: per input channel `c`, row phase `a` and kernel column `kx`, a
-/// plane of `I` rows of `OW` elements, element `(i, ox)` padded element `(a + i·SH, ox·SW + kx·DW)`.
-fn prepare_shifted(
-    geo: &ConvGeometry,
-    sizes: &Sizes,
-    image: &[f32],
-    full: [usize; 2],
-    origin: [usize; 2],
-    prepared: &mut [f32],
-) {
-    let ([sh, sw], [pt, pl], dw) = (geo.stride, geo.pad_before, geo.dilation[1]);
-    // Per kernel column kx: output column ox reads input column ox·sw + kx·dw - pl, inside for ox in
-    // first..end.
-    let spans: Vec<(usize, usize)> = (0..geo.kw)
-        .map(|kx| {
-            let at = kx * dw;
-            let first = pl.saturating_sub(at).div_ceil(sw).min(geo.ow);
-            let end = if geo.w + pl > at { ((geo.w + pl - at - 1) / sw + 1).clamp(first, geo.ow) } else { first };
-            (first, end)
-        })
-        .collect();
-    let mut planes = prepared.chunks_exact_mut(sizes.plane);
-    for channel in image.chunks_exact(full[0] * full[1]).take(geo.c_in) {
-        for a in 0..sh {
-            for (kx, &(first, end)) in spans.iter().enumerate() {
-                let Some(plane) = planes.next() else { return };
-                for (i, out) in plane.chunks_exact_mut(sizes.row).enumerate() {
-                    let Some(y) = (a + i * sh).checked_sub(pt).filter(|&y| y < geo.h) else {
-                        out.fill(0.0);
-                        continue;
-                    };
-                    let src = &channel[(origin[0] + y) * full[1] + origin[1]..][..geo.w];
-                    out[..first].fill(0.0);
-                    out[end..].fill(0.0);
-                    if first < end {
-                        let start = first * sw + kx * dw - pl;
-                        let inside = &mut out[first..end];
-                        if sw == 1 {
-                            inside.copy_from_slice(&src[start..][..inside.len()]);
-                        } else {
-                            inside.iter_mut().zip(src[start..].iter().step_by(sw)).for_each(|(o, &v)| *o = v);
-                        }
                     }
                 }
             }
