@@ -42,6 +42,7 @@
 
 pub mod analysis;
 pub mod cancel;
+pub mod cost;
 pub mod dims;
 pub mod error;
 pub mod fold;

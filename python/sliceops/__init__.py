@@ -39,6 +39,7 @@ from . import _sliceops
 __all__ = [
     "infer_shapes",
     "infer",
+    "cost",
     "fold",
     "lower",
     "tune_allocator",
@@ -226,6 +227,37 @@ def infer(model: Any, input_shapes: InputShapes = None, assume: Union[str, Itera
     result.notes = list(notes)
     result.report = report
     return result
+
+
+def cost(
+    model: Any,
+    input_shapes: InputShapes = None,
+    assume: Union[str, Iterable[str]] = (),
+    at: Optional[Mapping[str, int]] = None,
+) -> Dict[str, Any]:
+    """Multiply-adds, parameters, bytes read and written per node, totals per op type and for the
+    model, and the peak memory of intermediate values, each an exact expression of the model's dims.
+
+    The library form of ``sliceops cost --format json``: each figure is a dict with ``"expr"`` (an int,
+    or the expression as a string such as ``"18*batch"``), ``"tree"`` (the expression as nested dicts:
+    ``{"add": [...]}``, ``{"mul": [...]}``, ``{"sym": name}``, ``{"div": [x, k]}``...) and, when ``at``
+    is given, ``"at"`` (its value at those sizes). Keys: ``nodes`` (in the order the plan runs them),
+    ``op_types``, ``total``, ``peak``, ``input_bytes``, ``initializer_bytes``, ``constant_bytes``,
+    ``symbols``, ``at``.
+
+    Args:
+        model: an ``onnx.ModelProto``, its bytes, or a path.
+        input_shapes: dims to set for inputs, such as ``{"x": ["N", 3]}``.
+        assume: assumptions about symbols, such as ``["N>=2"]``.
+        at: sizes to evaluate every figure at, by symbol name, such as ``{"batch": 8}``.
+
+    Raises:
+        ValueError: the model cannot be read or analysed, an input shape or assumption is bad, or a
+            size in ``at`` names no symbol of the model or lies outside its bounds.
+    """
+    source, _kind = _source(model)
+    sizes = [(str(k), int(v)) for k, v in (at or {}).items()]
+    return _json.loads(_sliceops.cost_json(source, _shapes(input_shapes), _assumptions(assume), sizes))
 
 
 class FoldReport(NamedTuple):

@@ -14,6 +14,14 @@ def infer_json(
 ) -> Tuple[str, List[str]]:
     """``sliceops infer --format json`` as a string, and the warnings and notes it prints."""
 
+def cost_json(
+    model: _Source,
+    input_shapes: Sequence[Tuple[str, Sequence[str]]],
+    assume: Sequence[str],
+    at: Sequence[Tuple[str, int]],
+) -> str:
+    """``sliceops cost --format json`` as a string (figures evaluated at ``at`` when given)."""
+
 def infer_shapes(
     model: _Source, input_shapes: Sequence[Tuple[str, Sequence[str]]], assume: Sequence[str]
 ) -> Tuple[bytes, List[str]]:

@@ -87,6 +87,30 @@ fn infer_json(
     .map_err(value_error)
 }
 
+/// `sliceops cost --format json` as a string: every figure as an expression of the model's dims, and
+/// its value at the sizes `at` (by symbol name) when given.
+#[pyfunction]
+#[pyo3(signature = (model, input_shapes, assume, at))]
+fn cost_json(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    input_shapes: Vec<(String, Vec<String>)>,
+    assume: Vec<String>,
+    at: Vec<(String, i64)>,
+) -> PyResult<String> {
+    let source = Source::extract(model)?;
+    let options = options(input_shapes, assume, false);
+    py.detach(|| -> anyhow::Result<String> {
+        let m = configured(&source, &options)?;
+        let cost = sliceops::cost::cost(&m)?;
+        let sizes: sliceops::report::Sizes = at.into_iter().collect();
+        cost.check_sizes(&sizes)?;
+        let json = sliceops::report::cost_json(&cost, (!sizes.is_empty()).then_some(&sizes))?;
+        Ok(serde_json::to_string(&json)?)
+    })
+    .map_err(value_error)
+}
+
 /// The model with a type and shape on every value, encoded, and the values left without one.
 #[pyfunction]
 #[pyo3(signature = (model, input_shapes, assume))]
@@ -401,6 +425,7 @@ fn tune_allocator() {
 fn _sliceops(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer_json, m)?)?;
     m.add_function(wrap_pyfunction!(infer_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(cost_json, m)?)?;
     m.add_function(wrap_pyfunction!(fold, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;

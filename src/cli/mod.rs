@@ -1,4 +1,4 @@
-//! The `sliceops` command line: `run`, `infer`, `fold`, `lower`, `bench`.
+//! The `sliceops` command line: `run`, `infer`, `cost`, `fold`, `lower`, `bench`.
 
 /// Writes a line to stdout, returning the error (a closed pipe included) instead of panicking as
 /// `println!` does.
@@ -9,6 +9,7 @@ macro_rules! outln {
     }};
 }
 
+mod cost;
 mod fold;
 mod infer;
 mod inputs;
@@ -80,6 +81,24 @@ enum Command {
         /// An assumption about symbols used to simplify shapes, such as N>=2 (repeatable).
         #[arg(short = 'a', long = "assume", value_name = "EXPR")]
         assumptions: Vec<String>,
+        /// Output format: table (aligned columns) or json (for programs).
+        #[arg(short = 'f', long, value_enum, default_value_t = Format::Table, hide_possible_values = true)]
+        format: Format,
+    },
+    /// Count each node's multiply-adds, parameters and bytes, totals and the peak memory, as exact
+    /// expressions of the input dims.
+    Cost {
+        /// The .onnx model.
+        model: PathBuf,
+        /// Set an input's shape, as NAME=D0,D1,... (integers or symbols such as N).
+        #[arg(short = 's', long = "input-shape", value_name = "NAME=D0,D1,...")]
+        input_shapes: Vec<String>,
+        /// An assumption about symbols used to simplify the figures, such as N>=2 (repeatable).
+        #[arg(short = 'a', long = "assume", value_name = "EXPR")]
+        assumptions: Vec<String>,
+        /// Evaluate every figure at these sizes, as NAME=VALUE (several joined by commas; repeatable).
+        #[arg(short = 'A', long = "at", value_name = "NAME=VALUE,...")]
+        at: Vec<String>,
         /// Output format: table (aligned columns) or json (for programs).
         #[arg(short = 'f', long, value_enum, default_value_t = Format::Table, hide_possible_values = true)]
         format: Format,
@@ -168,6 +187,9 @@ pub fn main() -> i32 {
         }
         Command::Infer { model, input_shapes, assumptions, format } => {
             infer::infer(&model, &input_shapes, &assumptions, format)
+        }
+        Command::Cost { model, input_shapes, assumptions, at, format } => {
+            cost::cost(&model, &input_shapes, &assumptions, &at, format)
         }
         Command::Fold { model, output, exact, input_shapes, assumptions } => {
             fold::fold(&model, &output, exact, &input_shapes, &assumptions)

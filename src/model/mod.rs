@@ -14,6 +14,7 @@ mod runtime_dims;
 mod types;
 mod warnings;
 
+pub(crate) use outer_refs::reads;
 pub use types::Proxies;
 
 use crate::analysis::{self, Analysis, Binding, DeclaredDim, DeclaredInput};

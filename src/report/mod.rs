@@ -1,4 +1,9 @@
-//! The reports users and snapshot tests read: inferred facts as JSON and tensors as text.
+//! The reports users and snapshot tests read: inferred facts as JSON and tensors as text, and a
+//! model's cost as JSON (`cost.rs`).
+
+mod cost;
+
+pub use cost::{cost_json, figure_text, Sizes};
 
 use crate::dims::format_dim;
 pub use crate::error::describe_error;
@@ -104,7 +109,7 @@ fn tree(d: &TDim) -> serde_json::Value {
 }
 
 /// A symbol's origin as JSON.
-fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
+pub(crate) fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
     use crate::analysis::Origin;
     use serde_json::json;
     match o {
