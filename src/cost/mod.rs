@@ -32,7 +32,7 @@ use tract_onnx::prelude::*;
 pub enum CostError {
     /// A coefficient or a value past 128 bits (or, written as a dim, past 64).
     Overflow,
-    /// A figure of more than [`poly::MAX_TERMS`] terms.
+    /// A figure of more terms than one may hold (4096).
     TooManyTerms,
     /// A dim with no integer value at the sizes given (a broadcast of two different sizes).
     Evaluation(String),
@@ -116,8 +116,7 @@ pub struct Totals {
 pub struct Cost {
     /// Per node, in the order the plan runs them.
     pub nodes: Vec<NodeCost>,
-    /// Per op type, by multiply-adds (largest first, symbolic ones by their value at every symbol 1... see
-    /// [`Totals`]), then by name.
+    /// Per op type, in the order each op type first runs.
     pub op_types: Vec<Totals>,
     /// The whole model.
     pub total: Totals,
