@@ -42,6 +42,20 @@ pub struct Fallback {
     pub deferred: bool,
 }
 
+/// A deferred `If` branch or `Loop` body translated for the facts it is run with (its shapes
+/// concrete): the typed model, and why a value in it cannot be computed, if one cannot. Given to
+/// [`super::Branch::Deferred`] as its translator.
+pub(crate) fn translate_deferred(
+    model: &InferenceModel,
+    graph: &pb::GraphProto,
+    facts: Vec<TypedFact>,
+) -> TractResult<(TypedModel, Option<String>)> {
+    let index = super::node_index(graph);
+    let t = translate(model, &index, &[], facts, SymbolScope::default(), SymbolTable::default(), 0)?;
+    let unknown = t.unknown.values().next().cloned();
+    Ok((t.typed, unknown))
+}
+
 /// The result of a translation.
 #[derive(Debug)]
 pub struct Translated {
@@ -668,6 +682,7 @@ impl Translator<'_> {
                 graph: Arc::new(graph.clone()),
                 reason,
                 plans: Default::default(),
+                translate: translate_deferred,
             },
         };
         let op = super::IfOp {

@@ -4,8 +4,8 @@
 //! it: the wrapper body removes that axis after its source and adds the scan outputs' axis back
 //! before its outputs. Opset 8's batch is a [`BatchScan`], running the scan of one entry for each.
 
-use super::scan::{ScanForm, ScanInference};
 use super::scan_batch::BatchScan;
+use super::scan_node::{ScanForm, ScanInference};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tract_onnx::tract_core::internal::*;
