@@ -1,7 +1,7 @@
 //! The reports users and snapshot tests read: inferred facts as JSON and tensors as text.
 
 use crate::dims::format_dim;
-pub use crate::error::describe_error;
+pub(crate) use crate::error::describe_error;
 use crate::npy::numpy_name;
 use crate::ValueFact;
 use tract_onnx::prelude::*;
@@ -122,7 +122,7 @@ fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
 }
 
 /// Where a value comes from: the node making it (name, op type), by value name.
-pub fn producers(graph: &tract_onnx::pb::GraphProto) -> std::collections::HashMap<&str, (&str, &str)> {
+pub(crate) fn producers(graph: &tract_onnx::pb::GraphProto) -> std::collections::HashMap<&str, (&str, &str)> {
     let mut map = std::collections::HashMap::new();
     for n in &graph.node {
         let name = if n.name.is_empty() { n.output.first().map_or("", String::as_str) } else { n.name.as_str() };
@@ -210,7 +210,7 @@ pub fn analysis_json(
 /// Whether `got` matches `want` for `--expect`: non-finite values by identity (NaN only with NaN, an
 /// infinity only with the same infinity, where the relative tolerance would be infinite), finite ones
 /// within an absolute 1e-5 plus a relative 1e-4 of `want`.
-pub fn close_float(got: f64, want: f64) -> bool {
+pub(crate) fn close_float(got: f64, want: f64) -> bool {
     if !got.is_finite() || !want.is_finite() {
         return (got.is_nan() && want.is_nan()) || got == want;
     }

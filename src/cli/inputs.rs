@@ -2,8 +2,8 @@
 //! model's inputs; `--input-shape` and `--assume` applied to a loaded model ([`configure`]).
 
 use anyhow::{bail, Context};
-use sliceops::npy::read_npy;
-use sliceops::Model;
+use crate::npy::read_npy;
+use crate::Model;
 use std::path::Path;
 use tract_onnx::prelude::*;
 
@@ -41,7 +41,7 @@ pub fn given_names(args: &[String]) -> Vec<String> {
     for arg in args {
         match parse(arg) {
             Ok(Input::Npy { name, .. }) => names.push(name.to_string()),
-            Ok(Input::Npz(path)) => names.extend(sliceops::npz::list_npz(path).unwrap_or_default()),
+            Ok(Input::Npz(path)) => names.extend(crate::npz::list_npz(path).unwrap_or_default()),
             Err(_) => {}
         }
     }
@@ -59,7 +59,7 @@ pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>
                 given.push((name.to_string(), read_npy(Path::new(file)).with_context(|| format!("input '{name}'"))?));
             }
             Input::Npz(path) => {
-                for (name, tensor) in sliceops::npz::read_npz(path)? {
+                for (name, tensor) in crate::npz::read_npz(path)? {
                     model.input_position(&name).with_context(|| format!("array '{name}' of {}", path.display()))?;
                     given.push((name, tensor));
                 }

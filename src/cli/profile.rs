@@ -1,7 +1,7 @@
 //! `sliceops bench --profile`: the time per node and per op type, as a table or JSON.
 
 use super::table::print_table;
-use sliceops::profile::{OpTypeTime, Profile};
+use crate::profile::{OpTypeTime, Profile};
 use std::time::Duration;
 
 /// How many rows of each list are shown: `top` of them, or all when `top` is 0.

@@ -4,10 +4,10 @@ use super::inputs::{given_names, load_inputs};
 use super::table::print_table;
 use super::Format;
 use anyhow::Context;
-use sliceops::cancel::{Cancel, Cancelled};
-use sliceops::io::atomic::{commit_all, AtomicFile};
-use sliceops::npy::{check_writable, escape_name, numpy_name, write_npy_to};
-use sliceops::Model;
+use crate::cancel::{Cancel, Cancelled};
+use crate::io::atomic::{commit_all, AtomicFile};
+use crate::npy::{check_writable, escape_name, numpy_name, write_npy_to};
+use crate::Model;
 use std::path::Path;
 use std::time::Instant;
 use tract_onnx::prelude::*;
@@ -86,7 +86,7 @@ pub fn run(
         (None, None) => write_outputs(&outputs, Path::new("."))?,
         (dir, npz) => {
             if let Some(npz) = npz {
-                sliceops::npz::write_npz(npz, &outputs)?;
+                crate::npz::write_npz(npz, &outputs)?;
             }
             if let Some(dir) = dir {
                 write_outputs(&outputs, dir)?;
@@ -102,8 +102,8 @@ pub fn run(
         let mut mismatches = vec![];
         for (name, tensor) in &outputs {
             let path = dir.join(format!("{}.npy", escape_name(name)));
-            let want = sliceops::npy::read_npy(&path).with_context(|| format!("expected output '{name}'"))?;
-            if let Err(why) = sliceops::report::compare(tensor, &want) {
+            let want = crate::npy::read_npy(&path).with_context(|| format!("expected output '{name}'"))?;
+            if let Err(why) = crate::report::compare(tensor, &want) {
                 mismatches.push(format!("{name}: {why}"));
             }
         }
@@ -121,7 +121,7 @@ pub fn run(
 fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Result<()> {
     for (name, tensor) in outputs {
         check_writable(tensor).with_context(|| format!("output '{name}'"))?;
-        sliceops::io::atomic::check_target(&output_dir.join(format!("{}.npy", escape_name(name))))?;
+        crate::io::atomic::check_target(&output_dir.join(format!("{}.npy", escape_name(name))))?;
     }
     std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
     let mut staged = Vec::with_capacity(outputs.len());
@@ -182,8 +182,8 @@ pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow:
     let min = times[0];
     let profile = match options.profile {
         Some(_) => {
-            let names = sliceops::profile::OnnxNames::from_graph(m.graph());
-            Some(sliceops::profile::profile(&plan, &inputs, runs, &names)?)
+            let names = crate::profile::OnnxNames::from_graph(m.graph());
+            Some(crate::profile::profile(&plan, &inputs, runs, &names)?)
         }
         None => None,
     };

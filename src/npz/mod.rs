@@ -12,6 +12,7 @@ mod format;
 mod read;
 mod write;
 
-pub use format::ZipError;
+pub(crate) use format::ZipError;
 pub use read::{list_npz, read_npz};
-pub use write::{write_npz, write_npz_to, write_npz_with_limits};
+pub use write::{write_npz, write_npz_to};
+pub(crate) use write::write_npz_with_limits;
