@@ -65,7 +65,7 @@ pub mod report;
 mod schema;
 pub mod semantics;
 mod slicing;
-mod symbolic;
+pub mod symbolic;
 mod threads;
 pub mod view;
 
@@ -76,9 +76,9 @@ pub use analysis::{
 pub use cancel::{Cancel, Cancelled, Reason};
 pub use dims::format_dim;
 pub use error::{describe_error, Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
+pub use load::read_model_file;
 pub use model::Model;
 pub use ops::onnx_parser;
-pub use symbolic::{parse_dim, DimParseError};
 /// The tract-onnx sliceops is built on, pinned to exactly 0.23.9 (sliceops fixes and registers ops
 /// against that version's internals). Take tract's types (`Tensor`, `TDim`, facts) from here: a
 /// program that depends on tract itself must use this same version, or its types are other types.

@@ -54,7 +54,7 @@ fn planner() -> TractResult<Planner> {
 
 /// One branch of an [`IfOp`] (or the body of a [`super::LoopOp`]).
 #[derive(Debug, Clone)]
-pub enum Branch {
+pub(crate) enum Branch {
     /// Translated at analysis.
     Typed {
         /// The branch as a typed model (its inputs: the outer values it reads, in order).
@@ -151,7 +151,7 @@ fn part(op: &str) -> &'static str {
 
 /// An `If` whose branches run as plans of their own.
 #[derive(Debug, Clone)]
-pub struct IfOp {
+pub(crate) struct IfOp {
     /// The node's name, for errors.
     pub node: String,
     /// The branch taken when the condition is true.
@@ -172,7 +172,7 @@ pub struct IfOp {
 impl IfOp {
     /// Whether its output facts rest on an assumption: its own (see `assumed`), or one of an `If`
     /// inside a branch.
-    pub fn rests_on_assumption(&self) -> bool {
+    pub(crate) fn rests_on_assumption(&self) -> bool {
         let inside = |b: &Branch| match b {
             Branch::Typed { model, .. } => {
                 model.nodes().iter().any(|n| n.op_as::<IfOp>().is_some_and(IfOp::rests_on_assumption))

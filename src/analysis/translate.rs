@@ -58,7 +58,7 @@ pub(crate) fn translate_deferred(
 
 /// The result of a translation.
 #[derive(Debug)]
-pub struct Translated {
+pub(super) struct Translated {
     /// The typed model; its inputs are the graph inputs in order, its outputs the graph outputs
     /// that could be typed.
     pub typed: TypedModel,
@@ -89,7 +89,7 @@ pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
 /// Translates `source`, its inputs having `input_facts`, into a typed model in `scope`, evaluating
 /// nodes over constants whose outputs take at most `fold_bytes`.
 #[allow(clippy::too_many_arguments)]
-pub fn translate(
+pub(super) fn translate(
     source: &InferenceModel,
     nodes: &NodeIndex,
     opsets: &[pb::OperatorSetIdProto],

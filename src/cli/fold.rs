@@ -1,12 +1,12 @@
 //! `sliceops fold` and `sliceops lower`: rewrite a model, write it, print what changed.
 
 use super::inputs::split_pair;
-use prost::Message;
 use crate::fold::FoldOptions;
+use prost::Message;
 use std::path::Path;
 
 /// Folds the model, writes it, and prints what it did.
-pub fn fold(
+pub(super) fn fold(
     model: &Path,
     output: &Path,
     exact: bool,
@@ -39,7 +39,7 @@ pub fn fold(
 }
 
 /// Lowers the model, writes it, and prints what it rewrote.
-pub fn lower(model: &Path, output: &Path) -> anyhow::Result<()> {
+pub(super) fn lower(model: &Path, output: &Path) -> anyhow::Result<()> {
     let report = std::cell::RefCell::new(None);
     super::write_back(model, output, &|bytes, dir| {
         let (lowered, r) = crate::onnx::lower_model(bytes, dir)?;

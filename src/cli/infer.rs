@@ -9,7 +9,12 @@ use std::path::Path;
 
 /// Prints the inferred dtype and shape of every value, the requirements the model puts on its
 /// inputs, and (JSON) the symbols with their origins.
-pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], format: Format) -> anyhow::Result<()> {
+pub(super) fn infer(
+    model: &Path,
+    input_shapes: &[String],
+    assumptions: &[String],
+    format: Format,
+) -> anyhow::Result<()> {
     let mut m = Model::load_path(model)?;
     configure(&mut m, input_shapes, assumptions)?;
     let analysis = m.analyse()?;

@@ -24,14 +24,14 @@ use std::path::PathBuf;
 /// constants folded, and non-standard slicing ops rewritten into standard ONNX.
 #[derive(Debug, Parser)]
 #[command(name = "sliceops", version)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 /// Output format of `infer` and `bench`: `table` (aligned columns for people) or `json` (for programs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Aligned columns for people.
     Table,
     /// JSON for programs.
@@ -137,7 +137,7 @@ enum Command {
 }
 
 /// Runs the command line; returns the process exit status.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -31,8 +31,8 @@ mod noops;
 mod reshape;
 mod rnn;
 
+pub(crate) use crate::onnx::Facts;
 pub(crate) use crate::onnx::SMALL;
-pub(crate) use crate::onnx::{Fact, Facts};
 
 use crate::schema::proto;
 use crate::Model;

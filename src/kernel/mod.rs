@@ -15,7 +15,9 @@ mod stream;
 mod tensor;
 
 pub use alloc::tune_allocator;
-pub(crate) use budget::{max_threads, with_threads};
+#[cfg(test)]
+pub(crate) use budget::max_threads;
+pub(crate) use budget::with_threads;
 pub(crate) use conv::{conv2d, ConvGeometry, PackedConv};
 pub use copy::copy_view;
 pub(crate) use half_softmax::{softmax_f16, softmax_row_f16, softmax_row_f32};

@@ -15,7 +15,7 @@ impl Model {
     }
 
     /// The position of the graph input `name` among [`Model::input_names`].
-    pub fn input_position(&self, name: &str) -> anyhow::Result<usize> {
+    pub(crate) fn input_position(&self, name: &str) -> anyhow::Result<usize> {
         let names = self.input_names();
         names
             .iter()

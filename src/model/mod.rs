@@ -14,7 +14,7 @@ mod runtime_dims;
 mod types;
 mod warnings;
 
-pub use types::Proxies;
+pub(crate) use types::Proxies;
 
 use crate::analysis::{self, Analysis, Binding, DeclaredDim, DeclaredInput};
 use crate::guard::guard;
@@ -28,7 +28,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
-pub use crate::analysis::ValueFact;
+pub(crate) use crate::analysis::ValueFact;
 
 /// A loaded ONNX model, ready to analyse and run.
 #[derive(Debug)]
@@ -139,7 +139,7 @@ impl Model {
 
     /// Checks inputs against the model's declared inputs: count, dtype, rank, known dims, and symbols
     /// bound consistently across inputs (a dim `K` must be the same everywhere it appears).
-    pub fn check_inputs(&self, inputs: &[Tensor]) -> anyhow::Result<()> {
+    pub(crate) fn check_inputs(&self, inputs: &[Tensor]) -> anyhow::Result<()> {
         let names = self.input_names();
         if inputs.len() != names.len() {
             bail!("the model takes {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len());
@@ -210,11 +210,6 @@ impl Model {
     /// The assumptions given with [`Model::assume`].
     pub fn assumptions(&self) -> &[String] {
         &self.assumptions
-    }
-
-    /// The element types the model uses that tract has none for (analysed through proxies).
-    pub fn proxies(&self) -> &Proxies {
-        &self.proxies
     }
 
     /// The graph inputs as the model declares them (initializers excluded), in order.

@@ -9,7 +9,7 @@ mod header;
 mod read;
 mod write;
 
-pub(crate) use header::{parse_header, NpyHeader, NpyHeaderError, MAX_DIMS, MAX_HEADER_LEN};
+pub use header::{parse_header, NpyHeader, NpyHeaderError, MAX_DIMS, MAX_HEADER_LEN};
 pub(crate) use read::read_npy_from;
 pub use read::{read_npy, read_npy_bytes};
 pub(crate) use write::check_writable;
@@ -19,7 +19,7 @@ use anyhow::bail;
 use tract_onnx::prelude::*;
 
 /// The tract datum type of a numpy type descriptor.
-pub(crate) fn datum_type_of(descr: &str) -> anyhow::Result<DatumType> {
+pub fn datum_type_of(descr: &str) -> anyhow::Result<DatumType> {
     parse_descr(descr).map(|(dt, _)| dt)
 }
 

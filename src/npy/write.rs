@@ -27,7 +27,7 @@ pub(crate) fn descr_for(dt: DatumType) -> anyhow::Result<&'static str> {
 }
 
 /// Checks that a tensor can be written as `.npy`, before anything is written.
-pub fn check_writable(tensor: &Tensor) -> anyhow::Result<()> {
+pub(crate) fn check_writable(tensor: &Tensor) -> anyhow::Result<()> {
     descr_for(tensor.datum_type()).map(|_| ())
 }
 

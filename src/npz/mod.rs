@@ -12,7 +12,8 @@ mod format;
 mod read;
 mod write;
 
-pub(crate) use format::ZipError;
 pub use read::{list_npz, read_npz};
 pub use write::{write_npz, write_npz_to};
-pub(crate) use write::write_npz_with_limits;
+
+#[cfg(test)]
+mod tests;

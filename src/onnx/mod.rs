@@ -16,7 +16,7 @@ pub(crate) mod tensor;
 pub use crate::schema::proto;
 
 pub(crate) use annotate::{annotate, annotate_values, type_of};
-pub(crate) use external::{place_external_data, write_model_file, Placement};
+pub(crate) use external::{write_model_file, Placement};
 pub(crate) use facts::{Fact, Facts, SMALL};
 pub use lower::{lower, lower_model, LowerReport};
 pub(crate) use tensor::{f32s_of, tensor_to_proto};

@@ -21,7 +21,7 @@ use tract_onnx::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Reshape builder.
-pub fn reshape(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn reshape(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let allowzero = node.attribute.iter().find(|a| a.name == "allowzero").is_some_and(|a| a.i != 0);
     let op = SymbolicReshape { allowzero, node: crate::node::node_label(node).node };
     let built = Expanded::new("Reshape", op, 2, SymbolicReshape::rules, SymbolicReshape::wire).built()?;
@@ -94,7 +94,7 @@ impl SymbolicReshape {
 /// A reshape whose volume equals its input's only when a requirement on the inputs holds: the output
 /// has `shape`, and the volume is checked when the model runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ReshapeAs {
+pub(crate) struct ReshapeAs {
     /// The output shape.
     pub shape: TVec<TDim>,
     /// The output's volume.

@@ -20,7 +20,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Scan builder.
-pub fn scan(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn scan(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let attrs = crate::node::attrs::ints;
     let body = node
@@ -152,18 +152,18 @@ impl ScanInference {
 
     /// The layout of the scan over inputs with these facts (the node's inputs, `sequence_lens`
     /// included when given): axes resolved, lengths checked.
-    pub fn layout(&self, inputs: &[TypedFact]) -> TractResult<Layout> {
+    pub(crate) fn layout(&self, inputs: &[TypedFact]) -> TractResult<Layout> {
         Layout::of(self, inputs)
     }
 
     /// The body's input facts for these node input facts.
-    pub fn body_facts(&self, inputs: &[TypedFact]) -> TractResult<Vec<TypedFact>> {
+    pub(crate) fn body_facts(&self, inputs: &[TypedFact]) -> TractResult<Vec<TypedFact>> {
         self.layout(inputs)?.body_facts(self, inputs)
     }
 
     /// Wires the scan into `target` after `inputs` (the node's inputs), its body typed as `body`
     /// (from [`ScanInference::body_facts`]); the node's outputs.
-    pub fn wire_typed(
+    pub(crate) fn wire_typed(
         &self,
         target: &mut TypedModel,
         name: &str,

@@ -8,7 +8,7 @@ use tract_onnx::prelude::*;
 
 /// Which form of the operator a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanForm {
+pub(crate) enum ScanForm {
     /// Opset 8: every input and output has a batch axis 0, the scan axis is 1.
     Batched {
         /// Whether the `sequence_lens` input is given.
@@ -21,7 +21,7 @@ pub enum ScanForm {
 /// A `Scan` node as parsed: its body and attributes; typed by [`ScanInference::layout`] and
 /// [`ScanInference::wire_typed`] once its inputs' facts are known.
 #[derive(Debug, Clone)]
-pub struct ScanInference {
+pub(crate) struct ScanInference {
     /// The node, for errors.
     pub label: Label,
     /// The body as parsed; its inputs are the body graph's inputs, then the outer values it reads
@@ -53,12 +53,12 @@ pub struct ScanInference {
 
 impl ScanInference {
     /// The number of states (body inputs that are not scan inputs).
-    pub fn states(&self) -> usize {
+    pub(crate) fn states(&self) -> usize {
         self.formal_inputs - self.num_scan_inputs
     }
 
     /// The number of scan outputs.
-    pub fn scan_outputs(&self) -> usize {
+    pub(crate) fn scan_outputs(&self) -> usize {
         self.present.len().saturating_sub(self.states())
     }
 }

@@ -14,7 +14,7 @@ use tract_onnx::tract_core::ops::scan::{InputMapping, OutputMapping, Scan, ScanI
 
 /// Where a scan's inputs and outputs are, for inputs of known facts.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// The node input of the first state (1 when opset 8's `sequence_lens` is given).
     offset: usize,
     /// Whether the inputs carry a batch axis 0 (opset 8).
