@@ -219,7 +219,7 @@ pub(crate) fn close_float(got: f64, want: f64) -> bool {
 
 /// Compares an output with the expected tensor: same element type and shape, equal values for
 /// integers, booleans and strings, and for floats `|got - want| <= 1e-5 + 1e-4 * |want|` elementwise,
-/// non-finite values by identity ([`close_float`]). The error says where they differ first.
+/// non-finite values by identity (`close_float`). The error says where they differ first.
 pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
     if got.datum_type() != want.datum_type() {
         return Err(format!("got {} but expected {}", numpy_name(got.datum_type()), numpy_name(want.datum_type())));

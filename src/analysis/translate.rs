@@ -26,7 +26,7 @@ use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::ops::unimpl::UnimplementedOp;
 
-/// A node whose translation fell back to an [`Opaque`] one, or failed.
+/// A node whose translation fell back to an `Opaque` one, or failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fallback {
     /// The node's name.

@@ -10,7 +10,7 @@ use tract_onnx::prelude::TDim;
 use tract_onnx::tract_core::internal::DimLike;
 pub(crate) use values::dims_of;
 
-/// Formats a dim: its integer value, or an expression, in [`canonical`] form.
+/// Formats a dim: its integer value, or an expression, in canonical form.
 pub fn format_dim(d: &TDim) -> String {
     format_raw(&canonical(d))
 }

@@ -18,7 +18,7 @@ use tract_onnx::pb;
 pub(crate) const MAX_MODEL_BYTES: u64 = i32::MAX as u64;
 
 /// Reads a model file: only a regular file (FIFOs, devices and directories are refused by name), at
-/// most [`MAX_MODEL_BYTES`], checked before reading.
+/// most 2 GiB (`MAX_MODEL_BYTES`), checked before reading.
 pub fn read_model_file(path: &Path) -> anyhow::Result<Vec<u8>> {
     crate::io::regular::read_regular(path, MAX_MODEL_BYTES, "an ONNX model is at most 2 GiB (protobuf's limit)")
 }

@@ -23,7 +23,7 @@ impl Model {
             .with_context(|| format!("the model has no input named '{name}' (its inputs: {})", names.join(", ")))
     }
 
-    /// Puts tensors given by name in the model's input order and checks them ([`Model::check_inputs`]).
+    /// Puts tensors given by name in the model's input order and checks their element types and shapes against the inputs'.
     /// A name given twice keeps its last tensor. A missing input is an error listing every missing one
     /// as declared, followed by `how` (how the caller passes inputs).
     pub fn order_inputs(&self, given: Vec<(String, Tensor)>, how: &str) -> anyhow::Result<Vec<Tensor>> {

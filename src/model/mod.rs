@@ -456,9 +456,9 @@ impl Model {
     /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
     /// `None`, the default: tract's own default executor (single-threaded unless the process set
     /// another) and copies split over all cores (docs/performance.md, "Whole models", compares
-    /// both settings on the real exports). See [`crate::threads`].
+    /// both settings on the real exports). (The budget is shared by tract's executor and our copy kernel.)
     ///
-    /// A budget of 0 threads, or of more than [`crate::threads::MAX_THREADS`], is an error and leaves the
+    /// A budget of 0 threads, or of more than 1024 (`MAX_THREADS`), is an error and leaves the
     /// setting as it was.
     pub fn set_threads(&mut self, threads: Option<usize>) -> anyhow::Result<()> {
         if let Some(n) = threads {
@@ -510,7 +510,7 @@ impl Model {
 
     /// [`Model::run`], stopped by `cancel`: its timeout (counted from this call, the plan's making
     /// included) or [`Cancel::cancel`] from another thread, checked before each node and each `Loop`
-    /// iteration (see [`crate::cancel`]). A stopped run returns an error holding
+    /// iteration (see [`crate::Cancel`]). A stopped run returns an error holding
     /// [`crate::cancel::Cancelled`] (find it with `Cancelled::find`).
     ///
     /// [`Cancel::cancel`]: crate::cancel::Cancel::cancel

@@ -199,7 +199,7 @@ pub fn write_npz_to(w: &mut impl Write, arrays: &[(String, Tensor)]) -> anyhow::
     write_npz_with_limits(w, arrays, SIZE_LIMIT, COUNT_LIMIT)
 }
 
-/// Writes arrays as an `.npz` file, atomically (see [`crate::io::atomic`]).
+/// Writes arrays as an `.npz` file, atomically: to a temporary file in the target's folder, renamed once complete.
 pub fn write_npz(path: &Path, arrays: &[(String, Tensor)]) -> anyhow::Result<()> {
     crate::io::atomic::write_atomic(path, |f| write_npz_to(f, arrays))
 }

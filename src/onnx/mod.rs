@@ -1,5 +1,5 @@
 //! ONNX models as data, for the write-back: node and tensor helpers over our IR schema
-//! ([`crate::schema`]), the facts of a model's values written into it as `value_info` ([`Facts`]),
+//! (`schema`), the facts of a model's values written into it as `value_info` (`Facts`),
 //! external data placed beside a model, and [`lower`] (our ops rewritten into standard ONNX).
 //!
 //! Models are decoded into these types, edited, and encoded again, so every field the transform does
