@@ -3,7 +3,7 @@
 /// Runs tract's part of the work, turning a panic inside it into an error: tract's own ops can panic on
 /// hostile models (an Unsqueeze axis of 10^16, found by fuzzing), and a model from a stranger must never
 /// bring the process down. The panic message is kept in the error.
-pub fn guard<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {

@@ -40,37 +40,55 @@
 //! # }
 //! ```
 
-pub mod analysis;
-pub mod cancel;
+#![warn(unreachable_pub)]
+
+mod analysis;
+mod cancel;
+mod cli;
 pub mod cost;
-pub mod dims;
-pub mod error;
+mod dims;
+mod error;
 pub mod fold;
-pub(crate) mod guard;
-pub mod io;
+mod guard;
+mod io;
 pub mod kernel;
-pub mod load;
-pub(crate) mod memory;
+mod load;
+mod memory;
 mod model;
-pub mod node;
+mod node;
 pub mod npy;
 pub mod npz;
 pub mod onnx;
-pub mod ops;
-pub mod plan;
-pub mod profile;
+mod ops;
+mod plan;
+mod profile;
 pub mod report;
-pub mod schema;
+mod schema;
 pub mod semantics;
-pub mod slicing;
+mod slicing;
 pub mod symbolic;
-pub mod threads;
+mod threads;
 pub mod view;
 
-pub use error::{Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
-pub use model::{Model, ValueFact};
+pub use analysis::{
+    Analysis, DeclaredDim, DeclaredInput, Fallback, Origin, Requirement, SymbolInfo, ValueFact, MAX_ITERATIONS,
+    MAX_TRANSLATIONS,
+};
+pub use cancel::{Cancel, Cancelled, Reason};
+pub use dims::format_dim;
+pub use error::{describe_error, Cause, NodeError, NodeErrorKind, Panicked, SliceError, SliceResult};
+pub use load::read_model_file;
+pub use model::Model;
 pub use ops::onnx_parser;
 /// The tract-onnx sliceops is built on, pinned to exactly 0.23.9 (sliceops fixes and registers ops
 /// against that version's internals). Take tract's types (`Tensor`, `TDim`, facts) from here: a
 /// program that depends on tract itself must use this same version, or its types are other types.
 pub use tract_onnx;
+
+/// The `sliceops` command line as the binary runs it: reads the process's arguments, runs the
+/// command, and returns the exit status (0; 1 for an error, printed as one `error: ...` line; 2 for
+/// bad usage). It lives in the library so that what only the command line needs (tables, profiles,
+/// atomic output files) stays private.
+pub fn cli_main() -> i32 {
+    cli::main()
+}

@@ -1,7 +1,5 @@
-//! The `sliceops` command line (see `sliceops --help`).
-
-mod cli;
+//! The `sliceops` command line (see `sliceops --help`): [`sliceops::cli_main`].
 
 fn main() {
-    std::process::exit(cli::main());
+    std::process::exit(sliceops::cli_main());
 }

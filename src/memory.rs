@@ -6,16 +6,16 @@ use tract_onnx::prelude::DatumType;
 /// The most bytes a value the analysis computes ahead of a run may take (the default of its
 /// `fold_bytes` option, and what an image constant may decode to while analysing): 4 MB, as
 /// tract's own constant folding.
-pub const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
+pub(crate) const DEFAULT_FOLD_BYTES: u64 = 4 << 20;
 
 /// The bytes a tensor of `dims` and `dt` takes; `None` when they overflow `u64`.
-pub fn bytes_of(dims: &[usize], dt: DatumType) -> Option<u64> {
+pub(crate) fn bytes_of(dims: &[usize], dt: DatumType) -> Option<u64> {
     dims.iter().try_fold(dt.size_of() as u64, |acc, &d| acc.checked_mul(d as u64))
 }
 
 /// The most bytes one value may take: the physical memory, or the room left under the process's
 /// address-space limit (`RLIMIT_AS`, what `ulimit -v` sets) if that is smaller.
-pub fn value_limit() -> u64 {
+pub(crate) fn value_limit() -> u64 {
     physical_memory().min(address_space_left())
 }
 

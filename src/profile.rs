@@ -18,7 +18,7 @@ use tract_onnx::tract_core::plan::eval;
 
 /// One node of the plan and the time spent in it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NodeTime {
+pub(crate) struct NodeTime {
     /// tract's node name.
     pub name: String,
     /// tract's op (after optimization: `OptMatMul`, `Conv`, `Add`, ...).
@@ -33,7 +33,7 @@ pub struct NodeTime {
 
 /// Time summed over nodes of one op type.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OpTypeTime {
+pub(crate) struct OpTypeTime {
     /// The op type (tract's op, or the ONNX op type).
     pub op_type: String,
     /// How many nodes have it.
@@ -44,7 +44,7 @@ pub struct OpTypeTime {
 
 /// The time per node of a plan over some runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Profile {
+pub(crate) struct Profile {
     /// How many runs were timed.
     pub runs: u32,
     /// Every node evaluated, in evaluation order.
@@ -55,30 +55,30 @@ pub struct Profile {
 
 impl Profile {
     /// The time in all nodes over all runs.
-    pub fn node_total(&self) -> Duration {
+    pub(crate) fn node_total(&self) -> Duration {
         self.nodes.iter().map(|n| n.total).sum()
     }
 
     /// Nodes by decreasing time (ties in evaluation order).
-    pub fn nodes_by_time(&self) -> Vec<&NodeTime> {
+    pub(crate) fn nodes_by_time(&self) -> Vec<&NodeTime> {
         let mut nodes: Vec<&NodeTime> = self.nodes.iter().collect();
         nodes.sort_by_key(|n| std::cmp::Reverse(n.total));
         nodes
     }
 
     /// Time per tract op, by decreasing time.
-    pub fn op_types(&self) -> Vec<OpTypeTime> {
+    pub(crate) fn op_types(&self) -> Vec<OpTypeTime> {
         group(self.nodes.iter().map(|n| (n.op.clone(), n.total)))
     }
 
     /// Time per ONNX op type of the nodes' origins (`-` for nodes that map to no ONNX node), by
     /// decreasing time.
-    pub fn onnx_op_types(&self) -> Vec<OpTypeTime> {
+    pub(crate) fn onnx_op_types(&self) -> Vec<OpTypeTime> {
         group(self.nodes.iter().map(|n| (n.onnx_op.clone().unwrap_or_else(|| "-".into()), n.total)))
     }
 
     /// `part`'s share of the node total, in `[0, 1]` (0 when nothing took time).
-    pub fn share(&self, part: Duration) -> f64 {
+    pub(crate) fn share(&self, part: Duration) -> f64 {
         let total = self.node_total().as_secs_f64();
         if total > 0.0 {
             part.as_secs_f64() / total
@@ -106,14 +106,14 @@ fn group(items: impl Iterator<Item = (String, Duration)>) -> Vec<OpTypeTime> {
 /// Maps tract node names back to ONNX nodes: `name` and `name.suffix` come from the ONNX node `name`
 /// (the longest such name wins, since ONNX names may hold dots themselves).
 #[derive(Debug, Clone, Default)]
-pub struct OnnxNames {
+pub(crate) struct OnnxNames {
     op_types: HashMap<String, String>,
 }
 
 impl OnnxNames {
     /// From the graph as tract parsed it (unique names; an unnamed node is named after its first
     /// output, as tract names it).
-    pub fn from_graph(graph: &tract_onnx::pb::GraphProto) -> OnnxNames {
+    pub(crate) fn from_graph(graph: &tract_onnx::pb::GraphProto) -> OnnxNames {
         let mut op_types = HashMap::new();
         for node in &graph.node {
             let name = if node.name.is_empty() { node.output.first().cloned() } else { Some(node.name.clone()) };
@@ -125,7 +125,7 @@ impl OnnxNames {
     }
 
     /// The ONNX node (name, op type) a tract node name comes from.
-    pub fn lookup(&self, tract_name: &str) -> Option<(String, String)> {
+    pub(crate) fn lookup(&self, tract_name: &str) -> Option<(String, String)> {
         let mut candidate = tract_name;
         loop {
             if let Some(op) = self.op_types.get(candidate) {
@@ -137,7 +137,7 @@ impl OnnxNames {
 }
 
 /// Runs `plan` once untimed (warm-up), then `runs` times with each node timed.
-pub fn profile(
+pub(crate) fn profile(
     plan: &Arc<TypedRunnableModel>,
     inputs: &TVec<TValue>,
     runs: u32,

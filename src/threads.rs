@@ -21,26 +21,26 @@ use tract_onnx::tract_core::plan::{EvalContext, SimplePlan, TurnState, TurnState
 
 /// The largest thread budget accepted ([`crate::Model::set_threads`], `--threads`): more threads than
 /// this is a mistake, not a setting (each budget makes a pool of that many threads).
-pub const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 
 /// The number of threads a plan's ops may use, as its turns see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThreadBudget(pub usize);
+pub(crate) struct ThreadBudget(pub usize);
 
 /// The budget installed for the turn being evaluated, if the plan has one.
-pub fn budget(ctx: &EvalContext) -> Option<usize> {
+pub(crate) fn budget(ctx: &EvalContext) -> Option<usize> {
     ctx.shared.and_then(|shared| shared.get::<ThreadBudget>()).map(|b| b.0)
 }
 
 /// The cores this process may use.
-pub fn available() -> usize {
+pub(crate) fn available() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// tract's executor for a budget of `n` threads: single-threaded for 1, else the process's `n`-thread
 /// pool (made on first use).
-pub fn executor(n: usize) -> Executor {
+pub(crate) fn executor(n: usize) -> Executor {
     static POOLS: OnceLock<Mutex<HashMap<usize, Executor>>> = OnceLock::new();
     if n <= 1 {
         // A one-thread pool is not single-threaded in tract-linalg: large products go to rayon's
@@ -67,12 +67,8 @@ impl TurnStateHandler for InstallBudget {
 }
 
 /// A runnable plan of `model`: with a budget, run by tract's executor for it and with the budget
-/// installed for the copy kernel; without one, as tract's `into_runnable` makes it.
-pub fn plan(model: TypedModel, threads: Option<usize>) -> TractResult<Arc<TypedRunnableModel>> {
-    plan_ordered(model, threads, &[])
-}
-
-/// [`plan`], with ordering dependencies `(node, node it must come after)` beyond the model's edges
+/// installed for the copy kernel; without one, as tract's `into_runnable` makes it. With ordering
+/// dependencies `(node, node it must come after)` beyond the model's edges
 /// (a node after the one binding a size its shape mentions: the model's `runtime_dims`).
 pub(crate) fn plan_ordered(
     model: TypedModel,
@@ -92,12 +88,96 @@ pub(crate) fn plan_ordered(
     }))
 }
 
-/// The executor a plan runs with, as tract's kernels see it while one of its nodes is evaluated: for a
-/// budget, the number of threads of its pool (1 when single-threaded).
-pub fn executor_threads(executor: &Executor) -> usize {
-    match executor {
-        Executor::SingleThread => 1,
-        Executor::MultiThread(pool) => pool.current_num_threads(),
-        Executor::RayonGlobal => available(),
+#[cfg(test)]
+mod tests {
+    //! The thread budget (`Model::set_threads`, `--threads`): what tract's executor and the copy
+    //! kernel see while a plan runs (the rest, through the public API and the command line, is in
+    //! tests/threads.rs). No timing here: speed is measured by benches/ort_whole_models.py.
+
+    use super::*;
+    use crate::Model;
+    use std::path::{Path, PathBuf};
+    use tract_linalg::multithread::current_tract_executor;
+    use tract_onnx::tract_core::plan::eval;
+
+    /// The executor a plan runs with, as tract's kernels see it while one of its nodes is evaluated: for a
+    /// budget, the number of threads of its pool (1 when single-threaded).
+    fn executor_threads(executor: &Executor) -> usize {
+        match executor {
+            Executor::SingleThread => 1,
+            Executor::MultiThread(pool) => pool.current_num_threads(),
+            Executor::RayonGlobal => available(),
+        }
+    }
+
+    fn model_dir(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(name)
+    }
+
+    fn x(name: &str) -> Tensor {
+        crate::npy::read_npy(&model_dir(name).join("inputs/x.npy")).unwrap()
+    }
+
+    /// For every node the plan evaluates: the budget the slicing ops read from their context, and the
+    /// number of threads of tract's executor at that point.
+    fn seen_while_running(m: &Model, inputs: Vec<Tensor>) -> Vec<(Option<usize>, usize)> {
+        let plan = m.plan_for(&inputs).unwrap();
+        let mut state = plan.spawn().unwrap();
+        let mut seen = vec![];
+        let inputs: TVec<TValue> = inputs.into_iter().map(TValue::from).collect();
+        state
+            .run_plan_with_eval(inputs, |ctx, op_state, node, node_inputs| {
+                seen.push((budget(ctx), executor_threads(&current_tract_executor())));
+                eval(ctx, op_state, node, node_inputs)
+            })
+            .unwrap();
+        seen
+    }
+
+    #[test]
+    fn every_node_sees_the_budget_set_on_the_model() {
+        let name = "chain_slice_strided_slice_as_strided";
+        let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
+        assert_eq!(m.threads(), None);
+        // Default: tract's default executor (single-threaded), no budget (copies over all cores).
+        assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(None, 1), (None, 1)]);
+        m.set_threads(Some(3)).unwrap();
+        assert_eq!(m.threads(), Some(3));
+        assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(Some(3), 3), (Some(3), 3)]);
+        m.set_threads(Some(1)).unwrap();
+        assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(Some(1), 1), (Some(1), 1)]);
+        // Each setting made its own plan; the same setting again keeps the plan.
+        assert_eq!(m.plans_made(), 3);
+        m.set_threads(Some(1)).unwrap();
+        m.run(vec![x(name)]).unwrap();
+        assert_eq!(m.plans_made(), 3);
+        // A clone keeps the setting.
+        assert_eq!(m.clone().threads(), Some(1));
+    }
+
+    #[test]
+    fn a_budget_of_no_threads_or_too_many_is_an_error_that_keeps_the_setting() {
+        let name = "chain_slice_strided_slice_as_strided";
+        let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
+        m.set_threads(Some(2)).unwrap();
+        let e = m.set_threads(Some(0)).unwrap_err().to_string();
+        assert_eq!(e, "a thread budget is at least 1 thread, got 0");
+        let max = MAX_THREADS;
+        for n in [max + 1, usize::MAX] {
+            let e = m.set_threads(Some(n)).unwrap_err().to_string();
+            assert_eq!(e, format!("a thread budget is at most {max} threads, got {n}"));
+        }
+        assert_eq!(m.threads(), Some(2));
+        m.set_threads(None).unwrap();
+        assert_eq!(m.threads(), None);
+    }
+
+    #[test]
+    fn the_copy_kernel_takes_the_budget_in_force() {
+        let all = available();
+        assert_eq!(crate::kernel::max_threads(), all);
+        let inside = crate::kernel::with_threads(Some(2), crate::kernel::max_threads);
+        assert_eq!(inside, 2);
+        assert_eq!(crate::kernel::max_threads(), all);
     }
 }

@@ -2,34 +2,15 @@
 
 mod common;
 
+use common::cli::{scratch, sliceops, Run};
 use common::fixtures::{assert_same, escape, fixtures, Fixture};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn sliceops(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sliceops")).args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::path::Path;
 
 fn fixture(name: &str) -> Fixture {
     fixtures().into_iter().find(|f| f.name == name).unwrap()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sliceops-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run_fixture(model: &Path, f: &Fixture, out: &Path) -> Output {
+fn run_fixture(model: &Path, f: &Fixture, out: &Path) -> Run {
     let mut args = vec!["run".to_string(), model.display().to_string()];
     args.extend(f.input_args());
     args.extend(["--output-dir".to_string(), out.display().to_string()]);
@@ -46,11 +27,11 @@ fn assert_outputs(f: &Fixture, out: &Path) {
 #[test]
 fn run_writes_escaped_npy_files_and_prints_a_table() {
     let f = fixture("ms_strided_slice_example_1");
-    let out = temp_dir("run");
+    let out = scratch("cli", "run");
     let o = run_fixture(&f.model(), &f, &out);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(
-        stdout(&o),
+        o.stdout,
         "name                        dtype    shape\n1-Default/StridedSlice-op0  float32  [2, 1, 1]\n"
     );
     assert!(out.join("1-Default%2FStridedSlice-op0.npy").exists());
@@ -60,9 +41,9 @@ fn run_writes_escaped_npy_files_and_prints_a_table() {
 #[test]
 fn run_every_dtype_through_npy() {
     for f in fixtures().into_iter().filter(|f| f.name.starts_with("ss_dtype_")) {
-        let out = temp_dir(&f.name);
+        let out = scratch("cli", &f.name);
         let o = run_fixture(&f.model(), &f, &out);
-        assert!(o.status.success(), "{}: {}", f.name, stderr(&o));
+        assert_eq!(o.code, Some(0), "{}: {}", f.name, o.stderr);
         assert_outputs(&f, &out);
     }
 }
@@ -70,8 +51,8 @@ fn run_every_dtype_through_npy() {
 #[test]
 fn run_without_inputs_says_which_are_needed() {
     let o = sliceops(&["run", &fixture("sym_batch_onnx_slice").model().display().to_string()]);
-    assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "error: the model needs inputs: x (float32 [N,3]); pass each as --input NAME=FILE.npy, or in an --input FILE.npz\n");
+    assert_eq!(o.code, Some(1));
+    assert_eq!(o.stderr, "error: the model needs inputs: x (float32 [N,3]); pass each as --input NAME=FILE.npy, or in an --input FILE.npz\n");
 }
 
 #[test]
@@ -79,21 +60,21 @@ fn run_rejects_an_unknown_input_name_and_a_wrong_dtype() {
     let f = fixture("ss_dtype_int8");
     let model = f.model().display().to_string();
     let o = sliceops(&["run", &model, "--input", "nope=x.npy"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "error: the model has no input named 'nope' (its inputs: x)\n");
+    assert_eq!(o.code, Some(1));
+    assert_eq!(o.stderr, "error: the model has no input named 'nope' (its inputs: x)\n");
     let other = fixture("ss_dtype_float32");
     let wrong = other.dir().join("inputs/x.npy").display().to_string();
     let o = sliceops(&["run", &model, "--input", &format!("x={wrong}")]);
-    assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "error: input 'x' is float32 but the model expects int8\n");
+    assert_eq!(o.code, Some(1));
+    assert_eq!(o.stderr, "error: input 'x' is float32 but the model expects int8\n");
 }
 
 #[test]
 fn infer_json_has_exact_symbolic_dims() {
     let model = fixture("sym_batch_onnx_slice").model().display().to_string();
     let o = sliceops(&["infer", &model, "--assume", "N>=2", "--format", "json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let json: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(
         json,
         serde_json::json!({
@@ -127,9 +108,9 @@ fn infer_json_has_exact_symbolic_dims() {
 fn infer_with_an_input_shape_gives_concrete_dims() {
     let model = fixture("sym_batch_onnx_slice").model().display().to_string();
     let o = sliceops(&["infer", &model, "--input-shape", "x=7,3"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(
-        stdout(&o),
+        o.stdout,
         "name   dtype    shape\nx      float32  [7, 3]\ninner  float32  [5, 3]\neven   float32  [4, 3]\n"
     );
 }
@@ -141,12 +122,12 @@ fn fold_and_lower_write_models_that_still_run() {
     {
         let f = fixture(name);
         for command in ["fold", "lower"] {
-            let dir = temp_dir(&format!("{command}-{name}"));
+            let dir = scratch("cli", &format!("{command}-{name}"));
             let written = dir.join("out.onnx");
             let o = sliceops(&[command, &f.model().display().to_string(), "-o", &written.display().to_string()]);
-            assert!(o.status.success(), "{command} {name}: {}", stderr(&o));
+            assert_eq!(o.code, Some(0), "{command} {name}: {}", o.stderr);
             let o = run_fixture(&written, &f, &dir);
-            assert!(o.status.success(), "{command} {name} then run: {}", stderr(&o));
+            assert_eq!(o.code, Some(0), "{command} {name} then run: {}", o.stderr);
             assert_outputs(&f, &dir);
         }
     }
@@ -164,16 +145,16 @@ fn lower_refuses_what_standard_onnx_cannot_express() {
         .aten_as_strided("aten", &["x", "size", "stride"], "y")
         .output("y")
         .bytes();
-    let dir = temp_dir("refuse");
+    let dir = scratch("cli", "refuse");
     let (model, out) = (dir.join("model.onnx"), dir.join("out.onnx"));
     std::fs::write(&model, bytes).unwrap();
     let o = sliceops(&["lower", &model.display().to_string(), "-o", &out.display().to_string()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.code, Some(1));
     assert_eq!(
-        stderr(&o).trim_end(),
+        o.stderr.trim_end(),
         "error: node 'aten' (ATen): size and stride must be constants to lower as_strided",
         "{}",
-        stderr(&o)
+        o.stderr
     );
     assert!(!out.exists());
 }
@@ -185,8 +166,8 @@ fn bench_prints_json_timings() {
     args.extend(f.input_args());
     args.extend(["--format".to_string(), "json".to_string()]);
     let o = sliceops(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let json: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(json["runs"], 3);
     let (median, min) = (json["median_s"].as_f64().unwrap(), json["min_s"].as_f64().unwrap());
     assert!(min > 0.0 && min <= median, "{json}");
@@ -196,40 +177,40 @@ fn bench_prints_json_timings() {
 fn every_command_has_help() {
     for command in ["run", "infer", "fold", "lower", "bench"] {
         let o = sliceops(&[command, "--help"]);
-        assert!(o.status.success());
-        assert!(stdout(&o).starts_with("Usage: sliceops") || stdout(&o).contains("Usage: sliceops"), "{command}");
+        assert_eq!(o.code, Some(0));
+        assert!(o.stdout.starts_with("Usage: sliceops") || o.stdout.contains("Usage: sliceops"), "{command}");
     }
     let o = sliceops(&["--help"]);
-    assert!(stdout(&o).contains("infer"));
+    assert!(o.stdout.contains("infer"));
 }
 
 #[test]
 fn bad_usage_exits_2_and_errors_exit_1() {
-    assert_eq!(sliceops(&["frobnicate"]).status.code(), Some(2));
-    assert_eq!(sliceops(&["fold", "x.onnx"]).status.code(), Some(2));
+    assert_eq!(sliceops(&["frobnicate"]).code, Some(2));
+    assert_eq!(sliceops(&["fold", "x.onnx"]).code, Some(2));
     let o = sliceops(&["run", "/nonexistent/model.onnx"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).starts_with("error: cannot read /nonexistent/model.onnx"), "{}", stderr(&o));
+    assert_eq!(o.code, Some(1));
+    assert!(o.stderr.starts_with("error: cannot read /nonexistent/model.onnx"), "{}", o.stderr);
 }
 
 #[test]
 fn declared_shapes_that_contradict_inference_are_warnings() {
     // The dynamo exporter declares its own symbols for outputs the input makes concrete.
     let f = fixture("torch_slice_dynamo");
-    let out = temp_dir("warn");
+    let out = scratch("cli", "warn");
     let o = run_fixture(&f.model(), &f, &out);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_outputs(&f, &out);
 }
 
 #[test]
 fn lower_prints_what_it_rewrote() {
     let f = fixture("ss_shrink_ellipsis_new_axis_reverse");
-    let dir = temp_dir("lower-report");
+    let dir = scratch("cli", "lower-report");
     let written = dir.join("out.onnx");
     let o = sliceops(&["lower", &f.model().display().to_string(), "-o", &written.display().to_string()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let stdout = &o.stdout;
     assert_eq!(
         stdout.lines().collect::<Vec<_>>(),
         ["nodes: 1 -> 3", "  StridedSlice rewritten: 1", "every new value has a type and shape"]
@@ -237,12 +218,8 @@ fn lower_prints_what_it_rewrote() {
     // Lowering its own output again finds nothing to rewrite.
     let again = dir.join("again.onnx");
     let o = sliceops(&["lower", &written.display().to_string(), "-o", &again.display().to_string()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).starts_with("nothing to rewrite"),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.starts_with("nothing to rewrite"), "{}", o.stdout);
 }
 
 #[test]
@@ -263,22 +240,22 @@ fn unsupported_operators_are_named_with_their_opset_in_one_line() {
             .node("Identity", "", "last", &["b"], &["y"], vec![])
             .output("y")
             .bytes();
-        let dir = temp_dir(&format!("unsupported-{op}"));
+        let dir = scratch("cli", &format!("unsupported-{op}"));
         let (model, x) = (dir.join("model.onnx"), dir.join("x.npy"));
         std::fs::write(&model, bytes).unwrap();
         let four = tract_onnx::prelude::Tensor::from_shape(&[4], &[1u8, 2, 3, 4]).unwrap();
         sliceops::npy::write_npy(&x, &four).unwrap();
         let (model, x) = (model.display().to_string(), format!("x={}", x.display()));
         let o = sliceops(&["run", &model, "--input", &x, "--output-dir", &dir.join("out").display().to_string()]);
-        assert_eq!(o.status.code(), Some(1));
-        assert_eq!(stderr(&o), format!("error: value 'b' cannot be computed: node 'op' ({op}): {why}\n"));
+        assert_eq!(o.code, Some(1));
+        assert_eq!(o.stderr, format!("error: value 'b' cannot be computed: node 'op' ({op}): {why}\n"));
         // infer still types what it can, and says why the rest is unknown.
         let o = sliceops(&["infer", &model]);
-        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(o.code, Some(0), "{}", o.stderr);
         let lines: Vec<Vec<String>> =
-            stdout(&o).lines().map(|l| l.split_whitespace().map(String::from).collect()).collect();
-        assert!(lines.contains(&vec!["a".into(), "uint8".into(), "[4]".into()]), "{}", stdout(&o));
-        assert!(lines.contains(&vec!["y".into(), "?".into(), "?".into()]), "{}", stdout(&o));
-        assert_eq!(stderr(&o), format!("note: node 'op' ({op}): its outputs are unknown: {why}\n"));
+            o.stdout.lines().map(|l| l.split_whitespace().map(String::from).collect()).collect();
+        assert!(lines.contains(&vec!["a".into(), "uint8".into(), "[4]".into()]), "{}", o.stdout);
+        assert!(lines.contains(&vec!["y".into(), "?".into(), "?".into()]), "{}", o.stdout);
+        assert_eq!(o.stderr, format!("note: node 'op' ({op}): its outputs are unknown: {why}\n"));
     }
 }

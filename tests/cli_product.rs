@@ -3,35 +3,19 @@
 
 mod common;
 
+use common::cli::{files_in, run_command, scratch, sliceops, Limits, Run};
 use common::fixtures::{assert_same, fixtures, models_dir, Fixture};
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sliceops");
 const SUBCOMMANDS: [&str; 5] = ["run", "infer", "fold", "lower", "bench"];
 
-fn sliceops(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn fixture(name: &str) -> Fixture {
     fixtures().into_iter().find(|f| f.name == name).unwrap()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sliceops-cli-product-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn npz(name: &str) -> String {
@@ -42,18 +26,11 @@ fn real_model(name: &str) -> String {
     models_dir().join("real").join(name).join("model.onnx").display().to_string()
 }
 
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn help_says_what_the_tool_is() {
     let o = sliceops(&["--help"]);
-    assert!(o.status.success());
-    let help = stdout(&o);
+    assert_eq!(o.code, Some(0));
+    let help = o.stdout.clone();
     assert!(help.starts_with("Runs, infers, folds and lowers whole ONNX models, with exact symbolic shapes"), "{help}");
     assert!(!help.contains("tensor slicing (StridedSlice"), "{help}");
     for sub in SUBCOMMANDS {
@@ -68,8 +45,8 @@ fn helps() -> Vec<(String, String, String)> {
         let args = |flag: &'static str| -> Vec<&str> { sub.into_iter().chain([flag]).collect() };
         let short = sliceops(&args("-h"));
         let long = sliceops(&args("--help"));
-        assert!(short.status.success() && long.status.success());
-        out.push((sub.unwrap_or("sliceops").to_string(), stdout(&short), stdout(&long)));
+        assert!(short.code == Some(0) && long.code == Some(0));
+        out.push((sub.unwrap_or("sliceops").to_string(), short.stdout.clone(), long.stdout.clone()));
     }
     out
 }
@@ -111,11 +88,11 @@ fn short_forms_do_what_long_forms_do() {
     let model = f.model().display().to_string();
     let long = sliceops(&["infer", &model, "--input-shape", "x=N,3", "--assume", "N>=2", "--format", "json"]);
     let short = sliceops(&["infer", &model, "-s", "x=N,3", "-a", "N>=2", "-f", "json"]);
-    assert!(long.status.success(), "{}", stderr(&long));
-    assert_eq!(stdout(&short), stdout(&long));
-    assert!(stdout(&short).starts_with('{'));
+    assert_eq!(long.code, Some(0), "{}", long.stderr);
+    assert_eq!(short.stdout, long.stdout);
+    assert!(short.stdout.starts_with('{'));
 
-    let dir = temp_dir("short-forms");
+    let dir = scratch("cli_product", "short-forms");
     let input = f.input_args()[1].clone();
     let (out, z) = (dir.join("out"), dir.join("out.npz"));
     let o = sliceops(&[
@@ -132,15 +109,15 @@ fn short_forms_do_what_long_forms_do() {
         "-e",
         &f.dir().join("expected").display().to_string(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).ends_with(&format!("every output matches {}\n", f.dir().join("expected").display())));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.ends_with(&format!("every output matches {}\n", f.dir().join("expected").display())));
     assert_eq!(files_in(&out), ["even.npy", "inner.npy"]);
     let arrays = sliceops::npz::read_npz(&z).unwrap();
     assert_eq!(arrays.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), f.outputs);
 
     let o = sliceops(&["bench", &model, "-i", &input, "-r", "2", "-f", "json", "-t", "1", "-p", "-n", "1"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let report: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(report["runs"], 2);
     assert_eq!(report["profile"]["nodes"].as_array().unwrap().len(), 1);
 
@@ -151,19 +128,20 @@ fn short_forms_do_what_long_forms_do() {
         args.push(&w);
         args.extend(extra);
         let o = sliceops(&args);
-        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        assert_eq!(o.code, Some(0), "{cmd}: {}", o.stderr);
         assert!(written.is_file());
     }
 }
 
 /// Runs `args` with stdout a pipe whose reading end is closed before the command writes anything.
-fn closed_stdout(args: &[&str]) -> Output {
+fn closed_stdout(args: &[&str]) -> Run {
+    let start = Instant::now();
     let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take());
     let mut err = String::new();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     let status = child.wait().unwrap();
-    Output { status, stdout: vec![], stderr: err.into_bytes() }
+    Run { code: status.code(), signal: status.signal(), stdout: String::new(), stderr: err, elapsed: start.elapsed() }
 }
 
 #[test]
@@ -171,7 +149,7 @@ fn a_closed_output_pipe_ends_quietly_with_status_0() {
     let model = real_model("gpt2_torch_legacy");
     let f = fixture("sym_batch_onnx_slice");
     let fixture_model = f.model().display().to_string();
-    let out = temp_dir("closed-pipe");
+    let out = scratch("cli_product", "closed-pipe");
     let out_arg = out.display().to_string();
     let input = f.input_args()[1].clone();
     for args in [
@@ -182,41 +160,42 @@ fn a_closed_output_pipe_ends_quietly_with_status_0() {
         vec!["--help"],
     ] {
         let o = closed_stdout(&args);
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.code, Some(0), "{args:?}: {}", o.stderr);
         // Its warnings and notes, if any, as when stdout is read whole; no error.
-        let whole = Command::new(BIN).args(&args).stdout(Stdio::null()).output().unwrap();
-        assert_eq!(stderr(&o), stderr(&whole), "{args:?}");
-        assert!(!stderr(&o).contains("error"), "{args:?}: {}", stderr(&o));
+        let mut whole = Command::new(BIN);
+        whole.args(&args);
+        let whole = run_command(whole, Limits::default());
+        assert_eq!(o.stderr, whole.stderr, "{args:?}");
+        assert!(!o.stderr.contains("error"), "{args:?}: {}", o.stderr);
     }
     // run wrote its files before printing its table.
     assert_eq!(files_in(&out), ["even.npy", "inner.npy"]);
     // As a user types it: the first line, the rest unwanted, every status in the pipe 0.
-    let o = Command::new("bash")
-        .args(["-c", "set -o pipefail; \"$0\" infer \"$1\" | head -1", BIN, &model])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("name ") && stdout(&o).lines().count() == 1, "{}", stdout(&o));
+    let mut bash = Command::new("bash");
+    bash.args(["-c", "set -o pipefail; \"$0\" infer \"$1\" | head -1", BIN, &model]);
+    let o = run_command(bash, Limits::default());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(!o.stderr.contains("error"), "{}", o.stderr);
+    assert!(o.stdout.starts_with("name ") && o.stdout.lines().count() == 1, "{}", o.stdout);
 }
 
 #[test]
 fn input_from_an_npz_gives_every_input_by_name() {
     let f = fixture("onnx_slice_opset13_runtime");
     let model = f.model().display().to_string();
-    let out = temp_dir("npz-in");
+    let out = scratch("cli_product", "npz-in");
     let inputs = npz("inputs_runtime.npz");
     let o = sliceops(&["run", &model, "--input", &inputs, "--output-dir", &out.display().to_string()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     for (name, want) in f.outputs.iter().zip(f.expected()) {
         let got = sliceops::npy::read_npy(&out.join(format!("{name}.npy"))).unwrap();
         assert_same(name, &got, &want);
     }
     // bench reads it the same way.
     let o = sliceops(&["bench", &model, "-i", &inputs, "-r", "1", "-f", "json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     // An .npy given after the .npz replaces its array (a name given twice keeps its last tensor).
-    let dir = temp_dir("npz-override");
+    let dir = scratch("cli_product", "npz-override");
     let x = sliceops::npy::read_npy(&f.dir().join("inputs/x.npy")).unwrap();
     let doubled = x.cast_to::<f32>().unwrap().to_plain_array_view::<f32>().unwrap().mapv(|v| v * 2.0);
     let path = dir.join("x2.npy");
@@ -231,7 +210,7 @@ fn input_from_an_npz_gives_every_input_by_name() {
         "-z",
         &dir.join("o.npz").display().to_string(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     let got = sliceops::npz::read_npz(&dir.join("o.npz")).unwrap();
     let want = f.expected()[0].cast_to::<f32>().unwrap().to_plain_array_view::<f32>().unwrap().mapv(|v| v * 2.0);
     assert_same("y doubled", &got[0].1, &want.into());
@@ -241,14 +220,14 @@ fn input_from_an_npz_gives_every_input_by_name() {
 fn npz_input_errors_are_one_clear_line() {
     let f = fixture("onnx_slice_opset13_runtime");
     let model = f.model().display().to_string();
-    let dir = temp_dir("npz-errors");
+    let dir = scratch("cli_product", "npz-errors");
     let text = dir.join("text.npz");
     std::fs::write(&text, "not a zip").unwrap();
     let error = |args: &[&str]| {
         let o = sliceops(args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.code, Some(1), "{args:?}: {}", o.stderr);
         // The fixture's own shape warning aside, one error line.
-        let all = stderr(&o);
+        let all = o.stderr.clone();
         let errors: Vec<&str> = all.lines().filter(|l| !l.starts_with("warning: ")).collect();
         assert_eq!(errors.len(), 1, "{all}");
         format!("{}\n", errors[0])
@@ -277,12 +256,14 @@ fn npz_input_errors_are_one_clear_line() {
 #[test]
 fn output_npz_holds_every_output_and_nothing_else_is_written() {
     let f = fixture("ms_strided_slice_example_1");
-    let dir = temp_dir("npz-out");
+    let dir = scratch("cli_product", "npz-out");
     let mut args = vec!["run".to_string(), f.model().display().to_string()];
     args.extend(f.input_args());
     args.extend(["--output-npz".to_string(), "outputs.npz".to_string()]);
-    let o = Command::new(BIN).args(&args).current_dir(&dir).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let mut command = Command::new(BIN);
+    command.args(&args).current_dir(&dir);
+    let o = run_command(command, Limits::default());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     // No .npy beside it: --output-dir defaults to . only when no .npz is asked for.
     assert_eq!(files_in(&dir), ["outputs.npz"]);
     let got = sliceops::npz::read_npz(&dir.join("outputs.npz")).unwrap();

@@ -457,22 +457,19 @@ fn sizes_past_64_bits_are_exact_not_wrapped() {
 fn a_figure_of_too_many_terms_is_an_error_naming_the_node() {
     // Three axes, each the sum of 17 symbols (a Concat of 17 inputs per axis): the output's element
     // count expands to 17^3 = 4913 terms, more than a figure may hold.
-    let names: Vec<String> = (0..17).map(|i| format!("s{i}")).collect();
-    let mut b = Builder::new(17);
-    let mut cols = vec![[vec![], vec![], vec![]]];
     let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-    for (axis, col) in cols[0].iter_mut().enumerate() {
-        for (i, _) in names.iter().enumerate() {
+    let mut b = Builder::new(17);
+    for axis in 0..3 {
+        let mut inputs = vec![];
+        for i in 0..17 {
             let input = leak(format!("x{axis}_{i}"));
             let mut dims = vec![D::N(1), D::N(1), D::N(1)];
             dims[axis] = D::S(leak(format!("d{axis}_{i}")));
             b = b.input(input, F, &dims);
-            col.push(input);
+            inputs.push(input);
         }
-    }
-    for axis in 0..3 {
-        let inputs: Vec<&str> = cols[0][axis].clone();
-        b = b.node("Concat", "", leak(format!("cat{axis}")), &inputs, &[leak(format!("c{axis}"))], vec![("axis", A::I(axis as i64))]);
+        let out = leak(format!("c{axis}"));
+        b = b.node("Concat", "", leak(format!("cat{axis}")), &inputs, &[out], vec![("axis", A::I(axis as i64))]);
     }
     let bytes = b
         .node("Add", "", "add01", &["c0", "c1"], &["a01"], vec![])

@@ -58,7 +58,7 @@ fn inferred(case: &str, value: &str) -> String {
     let m = Model::load_path(dir(case).join("model.onnx")).unwrap();
     let facts = m.infer().unwrap();
     let f = facts.iter().find(|f| f.name == value).unwrap_or_else(|| panic!("{case}: no fact for {value}"));
-    let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+    let dims: Vec<String> = f.shape.iter().map(sliceops::format_dim).collect();
     format!("{}: {} [{}]", f.name, f.dtype_name, dims.join(", "))
 }
 
@@ -123,9 +123,9 @@ fn minted_symbols(case: &str) -> Vec<String> {
     let a = m.analyse().unwrap();
     a.symbols
         .iter()
-        .filter(|s| matches!(s.origin, sliceops::analysis::Origin::Node { .. }))
+        .filter(|s| matches!(s.origin, sliceops::Origin::Node { .. }))
         .map(|s| {
-            let at_most = s.at_most.as_ref().map(sliceops::dims::format_dim).unwrap_or_default();
+            let at_most = s.at_most.as_ref().map(sliceops::format_dim).unwrap_or_default();
             format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
         })
         .collect()

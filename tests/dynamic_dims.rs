@@ -16,7 +16,7 @@ fn infer_lines(m: &Model) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|f| {
-            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+            let dims: Vec<String> = f.shape.iter().map(sliceops::format_dim).collect();
             format!("{}: {} [{}]", f.name, f.dtype_name, dims.join(", "))
         })
         .collect()
@@ -360,7 +360,7 @@ fn branches_returning_different_shapes_give_a_fresh_dim() {
     assert_eq!(shape_of(&m, "y"), "y: float32 [2, branch_0_1]");
     let a = m.analyse().unwrap();
     let fresh = a.symbols.iter().find(|s| s.name == "branch_0_1").unwrap();
-    assert!(matches!(&fresh.origin, sliceops::analysis::Origin::Node { node, .. } if node == "branch"), "{fresh:?}");
+    assert!(matches!(&fresh.origin, sliceops::Origin::Node { node, .. } if node == "branch"), "{fresh:?}");
     assert_eq!(m.run(vec![arange_f32(&[2, 3]), tensor0(true)]).unwrap()[0].1.shape(), &[2, 1]);
     assert_eq!(m.run(vec![arange_f32(&[2, 3]), tensor0(false)]).unwrap()[0].1.shape(), &[2, 3]);
 }

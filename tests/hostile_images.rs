@@ -228,7 +228,7 @@ fn constant_images_are_decoded_while_analysing_within_the_budget() {
     let model = sliceops::Model::load_bytes(&decoder(Some(&png))).unwrap();
     let facts = model.infer().unwrap();
     let y = facts.iter().find(|f| f.name == "y").unwrap();
-    let dims: Vec<String> = y.shape.iter().map(sliceops::dims::format_dim).collect();
+    let dims: Vec<String> = y.shape.iter().map(sliceops::format_dim).collect();
     assert_eq!(dims, ["dec_height", "dec_width", "3"]);
     let out = model.run(vec![]).unwrap().remove(0).1;
     assert_eq!(out.shape(), [1024, 1024, 3]);

@@ -351,7 +351,7 @@ fn endless_loop() -> Vec<u8> {
 
 #[test]
 fn a_run_stops_at_its_timeout_between_loop_iterations() {
-    use sliceops::cancel::{Cancel, Cancelled, Reason};
+    use sliceops::{Cancel, Cancelled, Reason};
     use std::time::{Duration, Instant};
     let m = Model::load_bytes(&endless_loop()).unwrap();
     let v = f32s(&[32, 32], &[0.03; 1024]);

@@ -296,7 +296,7 @@ fn a_loop_that_never_ends_stops_at_the_iteration_bound() {
         .output("y")
         .bytes();
     let e = run_error(&bytes, vec![tensor0(0i64)]);
-    let bound = sliceops::analysis::MAX_ITERATIONS;
+    let bound = sliceops::MAX_ITERATIONS;
     assert!(e.contains("node 'loop' (Loop)") && e.contains(&format!("still running after {bound} iterations")), "{e}");
 }
 
@@ -489,7 +489,7 @@ fn a_body_translated_at_every_iteration_is_bounded() {
         .bytes();
     let out = run(&bytes, vec![tensor0(300i64), floats(&[1], &[3.0])]);
     assert_eq!(out[0], floats(&[301], &[3.0; 301]));
-    let bound = sliceops::analysis::MAX_TRANSLATIONS;
+    let bound = sliceops::MAX_TRANSLATIONS;
     let e = run_error(&bytes, vec![tensor0(bound as i64 + 10), floats(&[1], &[3.0])]);
     assert!(e.contains("node 'loop' (Loop)") && e.contains(&format!("was translated {bound} times")), "{e}");
 }

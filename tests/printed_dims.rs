@@ -7,7 +7,7 @@ mod common;
 
 use common::fixtures::{fixtures, models_dir};
 use common::real::real_models;
-use sliceops::dims::format_dim;
+use sliceops::format_dim;
 use sliceops::Model;
 use std::path::PathBuf;
 use tract_onnx::prelude::*;

@@ -78,7 +78,7 @@ fn real_export_infer_snapshots() {
         let analysis = model.analyse().unwrap();
         let mut text = String::new();
         for f in analysis.value_facts(model.graph()).unwrap() {
-            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+            let dims: Vec<String> = f.shape.iter().map(sliceops::format_dim).collect();
             text.push_str(&format!("{}: {} [{}]\n", f.name, f.dtype_name, dims.join(", ")));
         }
         let mut unknown: Vec<&String> = analysis.unknown.keys().collect();

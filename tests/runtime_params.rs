@@ -14,7 +14,7 @@ use tract_onnx::prelude::*;
 fn shape_of(m: &Model, value: &str) -> String {
     let facts = m.infer().unwrap();
     let f = facts.iter().find(|f| f.name == value).unwrap_or_else(|| panic!("no fact for {value}"));
-    let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+    let dims: Vec<String> = f.shape.iter().map(sliceops::format_dim).collect();
     format!("{} [{}]", f.dtype_name, dims.join(", "))
 }
 

@@ -1543,7 +1543,7 @@ fn unique_compares_as_numpy_and_its_length_is_bound_when_it_runs() {
         let facts = m.infer().unwrap();
         let shape = |name: &str| {
             let f = facts.iter().find(|f| f.name == name).unwrap();
-            f.shape.iter().map(sliceops::dims::format_dim).collect::<Vec<_>>()
+            f.shape.iter().map(sliceops::format_dim).collect::<Vec<_>>()
         };
         assert_eq!(
             (shape("y"), shape("inverse"), shape("counts")),

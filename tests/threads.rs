@@ -1,10 +1,9 @@
-//! The thread budget (`Model::set_threads`, `--threads`): what tract's executor and the copy kernel
-//! see while a plan runs. No timing here: speed is measured by
-//! benches/ort_whole_models.py.
+//! The thread budget (`Model::set_threads`, `--threads`) through the public API and the command line:
+//! plans kept per budget, the same outputs whatever the budget. What tract's executor and the copy
+//! kernel see while a plan runs is tested inside the crate (`src/threads.rs`). No timing here: speed
+//! is measured by benches/ort_whole_models.py.
 
-use sliceops::tract_onnx::prelude::tract_linalg::multithread::current_tract_executor;
 use sliceops::tract_onnx::prelude::*;
-use sliceops::tract_onnx::tract_core::plan::eval;
 use sliceops::Model;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,60 +14,6 @@ fn model_dir(name: &str) -> PathBuf {
 
 fn x(name: &str) -> Tensor {
     sliceops::npy::read_npy(&model_dir(name).join("inputs/x.npy")).unwrap()
-}
-
-/// For every node the plan evaluates: the budget the slicing ops read from their context, and the
-/// number of threads of tract's executor at that point.
-fn seen_while_running(m: &Model, inputs: Vec<Tensor>) -> Vec<(Option<usize>, usize)> {
-    let plan = m.plan_for(&inputs).unwrap();
-    let mut state = plan.spawn().unwrap();
-    let mut seen = vec![];
-    let inputs: TVec<TValue> = inputs.into_iter().map(TValue::from).collect();
-    state
-        .run_plan_with_eval(inputs, |ctx, op_state, node, node_inputs| {
-            seen.push((sliceops::threads::budget(ctx), sliceops::threads::executor_threads(&current_tract_executor())));
-            eval(ctx, op_state, node, node_inputs)
-        })
-        .unwrap();
-    seen
-}
-
-#[test]
-fn every_node_sees_the_budget_set_on_the_model() {
-    let name = "chain_slice_strided_slice_as_strided";
-    let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
-    assert_eq!(m.threads(), None);
-    // Default: tract's default executor (single-threaded), no budget (copies over all cores).
-    assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(None, 1), (None, 1)]);
-    m.set_threads(Some(3)).unwrap();
-    assert_eq!(m.threads(), Some(3));
-    assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(Some(3), 3), (Some(3), 3)]);
-    m.set_threads(Some(1)).unwrap();
-    assert_eq!(seen_while_running(&m, vec![x(name)]), vec![(Some(1), 1), (Some(1), 1)]);
-    // Each setting made its own plan; the same setting again keeps the plan.
-    assert_eq!(m.plans_made(), 3);
-    m.set_threads(Some(1)).unwrap();
-    m.run(vec![x(name)]).unwrap();
-    assert_eq!(m.plans_made(), 3);
-    // A clone keeps the setting.
-    assert_eq!(m.clone().threads(), Some(1));
-}
-
-#[test]
-fn a_budget_of_no_threads_or_too_many_is_an_error_that_keeps_the_setting() {
-    let name = "chain_slice_strided_slice_as_strided";
-    let mut m = Model::load_path(model_dir(name).join("model.onnx")).unwrap();
-    m.set_threads(Some(2)).unwrap();
-    let e = m.set_threads(Some(0)).unwrap_err().to_string();
-    assert_eq!(e, "a thread budget is at least 1 thread, got 0");
-    let max = sliceops::threads::MAX_THREADS;
-    for n in [max + 1, usize::MAX] {
-        let e = m.set_threads(Some(n)).unwrap_err().to_string();
-        assert_eq!(e, format!("a thread budget is at most {max} threads, got {n}"));
-    }
-    assert_eq!(m.threads(), Some(2));
-    m.set_threads(None).unwrap();
-    assert_eq!(m.threads(), None);
 }
 
 #[test]
@@ -99,15 +44,6 @@ fn outputs_are_the_same_whatever_the_budget() {
         let got = m.run(vec![x(name)]).unwrap();
         assert_eq!(got, want, "{n} threads");
     }
-}
-
-#[test]
-fn the_copy_kernel_takes_the_budget_in_force() {
-    let all = sliceops::threads::available();
-    assert_eq!(sliceops::kernel::max_threads(), all);
-    let inside = sliceops::kernel::with_threads(Some(2), sliceops::kernel::max_threads);
-    assert_eq!(inside, 2);
-    assert_eq!(sliceops::kernel::max_threads(), all);
 }
 
 #[test]

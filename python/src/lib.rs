@@ -8,14 +8,14 @@ mod tensors;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use sliceops::analysis::DeclaredDim;
 use sliceops::fold::FoldOptions;
+use sliceops::DeclaredDim;
 use sliceops::Model;
 use std::path::{Path, PathBuf};
 
 /// A core error as Python sees it: a `ValueError` with the CLI's message.
 fn value_error(e: anyhow::Error) -> PyErr {
-    PyValueError::new_err(sliceops::report::describe_error(&e))
+    PyValueError::new_err(sliceops::describe_error(&e))
 }
 
 /// A model given as bytes or as a path (`str` or `os.PathLike`).
@@ -42,7 +42,7 @@ impl Source {
     fn read(&self) -> anyhow::Result<(std::borrow::Cow<'_, [u8]>, Option<&Path>)> {
         match self {
             Source::Bytes(b) => Ok((b.as_slice().into(), None)),
-            Source::Path(p) => Ok((sliceops::load::read_model_file(p)?.into(), p.parent())),
+            Source::Path(p) => Ok((sliceops::read_model_file(p)?.into(), p.parent())),
         }
     }
 }
@@ -201,7 +201,7 @@ fn ort_dim_object(py: Python<'_>, d: &DeclaredDim) -> PyResult<Py<PyAny>> {
 /// `(name, ONNX elem_type, dims or None)` of declared values.
 type Declared = Vec<(String, i32, Option<Vec<Py<PyAny>>>)>;
 
-fn declared(py: Python<'_>, values: &[sliceops::analysis::DeclaredInput], ort: bool) -> PyResult<Declared> {
+fn declared(py: Python<'_>, values: &[sliceops::DeclaredInput], ort: bool) -> PyResult<Declared> {
     let dim = if ort { ort_dim_object } else { dim_object };
     values
         .iter()
@@ -312,7 +312,7 @@ impl Session {
                 .iter()
                 .map(|d| match d.to_i64() {
                     Ok(v) => Ok(v.into_pyobject(py)?.into_any().unbind()),
-                    Err(_) => Ok(sliceops::dims::format_dim(d).into_pyobject(py)?.into_any().unbind()),
+                    Err(_) => Ok(sliceops::format_dim(d).into_pyobject(py)?.into_any().unbind()),
                 })
                 .collect::<PyResult<Vec<_>>>()?;
             shapes.push((f.name, dims));

@@ -76,7 +76,7 @@ fn declared_dim(d: &pb::tensor_shape_proto::Dimension) -> DeclaredDim {
 
 /// What an analysis binds the graph inputs to.
 #[derive(Debug, Clone)]
-pub enum Binding {
+pub(crate) enum Binding {
     /// The declared types and shapes, with the user's `--input-shape` dims (text, by input name)
     /// replacing the declared ones.
     Declared(HashMap<String, Vec<String>>),
@@ -88,7 +88,7 @@ pub enum Binding {
 }
 
 /// The fact of each input under `binding`, symbols recorded in `table` (and created in `scope`).
-pub fn input_facts(
+pub(super) fn input_facts(
     inputs: &[DeclaredInput],
     binding: &Binding,
     scope: &SymbolScope,

@@ -9,8 +9,6 @@
 //! - outputs whose facts the branches agree on keep them; a dim they disagree on (ONNX lets branches
 //!   return different shapes) is a fresh symbol, bound when the node runs.
 
-use super::translate::translate;
-use super::SymbolTable;
 use crate::error::{NodeError, NodeErrorKind};
 use std::sync::{Arc, Mutex};
 use tract_onnx::pb;
@@ -22,6 +20,12 @@ pub(crate) type Signature = Vec<(DatumType, Vec<usize>)>;
 
 /// The plans a deferred branch made, by signature.
 pub(crate) type DeferredPlans = Arc<Mutex<Vec<(Signature, Arc<TypedRunnableModel>)>>>;
+
+/// How a deferred branch is translated for the facts it is run with: its typed model and, when a
+/// value in it cannot be computed, why. Given by whoever builds the branch (the translation, see
+/// `translate::translate_deferred`), so that running a branch does not import the translation.
+pub(crate) type TranslateBranch =
+    fn(&InferenceModel, &pb::GraphProto, Vec<TypedFact>) -> TractResult<(TypedModel, Option<String>)>;
 
 /// The most plans a deferred branch keeps.
 const MAX_DEFERRED_PLANS: usize = 16;
@@ -50,7 +54,7 @@ fn planner() -> TractResult<Planner> {
 
 /// One branch of an [`IfOp`] (or the body of a [`super::LoopOp`]).
 #[derive(Debug, Clone)]
-pub enum Branch {
+pub(crate) enum Branch {
     /// Translated at analysis.
     Typed {
         /// The branch as a typed model (its inputs: the outer values it reads, in order).
@@ -68,6 +72,8 @@ pub enum Branch {
         reason: String,
         /// Plans made so far, by input shapes.
         plans: DeferredPlans,
+        /// Translates it for the shapes it is run with.
+        translate: TranslateBranch,
     },
 }
 
@@ -98,7 +104,7 @@ impl Branch {
                     }
                 }
             }
-            Branch::Deferred { model, graph, plans, reason } => {
+            Branch::Deferred { model, graph, plans, reason, translate } => {
                 let signature: Vec<(DatumType, Vec<usize>)> =
                     inputs.iter().map(|t| (t.datum_type(), t.shape().to_vec())).collect();
                 let mut cached = plans.lock().unwrap_or_else(|e| e.into_inner());
@@ -106,21 +112,19 @@ impl Branch {
                     Some((_, p)) => p.clone(),
                     None => {
                         let facts: Vec<TypedFact> = signature.iter().map(|(dt, shape)| dt.fact(shape)).collect();
-                        let index = super::node_index(graph);
-                        let t = translate(model, &index, &[], facts, SymbolScope::default(), SymbolTable::default(), 0)
-                            .map_err(|e| {
-                                // Of the kind the branch's own error is, if it names a node.
-                                let kind = NodeError::find(&e).map_or(NodeErrorKind::Failed, |n| n.kind);
-                                NodeError::of_kind(node, op, kind, format!("the {} ({reason}): {e:#}", part(op)))
-                            })?;
-                        if let Some(why) = t.unknown.values().next() {
+                        let (typed, unknown) = translate(model, graph, facts).map_err(|e| {
+                            // Of the kind the branch's own error is, if it names a node.
+                            let kind = NodeError::find(&e).map_or(NodeErrorKind::Failed, |n| n.kind);
+                            NodeError::of_kind(node, op, kind, format!("the {} ({reason}): {e:#}", part(op)))
+                        })?;
+                        if let Some(why) = unknown {
                             return Err(NodeError::failed(node, op, format!("the {} cannot run: {why}", part(op))));
                         }
                         *translations += 1;
                         // Its shapes are concrete: a value it cannot allocate is refused before it runs.
-                        (planner()?.check)(&t.typed)
+                        (planner()?.check)(&typed)
                             .map_err(|e| NodeError::failed(node, op, format!("the {} ({reason}): {e:#}", part(op))))?;
-                        let p = (planner()?.plan)(t.typed)?;
+                        let p = (planner()?.plan)(typed)?;
                         // A loop whose values change shape at every iteration would keep one plan
                         // per iteration: the oldest go.
                         if cached.len() >= MAX_DEFERRED_PLANS {
@@ -147,7 +151,7 @@ fn part(op: &str) -> &'static str {
 
 /// An `If` whose branches run as plans of their own.
 #[derive(Debug, Clone)]
-pub struct IfOp {
+pub(crate) struct IfOp {
     /// The node's name, for errors.
     pub node: String,
     /// The branch taken when the condition is true.
@@ -168,7 +172,7 @@ pub struct IfOp {
 impl IfOp {
     /// Whether its output facts rest on an assumption: its own (see `assumed`), or one of an `If`
     /// inside a branch.
-    pub fn rests_on_assumption(&self) -> bool {
+    pub(crate) fn rests_on_assumption(&self) -> bool {
         let inside = |b: &Branch| match b {
             Branch::Typed { model, .. } => {
                 model.nodes().iter().any(|n| n.op_as::<IfOp>().is_some_and(IfOp::rests_on_assumption))

@@ -74,7 +74,7 @@ impl Drop for Running {
 
 /// A `Loop` whose body runs as a plan of its own.
 #[derive(Debug, Clone)]
-pub struct LoopOp {
+pub(crate) struct LoopOp {
     /// The node's name, for errors.
     pub node: String,
     /// The body: typed at analysis, or translated per signature when run.

@@ -23,14 +23,16 @@ mod verify;
 mod wide_dims;
 
 pub(crate) use bind::datum_type_of as bind_datum_type;
-pub use bind::{Binding, DeclaredDim, DeclaredInput};
+pub(crate) use bind::Binding;
+pub use bind::{DeclaredDim, DeclaredInput};
 pub(crate) use control::{install_planner, Planner};
-pub use control::{Branch, IfOp};
-pub use loops::{LoopOp, MAX_ITERATIONS, MAX_TRANSLATIONS};
-pub use opaque::Opaque;
-pub use require::{AssumeShape, Requirement};
+pub(crate) use control::{Branch, IfOp};
+pub(crate) use loops::LoopOp;
+pub use loops::{MAX_ITERATIONS, MAX_TRANSLATIONS};
+pub use require::Requirement;
 use symbols::SymbolTable;
-pub use symbols::{Origin, SymbolInfo, DEFAULT_DIM_MAX};
+pub(crate) use symbols::DEFAULT_DIM_MAX;
+pub use symbols::{Origin, SymbolInfo};
 pub use translate::Fallback;
 pub use value_fact::ValueFact;
 
@@ -62,7 +64,7 @@ pub struct Analysis {
 }
 
 /// The parts of a loaded model an analysis reads.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     /// The model as tract-onnx parsed it (with our builders).
     pub inference: &'a InferenceModel,
     /// The main graph, with the node names the parsed model uses.
@@ -75,7 +77,7 @@ pub struct Source<'a> {
 
 /// How much an analysis computes ahead of running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     /// Nodes over constants are evaluated when their outputs take at most this many bytes (a slicing
     /// view of a constant always is: it is never larger than its input).
     pub fold_bytes: u64,
@@ -90,7 +92,7 @@ impl Default for Options {
 pub(crate) use crate::memory::DEFAULT_FOLD_BYTES;
 
 /// Analyses a model under `binding`, with the user's `assumptions` (such as `N>=2`).
-pub fn analyse(
+pub(crate) fn analyse(
     source: &Source,
     binding: &Binding,
     assumptions: &[String],
@@ -250,7 +252,7 @@ impl Analysis {
 
 /// The named values of a graph in order: inputs that are not initializers, every node output, the
 /// graph outputs (names may repeat).
-pub fn graph_value_names(graph: &pb::GraphProto) -> Vec<&str> {
+pub(crate) fn graph_value_names(graph: &pb::GraphProto) -> Vec<&str> {
     let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
     let mut names: Vec<&str> =
         graph.input.iter().map(|i| i.name.as_str()).filter(|n| !initializers.contains(n)).collect();

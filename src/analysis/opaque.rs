@@ -12,7 +12,7 @@ use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// A node run by its original operator, with output facts decided at analysis.
 #[derive(Debug, Clone)]
-pub struct Opaque {
+pub(crate) struct Opaque {
     /// The operator as tract-onnx built it.
     pub op: Box<dyn InferenceOp>,
     /// The node's name, for errors.

@@ -109,7 +109,7 @@ impl Rat {
 
 /// Which dim expressions are known to be non-negative because some tensor of the model has them as
 /// a dim (a size is never negative, however tract writes it: `(W-8*((W+3)/4)+...)/16` is one).
-pub type Dims = std::collections::HashSet<TDim>;
+pub(super) type Dims = std::collections::HashSet<TDim>;
 
 /// Whether `d >= 0` for every value of its symbols: a dim of some tensor, tract's proof, or a `max`
 /// with a non-negative term (a `Clip` at 0), a `min` or sum of non-negative terms.
@@ -205,7 +205,7 @@ pub(crate) enum Arg {
 /// What an operator computes over rational inputs, for the operators float shape arithmetic uses.
 /// `args` are the node's inputs in ONNX order; `attr_f` reads a float attribute, `attr_i` an int one;
 /// `dims` tells the expressions that are some tensor's dim.
-pub fn eval(
+pub(super) fn eval(
     op_type: &str,
     args: &[Arg],
     attr_f: &dyn Fn(&str) -> Option<f32>,

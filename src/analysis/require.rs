@@ -33,7 +33,7 @@ impl std::fmt::Display for Requirement {
 
 /// One input dim to rewrite: `input`'s `axis` becomes `dim`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rewrite {
+pub(super) struct Rewrite {
     /// The node input.
     pub input: usize,
     /// Its axis.
@@ -125,7 +125,7 @@ fn broadcast(shapes: &[(usize, &[TDim])], node: &str, op: &str, out: &mut Vec<Re
 }
 
 /// The rewrites that make a node's inputs agree, and the requirements they stand for.
-pub fn rewrites(
+pub(super) fn rewrites(
     op_type: &str,
     attr: &dyn Fn(&str) -> Option<i64>,
     facts: &[&TypedFact],
@@ -198,7 +198,7 @@ pub fn rewrites(
 
 /// A value whose shape is known equal to `shape` by a requirement: a no-op that checks it at run time.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AssumeShape {
+pub(crate) struct AssumeShape {
     /// The shape the value has when the model's requirements hold.
     pub shape: TVec<TDim>,
     /// The requirement, for the error when it does not hold (empty when the shape is the input's own,

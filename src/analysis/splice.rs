@@ -13,14 +13,14 @@ use tract_onnx::prelude::*;
 
 /// The names of a model's nodes, kept up to date with the nodes appended since the last call.
 #[derive(Debug, Default)]
-pub struct Names {
+pub(super) struct Names {
     seen: HashSet<String>,
     synced: usize,
 }
 
 impl Names {
     /// `name`, or `name.1`, `name.2`... the first not used in `model` nor given before.
-    pub fn fresh(&mut self, model: &TypedModel, name: &str) -> String {
+    pub(super) fn fresh(&mut self, model: &TypedModel, name: &str) -> String {
         self.sync(model);
         if self.seen.insert(name.to_string()) {
             return name.to_string();

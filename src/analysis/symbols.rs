@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use tract_onnx::prelude::*;
 
 /// The default upper bound of every symbol (see the module docs).
-pub const DEFAULT_DIM_MAX: i64 = 1_000_000_000;
+pub(crate) const DEFAULT_DIM_MAX: i64 = 1_000_000_000;
 
 /// Where a symbol comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,13 +91,13 @@ pub(crate) struct SymbolTable {
 impl SymbolTable {
     /// A table for symbols in `scope`; `user_bounded` are the symbols the user's assumptions already
     /// bound from above.
-    pub fn new(user_bounded: Vec<String>) -> SymbolTable {
+    pub(super) fn new(user_bounded: Vec<String>) -> SymbolTable {
         SymbolTable { user_bounded, ..Default::default() }
     }
 
     /// Records `symbol` with its origin (the first origin wins) and adds its default assumptions to
     /// `scope`.
-    pub fn record(&mut self, scope: &SymbolScope, symbol: &Symbol, origin: Origin) -> TractResult<()> {
+    pub(super) fn record(&mut self, scope: &SymbolScope, symbol: &Symbol, origin: Origin) -> TractResult<()> {
         let name = symbol.to_string();
         if self.index.contains_key(&name) {
             return Ok(());
@@ -112,17 +112,17 @@ impl SymbolTable {
     }
 
     /// Notes the bound the op minting the symbol `name` implies.
-    pub fn set_at_most(&mut self, name: &str, bound: TDim) {
+    pub(super) fn set_at_most(&mut self, name: &str, bound: TDim) {
         self.at_most.insert(name.to_string(), bound);
     }
 
     /// Whether the symbol named `name` is recorded.
-    pub fn contains(&self, name: &str) -> bool {
+    pub(super) fn contains(&self, name: &str) -> bool {
         self.index.contains_key(name)
     }
 
     /// The recorded symbols, with their bounds filled in from `scope`'s assumptions.
-    pub fn finish(mut self, scope: &SymbolScope) -> Vec<SymbolInfo> {
+    pub(super) fn finish(mut self, scope: &SymbolScope) -> Vec<SymbolInfo> {
         for entry in &mut self.entries {
             let Some(sym) = scope.get(&entry.name) else { continue };
             let dim = TDim::Sym(sym);

@@ -26,7 +26,7 @@ use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::ops::unimpl::UnimplementedOp;
 
-/// A node whose translation fell back to an [`Opaque`] one, or failed.
+/// A node whose translation fell back to an `Opaque` one, or failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fallback {
     /// The node's name.
@@ -42,9 +42,23 @@ pub struct Fallback {
     pub deferred: bool,
 }
 
+/// A deferred `If` branch or `Loop` body translated for the facts it is run with (its shapes
+/// concrete): the typed model, and why a value in it cannot be computed, if one cannot. Given to
+/// [`super::Branch::Deferred`] as its translator.
+pub(crate) fn translate_deferred(
+    model: &InferenceModel,
+    graph: &pb::GraphProto,
+    facts: Vec<TypedFact>,
+) -> TractResult<(TypedModel, Option<String>)> {
+    let index = super::node_index(graph);
+    let t = translate(model, &index, &[], facts, SymbolScope::default(), SymbolTable::default(), 0)?;
+    let unknown = t.unknown.values().next().cloned();
+    Ok((t.typed, unknown))
+}
+
 /// The result of a translation.
 #[derive(Debug)]
-pub struct Translated {
+pub(super) struct Translated {
     /// The typed model; its inputs are the graph inputs in order, its outputs the graph outputs
     /// that could be typed.
     pub typed: TypedModel,
@@ -75,7 +89,7 @@ pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
 /// Translates `source`, its inputs having `input_facts`, into a typed model in `scope`, evaluating
 /// nodes over constants whose outputs take at most `fold_bytes`.
 #[allow(clippy::too_many_arguments)]
-pub fn translate(
+pub(super) fn translate(
     source: &InferenceModel,
     nodes: &NodeIndex,
     opsets: &[pb::OperatorSetIdProto],
@@ -668,6 +682,7 @@ impl Translator<'_> {
                 graph: Arc::new(graph.clone()),
                 reason,
                 plans: Default::default(),
+                translate: translate_deferred,
             },
         };
         let op = super::IfOp {

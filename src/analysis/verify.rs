@@ -52,7 +52,7 @@ fn apply(op: &str, fmod: bool, a: i64, b: i64) -> Option<i64> {
 
 /// Whether `output`, the value tract computed for an `op_type` node over `inputs` (0-D or 1-D integer
 /// or dim tensors), is right at sampled values of the symbols. `false` when it cannot be checked.
-pub fn holds(op_type: &str, fmod: bool, inputs: &[&Tensor], output: &Tensor) -> bool {
+pub(super) fn holds(op_type: &str, fmod: bool, inputs: &[&Tensor], output: &Tensor) -> bool {
     let Some(ins) = inputs.iter().map(|t| ints(t)).collect::<Option<Vec<_>>>() else { return false };
     let Some(out) = ints(output) else { return false };
     let mut symbols: Vec<Symbol> = vec![];

@@ -3,17 +3,17 @@
 use super::inputs::configure;
 use super::table::print_table;
 use super::Format;
+use crate::cost::{Cost, Macs, Poly, Size, Totals};
+use crate::report::{figure_text, Sizes};
+use crate::Model;
 use anyhow::Context;
-use sliceops::cost::{Cost, Macs, Poly, Size, Totals};
-use sliceops::report::{figure_text, Sizes};
-use sliceops::Model;
 use std::path::Path;
 
 /// Candidate peaks the table lists when the sizes do not decide between them.
 const SHOWN_PEAKS: usize = 4;
 
 /// Parses `--at` arguments (`NAME=VALUE`, several joined by commas) into sizes.
-pub fn parse_sizes(args: &[String]) -> anyhow::Result<Sizes> {
+fn parse_sizes(args: &[String]) -> anyhow::Result<Sizes> {
     let mut sizes = Sizes::new();
     for arg in args {
         for pair in arg.split(',').filter(|p| !p.trim().is_empty()) {
@@ -34,7 +34,7 @@ pub fn parse_sizes(args: &[String]) -> anyhow::Result<Sizes> {
 }
 
 /// Prints the cost of every node, the totals per op type and for the model, and the peak memory.
-pub fn cost(
+pub(super) fn cost(
     model: &Path,
     input_shapes: &[String],
     assumptions: &[String],
@@ -44,12 +44,12 @@ pub fn cost(
     let sizes = parse_sizes(at)?;
     let mut m = Model::load_path(model)?;
     configure(&mut m, input_shapes, assumptions)?;
-    let cost = sliceops::cost::cost(&m)?;
+    let cost = crate::cost::cost(&m)?;
     cost.check_sizes(&sizes)?;
     let at = (!sizes.is_empty()).then_some(&sizes);
     match format {
         Format::Json => {
-            outln!("{}", serde_json::to_string_pretty(&sliceops::report::cost_json(&cost, at)?)?)?;
+            outln!("{}", serde_json::to_string_pretty(&crate::report::cost_json(&cost, at)?)?)?;
         }
         Format::Table => table(&cost, at)?,
     }

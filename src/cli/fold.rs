@@ -1,12 +1,12 @@
 //! `sliceops fold` and `sliceops lower`: rewrite a model, write it, print what changed.
 
 use super::inputs::split_pair;
+use crate::fold::FoldOptions;
 use prost::Message;
-use sliceops::fold::FoldOptions;
 use std::path::Path;
 
 /// Folds the model, writes it, and prints what it did.
-pub fn fold(
+pub(super) fn fold(
     model: &Path,
     output: &Path,
     exact: bool,
@@ -22,7 +22,7 @@ pub fn fold(
     }
     let report = std::cell::RefCell::new(None);
     super::write_back(model, output, &|bytes, dir| {
-        let (folded, r) = sliceops::fold::fold(bytes, dir, &options)?;
+        let (folded, r) = crate::fold::fold(bytes, dir, &options)?;
         *report.borrow_mut() = Some(r);
         Ok(folded.encode_to_vec())
     })?;
@@ -39,10 +39,10 @@ pub fn fold(
 }
 
 /// Lowers the model, writes it, and prints what it rewrote.
-pub fn lower(model: &Path, output: &Path) -> anyhow::Result<()> {
+pub(super) fn lower(model: &Path, output: &Path) -> anyhow::Result<()> {
     let report = std::cell::RefCell::new(None);
     super::write_back(model, output, &|bytes, dir| {
-        let (lowered, r) = sliceops::onnx::lower_model(bytes, dir)?;
+        let (lowered, r) = crate::onnx::lower_model(bytes, dir)?;
         *report.borrow_mut() = Some(r);
         Ok(lowered.encode_to_vec())
     })?;

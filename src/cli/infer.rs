@@ -3,30 +3,35 @@
 use super::inputs::configure;
 use super::table::print_table;
 use super::Format;
-use sliceops::dims::format_dim;
-use sliceops::Model;
+use crate::dims::format_dim;
+use crate::Model;
 use std::path::Path;
 
 /// Prints the inferred dtype and shape of every value, the requirements the model puts on its
 /// inputs, and (JSON) the symbols with their origins.
-pub fn infer(model: &Path, input_shapes: &[String], assumptions: &[String], format: Format) -> anyhow::Result<()> {
+pub(super) fn infer(
+    model: &Path,
+    input_shapes: &[String],
+    assumptions: &[String],
+    format: Format,
+) -> anyhow::Result<()> {
     let mut m = Model::load_path(model)?;
     configure(&mut m, input_shapes, assumptions)?;
     let analysis = m.analyse()?;
     let facts = analysis.value_facts(m.graph())?;
-    for note in sliceops::report::infer_notes(&m, &analysis, &facts)? {
+    for note in crate::report::infer_notes(&m, &analysis, &facts)? {
         eprintln!("{note}");
     }
     match format {
         Format::Json => {
-            let json = sliceops::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
+            let json = crate::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
             outln!("{}", serde_json::to_string_pretty(&json)?)?;
         }
         Format::Table => {
             let mut rows = vec![["name".to_string(), "dtype".to_string(), "shape".to_string()]];
             let mut seen = std::collections::HashSet::new();
             let by_name: std::collections::HashMap<&str, _> = facts.iter().map(|f| (f.name.as_str(), f)).collect();
-            for name in sliceops::analysis::graph_value_names(m.graph()) {
+            for name in crate::analysis::graph_value_names(m.graph()) {
                 if !seen.insert(name) {
                     continue;
                 }

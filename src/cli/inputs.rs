@@ -1,14 +1,14 @@
 //! `--input NAME=FILE.npy` and `--input FILE.npz`: reading input tensors and checking them against the
 //! model's inputs; `--input-shape` and `--assume` applied to a loaded model ([`configure`]).
 
+use crate::npy::read_npy;
+use crate::Model;
 use anyhow::{bail, Context};
-use sliceops::npy::read_npy;
-use sliceops::Model;
 use std::path::Path;
 use tract_onnx::prelude::*;
 
 /// Splits `NAME=VALUE` at its last `=` (names may contain `=`; paths rarely do).
-pub fn split_pair<'a>(arg: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a str)> {
+pub(super) fn split_pair<'a>(arg: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a str)> {
     arg.rsplit_once('=').with_context(|| format!("{what} '{arg}' is not NAME=VALUE"))
 }
 
@@ -36,12 +36,12 @@ fn parse(arg: &str) -> anyhow::Result<Input<'_>> {
 
 /// The input names the arguments give, as far as they can be read (a malformed argument or `.npz` is
 /// reported by [`load_inputs`]).
-pub fn given_names(args: &[String]) -> Vec<String> {
+pub(super) fn given_names(args: &[String]) -> Vec<String> {
     let mut names = vec![];
     for arg in args {
         match parse(arg) {
             Ok(Input::Npy { name, .. }) => names.push(name.to_string()),
-            Ok(Input::Npz(path)) => names.extend(sliceops::npz::list_npz(path).unwrap_or_default()),
+            Ok(Input::Npz(path)) => names.extend(crate::npz::list_npz(path).unwrap_or_default()),
             Err(_) => {}
         }
     }
@@ -49,7 +49,7 @@ pub fn given_names(args: &[String]) -> Vec<String> {
 }
 
 /// Loads the `--input` tensors in the model's input order, checking names, dtypes and shapes.
-pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>> {
+pub(super) fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>> {
     let mut given = Vec::with_capacity(args.len());
     for arg in args {
         match parse(arg)? {
@@ -59,7 +59,7 @@ pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>
                 given.push((name.to_string(), read_npy(Path::new(file)).with_context(|| format!("input '{name}'"))?));
             }
             Input::Npz(path) => {
-                for (name, tensor) in sliceops::npz::read_npz(path)? {
+                for (name, tensor) in crate::npz::read_npz(path)? {
                     model.input_position(&name).with_context(|| format!("array '{name}' of {}", path.display()))?;
                     given.push((name, tensor));
                 }
@@ -70,7 +70,7 @@ pub fn load_inputs(model: &Model, args: &[String]) -> anyhow::Result<Vec<Tensor>
 }
 
 /// Applies `--input-shape` and `--assume` to a loaded model.
-pub fn configure(m: &mut Model, input_shapes: &[String], assumptions: &[String]) -> anyhow::Result<()> {
+pub(super) fn configure(m: &mut Model, input_shapes: &[String], assumptions: &[String]) -> anyhow::Result<()> {
     for arg in input_shapes {
         let (name, dims) = split_pair(arg, "--input-shape")?;
         let dims: Vec<&str> = if dims.trim().is_empty() { vec![] } else { dims.split(',').collect() };

@@ -25,14 +25,14 @@ use std::path::PathBuf;
 /// constants folded, and non-standard slicing ops rewritten into standard ONNX.
 #[derive(Debug, Parser)]
 #[command(name = "sliceops", version)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 /// Output format of `infer` and `bench`: `table` (aligned columns for people) or `json` (for programs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Aligned columns for people.
     Table,
     /// JSON for programs.
@@ -64,7 +64,7 @@ enum Command {
         expect: Option<PathBuf>,
         /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
         /// copies over all cores).
-        #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
+        #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
         /// Stop the run after this many seconds (a fraction allowed), checked before each node and each
         /// Loop iteration: exit 1 with `error: run cancelled after N s (--timeout)`.
@@ -144,7 +144,7 @@ enum Command {
         format: Format,
         /// Threads for tract's kernels and the copy kernel together (default: tract single-threaded,
         /// copies over all cores).
-        #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=sliceops::threads::MAX_THREADS as i64))]
+        #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
         /// Also time every node over the runs: per node and per op type, with shares of the total.
         #[arg(short = 'p', long)]
@@ -156,7 +156,7 @@ enum Command {
 }
 
 /// Runs the command line; returns the process exit status.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -172,7 +172,7 @@ pub fn main() -> i32 {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     // Outputs are allocated run after run: keep large buffers for reuse (see tune_allocator).
-    sliceops::kernel::tune_allocator();
+    crate::kernel::tune_allocator();
     // The library turns a panic inside tract into an error, reported as one `error:` line below; the
     // default hook would also print it as a crash.
     std::panic::set_hook(Box::new(|_| {}));
@@ -209,7 +209,7 @@ pub fn main() -> i32 {
             if std::env::var_os("SLICEOPS_DEBUG_ERRORS").is_some() {
                 eprintln!("{e:?}");
             }
-            eprintln!("error: {}", sliceops::report::describe_error(&e));
+            eprintln!("error: {}", crate::report::describe_error(&e));
             1
         }
     }
@@ -241,15 +241,15 @@ pub(crate) fn write_back(
     output: &std::path::Path,
     transform: Transform,
 ) -> anyhow::Result<()> {
-    use sliceops::onnx::Placement;
+    use crate::onnx::Placement;
     // A FIFO or a device as the output is refused before any work.
-    sliceops::io::atomic::check_target(output)?;
-    let bytes = sliceops::load::read_model_file(model)?;
+    crate::io::atomic::check_target(output)?;
+    let bytes = crate::load::read_model_file(model)?;
     let out = transform(&bytes, model.parent())?;
     drop(bytes);
     // Atomic: with `-o` equal to the input, the input stays whole until the new model is complete.
     // External data is read from the input's folder, never copied as a reference relative to it.
-    match sliceops::onnx::write_model_file(out, model.parent(), output)? {
+    match crate::onnx::write_model_file(out, model.parent(), output)? {
         Placement::Unchanged => {}
         Placement::Inlined { tensors } => eprintln!("note: external data inlined ({tensors} {})", plural(tensors)),
         Placement::External { file, tensors } => {

@@ -1,7 +1,7 @@
 //! `sliceops bench --profile`: the time per node and per op type, as a table or JSON.
 
 use super::table::print_table;
-use sliceops::profile::{OpTypeTime, Profile};
+use crate::profile::{OpTypeTime, Profile};
 use std::time::Duration;
 
 /// How many rows of each list are shown: `top` of them, or all when `top` is 0.
@@ -28,7 +28,7 @@ fn mean(p: &Profile, total: Duration) -> Duration {
 
 /// The profile as JSON: per-run node total and wall time, then `nodes` and `op_types` (tract's ops)
 /// and `onnx_op_types` (the ONNX op types the nodes come from), each by decreasing time.
-pub fn json(p: &Profile, top: usize) -> serde_json::Value {
+pub(super) fn json(p: &Profile, top: usize) -> serde_json::Value {
     use serde_json::json;
     let kinds = |list: Vec<OpTypeTime>| -> Vec<serde_json::Value> {
         first(list, top)
@@ -70,7 +70,7 @@ pub fn json(p: &Profile, top: usize) -> serde_json::Value {
 }
 
 /// The profile as tables: the slowest nodes, then the time per op type (tract's, then ONNX's).
-pub fn print(p: &Profile, top: usize) -> anyhow::Result<()> {
+pub(super) fn print(p: &Profile, top: usize) -> anyhow::Result<()> {
     outln!()?;
     outln!(
         "profile: {} runs, {} nodes, {} per run in nodes, {} per run end to end",

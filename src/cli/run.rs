@@ -3,11 +3,11 @@
 use super::inputs::{given_names, load_inputs};
 use super::table::print_table;
 use super::Format;
+use crate::cancel::{Cancel, Cancelled};
+use crate::io::atomic::{commit_all, AtomicFile};
+use crate::npy::{check_writable, escape_name, numpy_name, write_npy_to};
+use crate::Model;
 use anyhow::Context;
-use sliceops::cancel::{Cancel, Cancelled};
-use sliceops::io::atomic::{commit_all, AtomicFile};
-use sliceops::npy::{check_writable, escape_name, numpy_name, write_npy_to};
-use sliceops::Model;
 use std::path::Path;
 use std::time::Instant;
 use tract_onnx::prelude::*;
@@ -25,7 +25,7 @@ fn load(model: &Path) -> anyhow::Result<Model> {
 
 /// Where `run` writes the outputs: `.npy` files in a folder, one `.npz`, or both.
 #[derive(Debug, Clone)]
-pub struct Outputs {
+pub(super) struct Outputs {
     /// `--output-dir` (`.` when neither is given).
     pub dir: Option<std::path::PathBuf>,
     /// `--output-npz`.
@@ -36,7 +36,7 @@ pub struct Outputs {
 const MAX_TIMEOUT_S: f64 = 31_536_000.0;
 
 /// `--timeout`: a number of seconds, more than 0 and at most a year.
-pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+pub(super) fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     let s: f64 = text.trim().parse().map_err(|_| format!("'{text}' is not a number of seconds"))?;
     if !(s > 0.0 && s <= MAX_TIMEOUT_S) {
         return Err(format!("the timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, got {text}"));
@@ -46,7 +46,7 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
 
 /// `run`'s options besides its files.
 #[derive(Debug, Clone, Default)]
-pub struct RunOptions {
+pub(super) struct RunOptions {
     /// Compare the outputs with the `.npy` files of this folder.
     pub expect: Option<std::path::PathBuf>,
     /// The thread budget, if set (see `Model::set_threads`).
@@ -56,7 +56,7 @@ pub struct RunOptions {
 }
 
 /// Runs the model and writes its outputs; with `expect`, compares them with the `.npy` files there.
-pub fn run(
+pub(super) fn run(
     model: &Path,
     inputs: &[String],
     written: &Outputs,
@@ -86,7 +86,7 @@ pub fn run(
         (None, None) => write_outputs(&outputs, Path::new("."))?,
         (dir, npz) => {
             if let Some(npz) = npz {
-                sliceops::npz::write_npz(npz, &outputs)?;
+                crate::npz::write_npz(npz, &outputs)?;
             }
             if let Some(dir) = dir {
                 write_outputs(&outputs, dir)?;
@@ -102,8 +102,8 @@ pub fn run(
         let mut mismatches = vec![];
         for (name, tensor) in &outputs {
             let path = dir.join(format!("{}.npy", escape_name(name)));
-            let want = sliceops::npy::read_npy(&path).with_context(|| format!("expected output '{name}'"))?;
-            if let Err(why) = sliceops::report::compare(tensor, &want) {
+            let want = crate::npy::read_npy(&path).with_context(|| format!("expected output '{name}'"))?;
+            if let Err(why) = crate::report::compare(tensor, &want) {
                 mismatches.push(format!("{name}: {why}"));
             }
         }
@@ -121,7 +121,7 @@ pub fn run(
 fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Result<()> {
     for (name, tensor) in outputs {
         check_writable(tensor).with_context(|| format!("output '{name}'"))?;
-        sliceops::io::atomic::check_target(&output_dir.join(format!("{}.npy", escape_name(name))))?;
+        crate::io::atomic::check_target(&output_dir.join(format!("{}.npy", escape_name(name))))?;
     }
     std::fs::create_dir_all(output_dir).with_context(|| format!("cannot create {}", output_dir.display()))?;
     let mut staged = Vec::with_capacity(outputs.len());
@@ -136,11 +136,11 @@ fn write_outputs(outputs: &[(String, Tensor)], output_dir: &Path) -> anyhow::Res
 
 /// The most timed runs `bench` accepts: their times are kept (8 bytes each) to find the median, so an
 /// unbounded count would be an allocation of any size before the first run.
-pub const MAX_RUNS: u32 = 1_000_000;
+pub(super) const MAX_RUNS: u32 = 1_000_000;
 
 /// What `bench` measures and prints.
 #[derive(Debug, Clone)]
-pub struct BenchOptions {
+pub(super) struct BenchOptions {
     /// Timed runs.
     pub runs: u32,
     /// Output format.
@@ -154,7 +154,7 @@ pub struct BenchOptions {
 /// Times the plan `run` makes for these inputs (their shapes bound): one warm-up run, then `runs` timed
 /// runs; inputs are prepared beforehand. With a profile, the same number of runs again with every node
 /// timed (the plain runs are timed without it).
-pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
+pub(super) fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
     if options.runs == 0 || options.runs > MAX_RUNS {
         anyhow::bail!("--runs must be between 1 and {MAX_RUNS}, not {}", options.runs);
     }
@@ -182,8 +182,8 @@ pub fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow:
     let min = times[0];
     let profile = match options.profile {
         Some(_) => {
-            let names = sliceops::profile::OnnxNames::from_graph(m.graph());
-            Some(sliceops::profile::profile(&plan, &inputs, runs, &names)?)
+            let names = crate::profile::OnnxNames::from_graph(m.graph());
+            Some(crate::profile::profile(&plan, &inputs, runs, &names)?)
         }
         None => None,
     };

@@ -5,12 +5,12 @@
 mod quasi;
 mod values;
 
-pub use quasi::smallest;
+pub(crate) use quasi::smallest;
 use tract_onnx::prelude::TDim;
 use tract_onnx::tract_core::internal::DimLike;
-pub use values::dims_of;
+pub(crate) use values::dims_of;
 
-/// Formats a dim: its integer value, or an expression, in [`canonical`] form.
+/// Formats a dim: its integer value, or an expression, in canonical form.
 pub fn format_dim(d: &TDim) -> String {
     format_raw(&canonical(d))
 }
@@ -40,7 +40,7 @@ fn contains_division(d: &TDim) -> bool {
 /// the second form, checked by evaluation; anything else is kept as it is.
 ///
 /// Parts of one symbol are first written in their [`smallest`] form.
-pub fn canonical(d: &TDim) -> TDim {
+pub(crate) fn canonical(d: &TDim) -> TDim {
     let d = &smallest(d);
     if !has_nested_division(d) {
         return d.clone();
@@ -163,7 +163,7 @@ fn nested(name: &str, terms: &[TDim]) -> String {
 /// `num / den` when it is exact and can be written, else `None`. tract divides by a single term;
 /// a sum is divided term by term: `(32*B + 32*B*A) / (16 + 16*A)` is `2*B` because every term of the
 /// numerator is `2*B` times the matching term of the denominator (checked by multiplying back).
-pub fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
+pub(crate) fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
     if den.as_i64() == Some(0) {
         return None;
     }
@@ -220,7 +220,7 @@ fn sum_terms(d: &TDim) -> Vec<TDim> {
 /// `(t + c0) - k*((t + c0)/k)` or `(c0 - t) + k*((t - c0 + k - 1)/k)`. This is how a pad to a multiple
 /// of a window, `(w - x % w) % w`, gets its exact form `w*((x+w-1)/w) - x`. The caller checks the
 /// result by evaluation (tract simplifies what it builds).
-pub fn modulo(e: &TDim, k: i64) -> Option<TDim> {
+pub(crate) fn modulo(e: &TDim, k: i64) -> Option<TDim> {
     if k < 1 {
         return None;
     }
@@ -330,7 +330,7 @@ pub(crate) fn same_values(a: &TDim, b: &TDim) -> bool {
 /// of length `X` at `c` and concatenating the parts (a `roll`, shifted windows) gives
 /// `min(c,X) + max(0,X-c)`, which is `X` for `c, X >= 0`. tract keeps the sum, and a reshape of it
 /// then fails its volume check.
-pub fn tidy(d: &TDim) -> TDim {
+pub(crate) fn tidy(d: &TDim) -> TDim {
     match d {
         TDim::Add(terms) => {
             let mut terms: Vec<TDim> = terms.iter().map(tidy).collect();

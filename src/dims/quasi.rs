@@ -183,7 +183,7 @@ fn quotient(f: &Quasi, s: &Symbol) -> Option<TDim> {
 
 /// `d` with each part that depends on one symbol only, and holds a quotient, a `min` or a `max`,
 /// written in its smallest quasi-linear form; anything else is kept as it is.
-pub fn smallest(d: &TDim) -> TDim {
+pub(crate) fn smallest(d: &TDim) -> TDim {
     rewritten(d).unwrap_or_else(|| d.clone())
 }
 

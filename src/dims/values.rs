@@ -4,7 +4,7 @@ use tract_onnx::prelude::*;
 
 /// The values of an integer or dim tensor as dims, exactly (tract's own cast of a large i64 to a dim
 /// does not keep its value).
-pub fn dims_of(t: &Tensor) -> TractResult<Vec<TDim>> {
+pub(crate) fn dims_of(t: &Tensor) -> TractResult<Vec<TDim>> {
     if t.datum_type().is_tdim() {
         return Ok(t.try_as_plain_ram()?.as_slice::<TDim>()?.to_vec());
     }

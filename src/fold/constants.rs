@@ -11,7 +11,7 @@ use crate::onnx::Facts;
 use crate::schema::proto::GraphProto;
 use tract_onnx::prelude::*;
 
-pub use crate::onnx::SMALL;
+pub(crate) use crate::onnx::SMALL;
 
 /// Folds what can be folded; returns whether anything changed.
 pub(crate) fn fold_constants(graph: &mut GraphProto, facts: &Facts, report: &mut Report) -> anyhow::Result<bool> {

@@ -31,8 +31,8 @@ mod noops;
 mod reshape;
 mod rnn;
 
-pub use crate::onnx::SMALL;
-pub use crate::onnx::{Fact, Facts};
+pub(crate) use crate::onnx::Facts;
+pub(crate) use crate::onnx::SMALL;
 
 use crate::schema::proto;
 use crate::Model;
@@ -42,7 +42,7 @@ use std::path::Path;
 
 /// Values up to this many bytes are computed during analysis, to be folded (the size rule of
 /// `constants` then decides what is written).
-pub const FOLD_BYTES: u64 = 16 << 20;
+pub(crate) const FOLD_BYTES: u64 = 16 << 20;
 
 /// At most this many rounds of analysis and rewriting.
 const MAX_ROUNDS: usize = 8;
@@ -95,7 +95,7 @@ impl Report {
 }
 
 /// How many nodes a graph has, those of its subgraphs included.
-pub fn count_nodes(graph: &proto::GraphProto) -> usize {
+pub(crate) fn count_nodes(graph: &proto::GraphProto) -> usize {
     graph.node.len()
         + graph
             .node

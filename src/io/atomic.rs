@@ -19,14 +19,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A file being written to a temporary file next to its target.
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     writer: Option<BufWriter<File>>,
     temp: Option<PathBuf>,
     target: PathBuf,
 }
 
 /// A complete, synced temporary file, waiting to be renamed over its target.
-pub struct Staged {
+pub(crate) struct Staged {
     temp: Option<PathBuf>,
     target: PathBuf,
 }
@@ -51,7 +51,7 @@ fn replaceable(target: &Path) -> anyhow::Result<Option<std::fs::Permissions>> {
 
 /// Checks, before any work, that `target` may be written (see [`AtomicFile::create`], which checks
 /// again): a new name, a regular file or a symbolic link, in an existing folder or not.
-pub fn check_target(target: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_target(target: &Path) -> anyhow::Result<()> {
     replaceable(target).map(|_| ())
 }
 
@@ -59,7 +59,7 @@ impl AtomicFile {
     /// Starts writing `target`: creates the temporary file (with the target's permissions when it
     /// is a regular file). Fails, naming `target`, if its folder does not exist or it exists and is
     /// neither a regular file nor a symbolic link (see the module docs).
-    pub fn create(target: &Path) -> anyhow::Result<AtomicFile> {
+    pub(crate) fn create(target: &Path) -> anyhow::Result<AtomicFile> {
         let target = target.to_path_buf();
         let fail = || format!("cannot write {}", target.display());
         let permissions = replaceable(&target)?;
@@ -88,7 +88,7 @@ impl AtomicFile {
     }
 
     /// Flushes and syncs the temporary file; the target is still untouched.
-    pub fn finish(mut self) -> anyhow::Result<Staged> {
+    pub(crate) fn finish(mut self) -> anyhow::Result<Staged> {
         let target = self.target.clone();
         let fail = || format!("cannot write {}", target.display());
         let writer = self.writer.take().with_context(fail)?;
@@ -133,7 +133,7 @@ impl Drop for AtomicFile {
 
 impl Staged {
     /// Renames the temporary file over the target, then syncs the folder so the rename is durable.
-    pub fn commit(mut self) -> anyhow::Result<()> {
+    pub(crate) fn commit(mut self) -> anyhow::Result<()> {
         let temp = self.temp.take().with_context(|| format!("cannot write {}", self.target.display()))?;
         // Checked again just before the rename: the target may have become a FIFO or a device since.
         let checked = replaceable(&self.target).map(|_| ());
@@ -173,7 +173,7 @@ pub(crate) fn write_atomic(
 
 /// Renames staged files over their targets, in order. Each is complete and synced before any is
 /// renamed, so an error before this point leaves every target untouched.
-pub fn commit_all(staged: Vec<Staged>) -> anyhow::Result<()> {
+pub(crate) fn commit_all(staged: Vec<Staged>) -> anyhow::Result<()> {
     for s in staged {
         s.commit()?;
     }

@@ -2,8 +2,8 @@
 //! file written goes to a temporary file in the same folder and is renamed over its target once
 //! complete ([`atomic`]).
 
-pub mod atomic;
-pub mod regular;
+pub(crate) mod atomic;
+pub(crate) mod regular;
 
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ thread_local! {
 
 /// Runs `f` with the copy kernel limited to `threads` threads on this thread (`None`: all cores); the
 /// previous limit is restored afterwards, also on unwinding.
-pub fn with_threads<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_threads<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<usize>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -21,7 +21,7 @@ pub fn with_threads<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R {
 }
 
 /// The most threads a copy started now may use.
-pub fn max_threads() -> usize {
+pub(crate) fn max_threads() -> usize {
     BUDGET.with(Cell::get).unwrap_or_else(crate::threads::available)
 }
 

@@ -175,7 +175,7 @@ impl PackedConv {
     /// Packs `weights` (`[c_out][c_in][kh][kw]`, standard order) and `bias` (one per output channel,
     /// or none), with outputs clamped to `[low, high]` (infinities for no clamp).
     #[cfg(test)]
-    pub fn new(
+    pub(crate) fn new(
         weights: &[f32],
         bias: Option<&[f32]>,
         dims: [usize; 4],
@@ -187,7 +187,7 @@ impl PackedConv {
 
     /// Packs the weights of a convolution of `group` groups: `weights` `[c_out][c_in / group][kh][kw]`
     /// (the standard order), `bias` one per output channel or none.
-    pub fn grouped(
+    pub(crate) fn grouped(
         weights: &[f32],
         bias: Option<&[f32]>,
         [c_out, c_in, kh, kw]: [usize; 4],
@@ -229,7 +229,7 @@ impl PackedConv {
 
     /// A depthwise convolution's: `weights` `[channels][kh][kw]`, `bias` one per channel or none;
     /// output channel `c` convolves input channel `c` alone.
-    pub fn depthwise(
+    pub(crate) fn depthwise(
         weights: &[f32],
         bias: Option<&[f32]>,
         [channels, kh, kw]: [usize; 3],
@@ -251,7 +251,7 @@ impl PackedConv {
     }
 
     /// Input channels, output channels, kernel height and width.
-    pub fn dims(&self) -> [usize; 4] {
+    pub(crate) fn dims(&self) -> [usize; 4] {
         [self.c_in, self.c_out, self.kh, self.kw]
     }
 

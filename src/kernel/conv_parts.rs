@@ -45,7 +45,7 @@ pub(super) struct Part {
 
 impl Part {
     /// Whether it reads every tap of a `kh x kw` kernel.
-    pub fn all_taps(&self, kh: usize, kw: usize) -> bool {
+    pub(super) fn all_taps(&self, kh: usize, kw: usize) -> bool {
         self.taps[0] == (0..kh) && self.taps[1] == (0..kw)
     }
 }

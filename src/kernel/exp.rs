@@ -10,7 +10,7 @@
 use tract_core::num_traits::Float;
 
 /// A float type's `exp` as the softmax kernel computes it.
-pub trait KernelExp: Float {
+pub(crate) trait KernelExp: Float {
     /// `e^self`: within 2 ulp for f32 (checked by the tests against f64), `f64::exp` for f64.
     fn kernel_exp(self) -> Self;
 }

@@ -15,12 +15,12 @@ use half::f16;
 /// in order; up to 128 go into eight running sums (value `i` into sum `i % 8`, the rest after the last
 /// whole block of eight added in order at the end), combined as `((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7))`;
 /// longer runs are split in two halves (the first a multiple of 8 long) summed the same way.
-pub fn pairwise_sum_f16(values: &[f16]) -> f32 {
+pub(super) fn pairwise_sum_f16(values: &[f16]) -> f32 {
     pairwise_sum(values, f16::to_f32)
 }
 
 /// numpy's `pairwise_sum` of float32 values (the same blocks as [`pairwise_sum_f16`]).
-pub fn pairwise_sum_f32(values: &[f32]) -> f32 {
+pub(super) fn pairwise_sum_f32(values: &[f32]) -> f32 {
     pairwise_sum(values, |v| v)
 }
 
@@ -53,7 +53,7 @@ fn pairwise_sum<T: Copy>(values: &[T], wide: impl Fn(T) -> f32 + Copy) -> f32 {
 
 /// The float32 softmax of one contiguous row as numpy computes `exp(x - max) / sum(...)` over the
 /// last axis (float32 operations, numpy's pairwise sum).
-pub fn softmax_row_f32(row: &mut [f32]) {
+pub(crate) fn softmax_row_f32(row: &mut [f32]) {
     let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| if !m.is_nan() && (v.is_nan() || v > m) { v } else { m });
     for v in row.iter_mut() {
         *v = (*v - max).exp();
@@ -66,7 +66,7 @@ pub fn softmax_row_f32(row: &mut [f32]) {
 
 /// The float16 softmax of one contiguous row, as numpy computes `exp(x - max) / sum(...)` over the
 /// last axis. A row holding NaN is NaN; a row of `-inf` gives NaN (`-inf - -inf`), as numpy.
-pub fn softmax_row_f16(row: &mut [f16]) {
+pub(crate) fn softmax_row_f16(row: &mut [f16]) {
     let max = row.iter().fold(f16::NEG_INFINITY, |m, &v| if !m.is_nan() && (v.is_nan() || v > m) { v } else { m });
     for v in row.iter_mut() {
         *v = f16::from_f32((*v - max).to_f32().exp());
@@ -81,7 +81,7 @@ pub fn softmax_row_f16(row: &mut [f16]) {
 ///
 /// `data.len()` must be a multiple of `n * inner` (an error names the lengths otherwise); `n == 0`
 /// or `inner == 0` leaves nothing to do.
-pub fn softmax_f16(data: &mut [f16], n: usize, inner: usize) -> Result<(), String> {
+pub(crate) fn softmax_f16(data: &mut [f16], n: usize, inner: usize) -> Result<(), String> {
     let block = n.checked_mul(inner).ok_or_else(|| format!("softmax blocks of {n} x {inner} values overflow"))?;
     if block == 0 {
         return Ok(());

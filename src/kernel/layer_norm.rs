@@ -20,7 +20,7 @@ const LANES: usize = 16;
 ///
 /// `scale` and `bias`, when given, hold `n` values. Errors name the lengths when `data` is not whole
 /// rows or `scale`/`bias` are not `n` long; `n == 0` leaves nothing to do.
-pub fn layer_norm_rows(
+pub(crate) fn layer_norm_rows(
     data: &mut [f32],
     n: usize,
     eps: f32,

@@ -70,7 +70,7 @@ pub(crate) struct Gemm {
 impl Gemm {
     /// How many floats from its start each operand spans, `(A, B, C)`, or `None` on overflow. An
     /// empty product spans nothing.
-    pub fn spans(&self) -> Option<(usize, usize, usize)> {
+    pub(crate) fn spans(&self) -> Option<(usize, usize, usize)> {
         if self.m == 0 || self.n == 0 {
             return Some((0, 0, 0));
         }

@@ -15,7 +15,9 @@ mod stream;
 mod tensor;
 
 pub use alloc::tune_allocator;
-pub use budget::{max_threads, with_threads};
+#[cfg(test)]
+pub(crate) use budget::max_threads;
+pub(crate) use budget::with_threads;
 pub(crate) use conv::{conv2d, ConvGeometry, PackedConv};
 pub use copy::copy_view;
 pub(crate) use half_softmax::{softmax_f16, softmax_row_f16, softmax_row_f32};
@@ -24,4 +26,5 @@ pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS};
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
 pub(crate) use tensor::check_allocation;
-pub use tensor::{execute, representable};
+pub use tensor::execute;
+pub(crate) use tensor::representable;

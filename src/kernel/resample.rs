@@ -14,7 +14,7 @@
 
 /// The taps of every output index of one axis.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AxisTaps {
+pub(crate) struct AxisTaps {
     /// Where each output index's taps start in `taps`; one more entry than outputs.
     starts: Vec<usize>,
     /// (input index, weight), weights non-zero.
@@ -27,7 +27,7 @@ impl AxisTaps {
     /// Taps from one window of `window` (index, weight) pairs per output index, in order; windows of
     /// extrapolated outputs are ignored. Zero weights are dropped. `None` when the lengths do not
     /// agree or an index is not below `len_in`.
-    pub fn new(
+    pub(crate) fn new(
         len_in: usize,
         window: usize,
         indices: &[usize],
@@ -57,7 +57,7 @@ impl AxisTaps {
     }
 
     /// The number of output indices.
-    pub fn len_out(&self) -> usize {
+    pub(crate) fn len_out(&self) -> usize {
         self.extrapolated.len()
     }
 
@@ -110,7 +110,13 @@ impl Gather {
 /// Resamples the middle axis of `src` (`[outer, len_in, inner]`) into `dst` (`[outer, len_out,
 /// inner]`, `len_out` from `taps`). The lengths must agree (an error says how otherwise); every tap
 /// index is below `len_in` by construction of [`AxisTaps`], for the `len_in` it was made with.
-pub fn resample_axis(src: &[f32], len_in: usize, inner: usize, taps: &AxisTaps, dst: &mut [f32]) -> Result<(), String> {
+pub(crate) fn resample_axis(
+    src: &[f32],
+    len_in: usize,
+    inner: usize,
+    taps: &AxisTaps,
+    dst: &mut [f32],
+) -> Result<(), String> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // Safety: the CPU has AVX2, checked just above: the one requirement of calling a function

@@ -16,7 +16,7 @@ use super::exp::KernelExp;
 
 /// Which of the two functions [`softmax_axis`] computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SoftmaxFn {
+pub(crate) enum SoftmaxFn {
     /// `exp(x - max) / sum(exp(x - max))`.
     Softmax,
     /// `x - max - ln(sum(exp(x - max)))`.
@@ -27,7 +27,12 @@ pub enum SoftmaxFn {
 ///
 /// `data.len()` must equal `outer * n * inner` for some `outer` (checked: an error names the
 /// lengths otherwise); `n == 0` or `inner == 0` leaves nothing to do.
-pub fn softmax_axis<T: KernelExp>(data: &mut [T], n: usize, inner: usize, kind: SoftmaxFn) -> Result<(), String> {
+pub(crate) fn softmax_axis<T: KernelExp>(
+    data: &mut [T],
+    n: usize,
+    inner: usize,
+    kind: SoftmaxFn,
+) -> Result<(), String> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // Safety: the CPU has AVX2, checked just above: the one requirement of calling a function

@@ -39,7 +39,7 @@ pub(crate) fn check_allocation(numel: u64, elem_size: usize) -> SliceResult<()> 
 /// size by the dims in order, and the dims' suffix products (its strides), without regard for a zero
 /// among them, so `[2^62, 0]` (empty, yet overflowing on the way) cannot be created and must be refused
 /// before tract panics on it.
-pub fn representable(shape: &[usize], elem_size: usize) -> bool {
+pub(crate) fn representable(shape: &[usize], elem_size: usize) -> bool {
     let in_order = shape.iter().try_fold(elem_size.max(1), |acc, &d| acc.checked_mul(d));
     let suffixes = shape.iter().rev().try_fold(1usize, |acc, &d| acc.checked_mul(d));
     in_order.is_some_and(|b| b <= isize::MAX as usize) && suffixes.is_some_and(|b| b <= isize::MAX as usize)

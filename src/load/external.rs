@@ -9,7 +9,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
 /// What external-data handling needs of a `TensorProto`.
-pub trait TensorFields {
+pub(crate) trait TensorFields {
     /// The tensor's name.
     fn tensor_name(&self) -> &str;
     /// `TensorProto.DataType` as stored.

@@ -8,25 +8,24 @@ mod uint;
 mod walk;
 
 pub(crate) use external::inline_tensor;
-pub use external::TensorFields;
 pub(crate) use uint::uint64_data_to_raw;
-pub use walk::{for_each_tensor, TensorTree};
+pub(crate) use walk::for_each_tensor;
 
 use std::path::Path;
 use tract_onnx::pb;
 
 /// The largest model file read: protobuf messages cannot exceed 2 GiB.
-pub const MAX_MODEL_BYTES: u64 = i32::MAX as u64;
+pub(crate) const MAX_MODEL_BYTES: u64 = i32::MAX as u64;
 
 /// Reads a model file: only a regular file (FIFOs, devices and directories are refused by name), at
-/// most [`MAX_MODEL_BYTES`], checked before reading.
+/// most 2 GiB (`MAX_MODEL_BYTES`), checked before reading.
 pub fn read_model_file(path: &Path) -> anyhow::Result<Vec<u8>> {
     crate::io::regular::read_regular(path, MAX_MODEL_BYTES, "an ONNX model is at most 2 GiB (protobuf's limit)")
 }
 
 /// Prepares a decoded model for tract: external data read (and checked) from `dir`, the model's
 /// folder, into `raw_data`; `uint64_data` moved into `raw_data`.
-pub fn prepare_for_tract(model: &mut pb::ModelProto, dir: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) fn prepare_for_tract(model: &mut pb::ModelProto, dir: Option<&Path>) -> anyhow::Result<()> {
     for_each_tensor(model, &mut |t| {
         inline_tensor(t, dir)?;
         uint64_data_to_raw(t)

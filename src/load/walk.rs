@@ -7,7 +7,7 @@ use crate::schema::proto;
 use tract_onnx::pb;
 
 /// A decoded model whose tensors [`for_each_tensor`] visits.
-pub trait TensorTree {
+pub(crate) trait TensorTree {
     /// The schema's `GraphProto`.
     type Graph;
     /// The schema's `AttributeProto`.
@@ -38,7 +38,7 @@ pub trait TensorTree {
 /// Calls `f` on every tensor of `model`: those [`TensorTree::roots`] reach, through every subgraph of
 /// every attribute. Explicit stacks, not recursion, walk the subgraphs (attributes before graphs), so
 /// the order is the same from call to call.
-pub fn for_each_tensor<M: TensorTree>(
+pub(crate) fn for_each_tensor<M: TensorTree>(
     model: &mut M,
     f: &mut dyn FnMut(&mut M::Tensor) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {

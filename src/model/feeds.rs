@@ -15,7 +15,7 @@ impl Model {
     }
 
     /// The position of the graph input `name` among [`Model::input_names`].
-    pub fn input_position(&self, name: &str) -> anyhow::Result<usize> {
+    pub(crate) fn input_position(&self, name: &str) -> anyhow::Result<usize> {
         let names = self.input_names();
         names
             .iter()
@@ -23,7 +23,7 @@ impl Model {
             .with_context(|| format!("the model has no input named '{name}' (its inputs: {})", names.join(", ")))
     }
 
-    /// Puts tensors given by name in the model's input order and checks them ([`Model::check_inputs`]).
+    /// Puts tensors given by name in the model's input order and checks their element types and shapes against the inputs'.
     /// A name given twice keeps its last tensor. A missing input is an error listing every missing one
     /// as declared, followed by `how` (how the caller passes inputs).
     pub fn order_inputs(&self, given: Vec<(String, Tensor)>, how: &str) -> anyhow::Result<Vec<Tensor>> {

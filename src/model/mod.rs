@@ -15,7 +15,7 @@ mod types;
 mod warnings;
 
 pub(crate) use outer_refs::reads;
-pub use types::Proxies;
+pub(crate) use types::Proxies;
 
 use crate::analysis::{self, Analysis, Binding, DeclaredDim, DeclaredInput};
 use crate::guard::guard;
@@ -29,7 +29,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
-pub use crate::analysis::ValueFact;
+pub(crate) use crate::analysis::ValueFact;
 
 /// A loaded ONNX model, ready to analyse and run.
 #[derive(Debug)]
@@ -140,7 +140,7 @@ impl Model {
 
     /// Checks inputs against the model's declared inputs: count, dtype, rank, known dims, and symbols
     /// bound consistently across inputs (a dim `K` must be the same everywhere it appears).
-    pub fn check_inputs(&self, inputs: &[Tensor]) -> anyhow::Result<()> {
+    pub(crate) fn check_inputs(&self, inputs: &[Tensor]) -> anyhow::Result<()> {
         let names = self.input_names();
         if inputs.len() != names.len() {
             bail!("the model takes {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len());
@@ -211,11 +211,6 @@ impl Model {
     /// The assumptions given with [`Model::assume`].
     pub fn assumptions(&self) -> &[String] {
         &self.assumptions
-    }
-
-    /// The element types the model uses that tract has none for (analysed through proxies).
-    pub fn proxies(&self) -> &Proxies {
-        &self.proxies
     }
 
     /// The graph inputs as the model declares them (initializers excluded), in order.
@@ -462,9 +457,9 @@ impl Model {
     /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
     /// `None`, the default: tract's own default executor (single-threaded unless the process set
     /// another) and copies split over all cores (docs/performance.md, "Whole models", compares
-    /// both settings on the real exports). See [`crate::threads`].
+    /// both settings on the real exports). (The budget is shared by tract's executor and our copy kernel.)
     ///
-    /// A budget of 0 threads, or of more than [`crate::threads::MAX_THREADS`], is an error and leaves the
+    /// A budget of 0 threads, or of more than 1024 (`MAX_THREADS`), is an error and leaves the
     /// setting as it was.
     pub fn set_threads(&mut self, threads: Option<usize>) -> anyhow::Result<()> {
         if let Some(n) = threads {
@@ -516,7 +511,7 @@ impl Model {
 
     /// [`Model::run`], stopped by `cancel`: its timeout (counted from this call, the plan's making
     /// included) or [`Cancel::cancel`] from another thread, checked before each node and each `Loop`
-    /// iteration (see [`crate::cancel`]). A stopped run returns an error holding
+    /// iteration (see [`crate::Cancel`]). A stopped run returns an error holding
     /// [`crate::cancel::Cancelled`] (find it with `Cancelled::find`).
     ///
     /// [`Cancel::cancel`]: crate::cancel::Cancel::cancel

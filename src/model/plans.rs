@@ -47,12 +47,12 @@ impl PlanCache {
     }
 
     /// Forgets every plan (input shapes or assumptions changed).
-    pub fn clear(&self) {
+    pub(super) fn clear(&self) {
         self.plans.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// How many plans were made so far.
-    pub fn made(&self) -> usize {
+    pub(super) fn made(&self) -> usize {
         self.made.load(Ordering::Relaxed)
     }
 }

@@ -39,7 +39,7 @@ pub(crate) fn type_name(dt: DataType) -> &'static str {
 
 /// What the replacement did: which proxies stand for which types.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Proxies {
+pub(crate) struct Proxies {
     /// `(tract type, ONNX type it stands for)`, one per proxy whose meaning is unambiguous.
     pub names: Vec<(DatumType, &'static str)>,
     /// Every ONNX type the model uses that tract lacks.
@@ -47,7 +47,7 @@ pub struct Proxies {
 }
 
 /// Replaces, in place, every element type tract lacks by its proxy; returns what was replaced.
-pub fn replace(model: &mut pb::ModelProto) -> anyhow::Result<Proxies> {
+pub(super) fn replace(model: &mut pb::ModelProto) -> anyhow::Result<Proxies> {
     let mut used: Vec<DataType> = vec![];
     let mut native: Vec<DataType> = vec![];
     if let Some(g) = model.graph.as_mut() {

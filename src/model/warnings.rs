@@ -7,7 +7,7 @@ use tract_onnx::pb;
 
 /// Declared shapes (value_info, graph outputs) that contradict the inferred `facts` (from
 /// [`crate::Model::infer`]): one message each. Declared shapes are hints; inference wins.
-pub fn shape_warnings(proto: &pb::ModelProto, facts: &[ValueFact]) -> anyhow::Result<Vec<String>> {
+pub(super) fn shape_warnings(proto: &pb::ModelProto, facts: &[ValueFact]) -> anyhow::Result<Vec<String>> {
     let graph = proto.graph.as_ref().context("the model has no graph")?;
     let mut warnings = vec![];
     let by_name: std::collections::HashMap<&str, &ValueFact> = facts.iter().map(|f| (f.name.as_str(), f)).collect();

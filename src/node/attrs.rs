@@ -20,7 +20,7 @@ fn check_kind(label: &Label, a: &AttributeProto, want: AttributeType) -> TractRe
 }
 
 /// An `int` attribute, if present.
-pub fn int(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<i64>> {
+pub(crate) fn int(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<i64>> {
     match find(node, name) {
         None => Ok(None),
         Some(a) => check_kind(label, a, AttributeType::Int).map(|_| Some(a.i)),
@@ -28,7 +28,7 @@ pub fn int(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<i6
 }
 
 /// A `float` attribute, if present.
-pub fn float(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<f32>> {
+pub(crate) fn float(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<f32>> {
     match find(node, name) {
         None => Ok(None),
         Some(a) => check_kind(label, a, AttributeType::Float).map(|_| Some(a.f)),
@@ -36,7 +36,7 @@ pub fn float(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<
 }
 
 /// An `ints` attribute, if present.
-pub fn ints(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<Vec<i64>>> {
+pub(crate) fn ints(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<Vec<i64>>> {
     match find(node, name) {
         None => Ok(None),
         Some(a) => check_kind(label, a, AttributeType::Ints).map(|_| Some(a.ints.clone())),
@@ -44,7 +44,7 @@ pub fn ints(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<V
 }
 
 /// A `floats` attribute, if present.
-pub fn floats(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<Vec<f32>>> {
+pub(crate) fn floats(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<Vec<f32>>> {
     match find(node, name) {
         None => Ok(None),
         Some(a) => check_kind(label, a, AttributeType::Floats).map(|_| Some(a.floats.clone())),
@@ -52,7 +52,7 @@ pub fn floats(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option
 }
 
 /// A `string` attribute, if present.
-pub fn string(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<String>> {
+pub(crate) fn string(label: &Label, node: &NodeProto, name: &str) -> TractResult<Option<String>> {
     match find(node, name) {
         None => Ok(None),
         Some(a) => {
@@ -74,7 +74,7 @@ pub(crate) fn flag(label: &Label, node: &NodeProto, name: &str) -> TractResult<b
 }
 
 /// The ONNX element type code `code` as a tract type, for attributes naming one.
-pub fn elem_type(label: &Label, name: &str, code: i64) -> TractResult<DatumType> {
+pub(crate) fn elem_type(label: &Label, name: &str, code: i64) -> TractResult<DatumType> {
     let code = i32::try_from(code).map_err(|_| label.err(format!("attribute {name}: {code} is no ONNX type")))?;
     crate::schema::datum_type_of_elem(code).map_err(|e| label.err(format!("attribute {name}: {e}")))
 }

@@ -10,7 +10,7 @@ use tract_onnx::tract_hir::internal::*;
 /// An op's inference rules: what its outputs' facts are, given its inputs'. (One lifetime for all:
 /// tract's `'p: 'r, 's: 'r` bounds cannot be written on a function pointer, and every reference
 /// lives at least as long as the solver.)
-pub type Rules<T> = for<'r> fn(&'r T, &mut Solver<'r>, Io<'r>) -> InferenceResult;
+pub(crate) type Rules<T> = for<'r> fn(&'r T, &mut Solver<'r>, Io<'r>) -> InferenceResult;
 
 /// The proxies of a node's inputs and outputs, as its rules see them.
 #[derive(Debug, Clone, Copy)]
@@ -22,11 +22,11 @@ pub(crate) struct Io<'r> {
 }
 
 /// How an op is wired into a typed model: `(op, prefix, model, inputs) -> outputs`.
-pub type Wire<T> = fn(&T, &str, &mut TypedModel, &[OutletId]) -> TractResult<TVec<OutletId>>;
+pub(crate) type Wire<T> = fn(&T, &str, &mut TypedModel, &[OutletId]) -> TractResult<TVec<OutletId>>;
 
 /// An op's data with its name, arity, rules and wiring, as a tract [`Expansion`].
 #[derive(Debug, Clone)]
-pub struct Expanded<T> {
+pub(crate) struct Expanded<T> {
     /// The op's name, as tract shows it.
     pub name: &'static str,
     /// The op's data.
@@ -46,7 +46,7 @@ pub struct Expanded<T> {
 
 impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expanded<T> {
     /// `op` named `name`, with `inputs` inputs and one output.
-    pub fn new(name: &'static str, op: T, inputs: usize, rules: Rules<T>, wire: Wire<T>) -> Self {
+    pub(crate) fn new(name: &'static str, op: T, inputs: usize, rules: Rules<T>, wire: Wire<T>) -> Self {
         Expanded { name, op, inputs, outputs: 1, rules, wire, pure: true }
     }
 
@@ -61,7 +61,7 @@ impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expanded<T> {
     }
 
     /// As a builder returns it: the inference op and no closures.
-    pub fn built(self) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+    pub(crate) fn built(self) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
         Ok((expand(self), vec![]))
     }
 }
@@ -104,7 +104,7 @@ impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> Expansion for Expanded<
 }
 
 /// The [`Wire`] of an op that is its own typed op: one node.
-pub fn as_is<T: TypedOp + Clone>(
+pub(crate) fn as_is<T: TypedOp + Clone>(
     op: &T,
     prefix: &str,
     model: &mut TypedModel,

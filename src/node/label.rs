@@ -6,7 +6,7 @@ use tract_onnx::prelude::*;
 
 /// Where a step came from, for error messages: `node 'name' (Op)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Label {
+pub(crate) struct Label {
     /// Node name.
     pub node: String,
     /// ONNX op type.
@@ -26,7 +26,7 @@ impl Label {
     }
 
     /// Wraps a pure-layer error (kept typed) or a message with this node's name and op.
-    pub fn err(&self, e: impl Into<crate::error::Cause>) -> TractError {
+    pub(crate) fn err(&self, e: impl Into<crate::error::Cause>) -> TractError {
         crate::error::NodeError::of_kind(&self.node, &self.op, crate::error::NodeErrorKind::Invalid, e)
     }
 

@@ -10,4 +10,4 @@ mod label;
 pub(crate) mod typed_inputs;
 
 pub(crate) use label::node_label;
-pub use label::Label;
+pub(crate) use label::Label;

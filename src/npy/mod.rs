@@ -12,7 +12,8 @@ mod write;
 pub use header::{parse_header, NpyHeader, NpyHeaderError, MAX_DIMS, MAX_HEADER_LEN};
 pub(crate) use read::read_npy_from;
 pub use read::{read_npy, read_npy_bytes};
-pub use write::{check_writable, write_npy, write_npy_to};
+pub(crate) use write::check_writable;
+pub use write::{write_npy, write_npy_to};
 
 use anyhow::bail;
 use tract_onnx::prelude::*;
@@ -63,7 +64,7 @@ fn parse_descr(descr: &str) -> anyhow::Result<(DatumType, bool)> {
 
 /// A value name as a file name: `%` is written `%25` and `/` is written `%2F` (exporters name values
 /// like `1-Default/StridedSlice-op0`); nothing else changes.
-pub fn escape_name(name: &str) -> String {
+pub(crate) fn escape_name(name: &str) -> String {
     name.replace('%', "%25").replace('/', "%2F")
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn descr_for(dt: DatumType) -> anyhow::Result<&'static str> {
 }
 
 /// Checks that a tensor can be written as `.npy`, before anything is written.
-pub fn check_writable(tensor: &Tensor) -> anyhow::Result<()> {
+pub(crate) fn check_writable(tensor: &Tensor) -> anyhow::Result<()> {
     descr_for(tensor.datum_type()).map(|_| ())
 }
 
@@ -80,7 +80,7 @@ pub fn write_npy_to(w: &mut impl Write, tensor: &Tensor) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes a tensor as a `.npy` file, atomically (see [`crate::io::atomic`]).
+/// Writes a tensor as a `.npy` file, atomically: to a temporary file in the target's folder, renamed once complete.
 pub fn write_npy(path: &Path, tensor: &Tensor) -> anyhow::Result<()> {
     check_writable(tensor)?;
     crate::io::atomic::write_atomic(path, |f| write_npy_to(f, tensor))

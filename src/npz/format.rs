@@ -31,7 +31,7 @@ pub(crate) const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// What is wrong with a zip archive, as read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ZipError {
+pub(crate) enum ZipError {
     /// No end of central directory record: not a zip file, or truncated.
     #[error("not a zip archive (.npz): no end of central directory record in its last bytes")]
     NoEndRecord,

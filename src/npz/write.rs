@@ -71,7 +71,7 @@ fn field32(value: u64, limit: u64) -> u32 {
 /// Writes the archive as [`write_npz_to`] does, with the zip64 thresholds given: a size or offset at or
 /// past `size_limit`, or an entry count at or past `count_limit`, takes the zip64 form (the defaults
 /// are 2^32-1 and 2^16-1; the tests lower them to check the zip64 forms on small archives).
-pub fn write_npz_with_limits(
+pub(crate) fn write_npz_with_limits(
     w: &mut impl Write,
     arrays: &[(String, Tensor)],
     size_limit: u64,
@@ -199,7 +199,7 @@ pub fn write_npz_to(w: &mut impl Write, arrays: &[(String, Tensor)]) -> anyhow::
     write_npz_with_limits(w, arrays, SIZE_LIMIT, COUNT_LIMIT)
 }
 
-/// Writes arrays as an `.npz` file, atomically (see [`crate::io::atomic`]).
+/// Writes arrays as an `.npz` file, atomically: to a temporary file in the target's folder, renamed once complete.
 pub fn write_npz(path: &Path, arrays: &[(String, Tensor)]) -> anyhow::Result<()> {
     crate::io::atomic::write_atomic(path, |f| write_npz_to(f, arrays))
 }

@@ -22,7 +22,7 @@ const ALIGN: u64 = 64;
 
 /// What write-back did with external data.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// The model had no external data and fits: written as it is.
     Unchanged,
     /// This many external tensors were read into the model.
@@ -42,7 +42,7 @@ pub enum Placement {
 /// Reads every external tensor of `model` from `input_dir` into the model; then, if the model encodes
 /// to more than `limit` bytes, moves its largest tensors to `<output file name>.data` next to `output`
 /// (staged, to be committed with the model) until it fits.
-pub fn place_external_data(
+pub(crate) fn place_external_data(
     model: &mut proto::ModelProto,
     input_dir: Option<&Path>,
     output: &Path,
@@ -112,7 +112,7 @@ pub fn place_external_data(
 /// Writes a model produced by write-back (`bytes`, its external data relative to `input_dir`) to
 /// `output`, with its external data placed by [`place_external_data`]; atomically, the data file (if
 /// any) renamed into place before the model.
-pub fn write_model_file(bytes: Vec<u8>, input_dir: Option<&Path>, output: &Path) -> anyhow::Result<Placement> {
+pub(crate) fn write_model_file(bytes: Vec<u8>, input_dir: Option<&Path>, output: &Path) -> anyhow::Result<Placement> {
     // Refused before anything is created next to it (the external data file comes first).
     crate::io::atomic::check_target(output)?;
     let mut model = proto::ModelProto::decode(&*bytes).map_err(|e| anyhow::anyhow!("not a valid ONNX model: {e}"))?;
@@ -133,3 +133,6 @@ pub fn write_model_file(bytes: Vec<u8>, input_dir: Option<&Path>, output: &Path)
     staged.commit()?;
     Ok(placement)
 }
+
+#[cfg(test)]
+mod tests;

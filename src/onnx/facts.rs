@@ -7,11 +7,11 @@ use std::sync::Arc;
 use tract_onnx::prelude::*;
 
 /// Outputs up to this size always fold (shape vectors, scalars, small tables).
-pub const SMALL: u64 = 1024;
+pub(crate) const SMALL: u64 = 1024;
 
 /// The type, shape and (when constant) value of one value.
 #[derive(Debug, Clone)]
-pub struct Fact {
+pub(crate) struct Fact {
     /// The element type tract holds it as.
     pub datum_type: DatumType,
     /// The type's name as the model declares it (`int64` for dims, `bfloat16` for its proxy...).
@@ -24,7 +24,7 @@ pub struct Fact {
 
 impl Fact {
     /// The value as a tensor ONNX can hold (dims as int64), if it is constant and concrete.
-    pub fn concrete(&self) -> Option<Tensor> {
+    pub(crate) fn concrete(&self) -> Option<Tensor> {
         let k = self.konst.as_ref()?;
         if k.datum_type().is_tdim() {
             let dims = crate::dims::dims_of(k).ok()?;
@@ -36,7 +36,7 @@ impl Fact {
     }
 
     /// The value's dims when it is a constant integer vector (a shape), symbolic ones included.
-    pub fn dims(&self) -> Option<Vec<TDim>> {
+    pub(crate) fn dims(&self) -> Option<Vec<TDim>> {
         let k = self.konst.as_ref()?;
         if k.rank() > 1 || !(k.datum_type().is_integer() || k.datum_type().is_tdim()) {
             return None;
@@ -45,17 +45,19 @@ impl Fact {
     }
 
     /// Its size in bytes, if its shape is concrete.
-    pub fn bytes(&self) -> Option<u64> {
+    pub(crate) fn bytes(&self) -> Option<u64> {
         let size = if self.datum_type.is_tdim() { 8 } else { self.datum_type.size_of() as u64 };
         self.shape.iter().try_fold(size, |acc, d| acc.checked_mul(u64::try_from(d.as_i64()?).ok()?))
     }
 }
 
 /// The facts of every value analysis typed; the analysis is kept so symbols print by name.
-pub struct Facts {
+pub(crate) struct Facts {
     /// By value name.
     pub by_name: HashMap<String, Fact>,
-    /// The analysis they come from.
+    /// The analysis they come from, held so that the facts' symbols print by name (their scope
+    /// lives as long as the analysis).
+    #[allow(dead_code, reason = "held for the symbols' scope, never read")]
     pub analysis: Arc<Analysis>,
 }
 
@@ -67,7 +69,7 @@ impl Facts {
     /// and declares nothing, see [`crate::analysis::IfOp`]) and every value computed from them are
     /// left out: to `fold` they are unknown, as rewriting with them could change what the model
     /// computes when that branch is taken.
-    pub fn of(model: &Model, fold_bytes: u64) -> anyhow::Result<Facts> {
+    pub(crate) fn of(model: &Model, fold_bytes: u64) -> anyhow::Result<Facts> {
         let analysis = Arc::new(model.analyse_with(crate::analysis::Options { fold_bytes })?);
         let assumed = assumed_outlets(&analysis.typed);
         let mut by_name = HashMap::new();
@@ -91,7 +93,7 @@ impl Facts {
     }
 
     /// The fact of a value (none for a value whose facts rest on an assumption).
-    pub fn get(&self, name: &str) -> Option<&Fact> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Fact> {
         self.by_name.get(name)
     }
 }

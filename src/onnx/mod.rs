@@ -1,5 +1,5 @@
 //! ONNX models as data, for the write-back: node and tensor helpers over our IR schema
-//! ([`crate::schema`]), the facts of a model's values written into it as `value_info` ([`Facts`]),
+//! (`schema`), the facts of a model's values written into it as `value_info` (`Facts`),
 //! external data placed beside a model, and [`lower`] (our ops rewritten into standard ONNX).
 //!
 //! Models are decoded into these types, edited, and encoded again, so every field the transform does
@@ -16,11 +16,11 @@ pub(crate) mod tensor;
 pub use crate::schema::proto;
 
 pub(crate) use annotate::{annotate, annotate_values, type_of};
-pub use external::{place_external_data, write_model_file, Placement};
-pub use facts::{Fact, Facts, SMALL};
+pub(crate) use external::{write_model_file, Placement};
+pub(crate) use facts::{Fact, Facts, SMALL};
 pub use lower::{lower, lower_model, LowerReport};
 pub(crate) use tensor::{f32s_of, tensor_to_proto};
-pub use tensor::{ints_of, type_proto};
+pub(crate) use tensor::{ints_of, type_proto};
 
 use std::collections::HashSet;
 

@@ -4,7 +4,7 @@
 use super::proto::{self, attribute_proto::AttributeType, NodeProto};
 
 /// A node's op type.
-pub fn op_type(n: &NodeProto) -> &str {
+pub(crate) fn op_type(n: &NodeProto) -> &str {
     n.op_type.as_deref().unwrap_or("")
 }
 
@@ -30,12 +30,12 @@ pub(crate) fn node_name(node: &NodeProto) -> String {
 }
 
 /// An attribute of a node.
-pub fn attr<'a>(n: &'a NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
+pub(crate) fn attr<'a>(n: &'a NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
     n.attribute.iter().find(|a| a.name.as_deref() == Some(name))
 }
 
 /// An int attribute.
-pub fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
+pub(crate) fn attr_i(n: &NodeProto, name: &str) -> Option<i64> {
     attr(n, name).and_then(|a| a.i)
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn attr_ints_or_int(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
 }
 
 /// A new int attribute.
-pub fn int_attr(name: &str, value: i64) -> proto::AttributeProto {
+pub(crate) fn int_attr(name: &str, value: i64) -> proto::AttributeProto {
     proto::AttributeProto {
         name: Some(name.into()),
         r#type: Some(AttributeType::Int as i32),

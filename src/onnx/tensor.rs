@@ -31,7 +31,7 @@ pub(crate) fn tensor_to_proto(name: &str, tensor: &Tensor) -> anyhow::Result<pro
 }
 
 /// A tensor type with this element type and shape (symbolic dims as `dim_param` expressions).
-pub fn type_proto(dt: DatumType, shape: &[TDim]) -> anyhow::Result<proto::TypeProto> {
+pub(crate) fn type_proto(dt: DatumType, shape: &[TDim]) -> anyhow::Result<proto::TypeProto> {
     let dim = shape
         .iter()
         .map(|d| proto::tensor_shape_proto::Dimension {
@@ -54,7 +54,7 @@ pub fn type_proto(dt: DatumType, shape: &[TDim]) -> anyhow::Result<proto::TypePr
 /// The values of an integer initializer (int64 or int32, raw or typed storage), if it is one. Unlike
 /// `proto_ints`, `raw_data` that is present is always what is read (present and empty: no values),
 /// and a raw length that is not a whole number of elements gives `None`.
-pub fn ints_of(t: &proto::TensorProto) -> Option<Vec<i64>> {
+pub(crate) fn ints_of(t: &proto::TensorProto) -> Option<Vec<i64>> {
     let dt = DataType::try_from(t.data_type?).ok()?;
     match (dt, t.raw_data.as_ref()) {
         (DataType::Int64, Some(raw)) if raw.len() % 8 == 0 => {

@@ -55,7 +55,7 @@ use super::{array, control, math, ml, nn, random, training};
 use tract_onnx::Onnx;
 
 /// Registers every op of this module (replacing tract-onnx's builder where it has one).
-pub fn register(onnx: &mut Onnx) {
+pub(crate) fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Adagrad", training::optimizers::optimizer);
     onnx.op_register.insert("Adam", training::optimizers::optimizer);
     onnx.op_register.insert("AffineGrid", nn::affine_grid::affine_grid);

@@ -11,7 +11,7 @@ pub(crate) mod added;
 pub(crate) mod array;
 pub(crate) mod control;
 #[cfg(feature = "image-decoder")]
-pub mod image_decoder;
+pub(crate) mod image_decoder;
 pub(crate) mod math;
 pub(crate) mod ml;
 pub(crate) mod nn;
@@ -23,14 +23,11 @@ pub(crate) mod replaced;
 pub(crate) mod stock_node;
 pub(crate) mod training;
 
-pub use array::cast::SymbolicCast;
-pub use array::pad::shape_pad::ShapePad;
-pub use array::pad::symbolic::SymbolicPad;
-pub use array::reshape::ReshapeAs;
-pub use control::scan::{ScanForm, ScanInference};
-pub use control::scan_batch::BatchScan;
-pub use math::softmax::HalfSoftmax;
-pub use params::ParamOp;
+pub(crate) use array::cast::SymbolicCast;
+pub(crate) use array::reshape::ReshapeAs;
+pub(crate) use control::scan_node::ScanInference;
+pub(crate) use math::softmax::HalfSoftmax;
+pub(crate) use params::ParamOp;
 pub(crate) use replaced::stock;
 
 use tract_onnx::Onnx;

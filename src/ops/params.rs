@@ -23,7 +23,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::infer::InferenceOp;
 use tract_onnx::tract_hir::internal::*;
 
-pub use super::stock_node::{Fix, StockNode};
+pub(crate) use super::stock_node::{Fix, StockNode};
 
 /// What a rule knows of one input: its element type, its shape and, when known, its value.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +66,7 @@ impl Inlet<'_> {
 }
 
 /// One output's shape as a rule knows it: `None` for a dim that depends on values not known yet.
-pub type OutShape = Vec<Option<TDim>>;
+pub(crate) type OutShape = Vec<Option<TDim>>;
 
 /// Why a rule gives no output shapes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,11 +108,11 @@ pub trait ParamRule: std::fmt::Debug + Send + Sync + dyn_clone::DynClone {
 dyn_clone::clone_trait_object!(ParamRule);
 
 /// tract's op for a node, with its parameters handled by a [`ParamRule`] when tract cannot.
-pub type ParamNode = StockNode<Box<dyn ParamRule>>;
+pub(crate) type ParamNode = StockNode<Box<dyn ParamRule>>;
 
 impl ParamNode {
     /// Wraps a stock builder's op.
-    pub fn boxed(
+    pub(crate) fn boxed(
         stock: (Box<dyn InferenceOp>, Vec<String>),
         rule: impl ParamRule + 'static,
         node: &tract_onnx::pb::NodeProto,
@@ -221,7 +221,7 @@ impl Fix for Box<dyn ParamRule> {
 /// A node whose parameters are known only when the model runs (or are dim expressions): output facts
 /// decided at analysis, evaluated by tract's op built with the parameters' values.
 #[derive(Debug, Clone)]
-pub struct ParamOp {
+pub(crate) struct ParamOp {
     /// The op tract-onnx built for the node.
     pub stock: Box<dyn InferenceOp>,
     /// The rule for its shape parameters.
@@ -346,7 +346,7 @@ impl TypedOp for ParamOp {
 
 /// Axis `axis` of a tensor of rank `rank`, counted from the end when negative; an error out of
 /// `[-rank, rank)`.
-pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
+pub(crate) fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
     let r = i64::try_from(rank).map_err(|_| format!("rank {rank} is too large"))?;
     if axis < -r || axis >= r {
         return Err(format!("axis {axis} is out of range for rank {rank}"));
@@ -355,7 +355,7 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
 }
 
 /// Normalized axes (see [`normalize_axis`]), none twice.
-pub fn distinct_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
+pub(crate) fn distinct_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
     let mut out = Vec::with_capacity(axes.len());
     for &a in axes {
         let k = normalize_axis(a, rank)?;

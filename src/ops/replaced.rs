@@ -60,10 +60,10 @@ use tract_onnx::tract_hir::internal::InferenceOp;
 use tract_onnx::Onnx;
 
 /// A tract-onnx op builder.
-pub type Builder = fn(&ParsingContext, &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)>;
+pub(crate) type Builder = fn(&ParsingContext, &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)>;
 
 /// tract-onnx's own builder for `op_type`, for what a replacement leaves to tract.
-pub fn stock(op_type: &'static str) -> Builder {
+pub(crate) fn stock(op_type: &'static str) -> Builder {
     use std::collections::HashMap;
     use std::sync::OnceLock;
     static STOCK: OnceLock<HashMap<String, Builder>> = OnceLock::new();
@@ -78,7 +78,7 @@ pub(crate) fn folds_unless_half(inputs: &[TValue]) -> bool {
 }
 
 /// Registers every replacement.
-pub fn register(onnx: &mut Onnx) {
+pub(crate) fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("BatchNormalization", nn::batch_norm::batch_norm);
     onnx.op_register.insert("BitShift", math::bit_shift::bit_shift);
     onnx.op_register.insert("Cast", array::cast::cast);

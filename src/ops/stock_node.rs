@@ -11,7 +11,7 @@ use tract_onnx::tract_hir::infer::InferenceOp;
 use tract_onnx::tract_hir::internal::*;
 
 /// What a [`StockNode`] does in front of tract's op.
-pub trait Fix: std::fmt::Debug + Clone + Send + Sync + 'static {
+pub(crate) trait Fix: std::fmt::Debug + Clone + Send + Sync + 'static {
     /// Checks concrete inputs before tract's op evaluates them. `None` (the default): no check, and
     /// tract's evaluation runs as it is; `Some`: the check's result, and tract's evaluation runs under
     /// [`crate::guard`].
@@ -37,7 +37,7 @@ pub trait Fix: std::fmt::Debug + Clone + Send + Sync + 'static {
 
 /// tract's op for a node, with a [`Fix`].
 #[derive(Debug, Clone)]
-pub struct StockNode<F> {
+pub(crate) struct StockNode<F> {
     /// The op tract-onnx (or an earlier replacement) built.
     pub stock: Box<dyn InferenceOp>,
     /// What we do in front of it.
@@ -58,7 +58,7 @@ impl<F> Eq for StockNode<F> {}
 
 impl<F: Fix> StockNode<F> {
     /// tract's op (and closures) from a stock builder, with `fix`, as a builder returns it.
-    pub fn wrap(
+    pub(crate) fn wrap(
         stock: (Box<dyn InferenceOp>, Vec<String>),
         fix: F,
         node: &tract_onnx::pb::NodeProto,

@@ -25,7 +25,7 @@ const CHAIN_STEPS: usize = 16;
 
 /// tract's `fuse` pass (each node's `TypedOp::fuse`, in node order), full chains left to grow no more.
 #[derive(Clone, Default)]
-pub struct Fuse {
+pub(crate) struct Fuse {
     /// The node the sweep resumes at.
     next: usize,
     /// The steps already made, by op and operand types (a long run mostly repeats one op).

@@ -8,12 +8,12 @@
 pub(crate) mod fuse_chain;
 pub(crate) mod memory;
 pub(crate) mod names;
-pub mod ops;
+pub(crate) mod ops;
 pub(crate) mod optimize;
 pub(crate) mod passes;
 
 pub(crate) use ops::use_our_kernels;
-pub use ops::{
-    AxisSoftmax, BroadcastBin, CubePow, DirectConv, NanSigmoid, PlaneMaxPool, RowLayerNorm, RowResize, ScalarSteps,
-    SmallMatMul,
-};
+pub(crate) use ops::{DirectConv, RowLayerNorm, SmallMatMul};
+
+#[cfg(test)]
+mod tests;

@@ -31,7 +31,7 @@ use crate::plan::passes::sweep::Sweep;
 /// With the environment variable `SLICEOPS_NO_REWRITES` set (to anything but an empty string), the
 /// rewrites are left out: the plan is tract's own (as [`optimize_with`] `false` makes it), to compare
 /// our kernels with the paths they replace (`benches/conv_sweep.py`).
-pub fn optimize(model: TypedModel) -> TractResult<TypedModel> {
+pub(crate) fn optimize(model: TypedModel) -> TractResult<TypedModel> {
     let rewrites = std::env::var_os("SLICEOPS_NO_REWRITES").is_none_or(|v| v.is_empty());
     optimize_with(model, rewrites)
 }
@@ -39,7 +39,7 @@ pub fn optimize(model: TypedModel) -> TractResult<TypedModel> {
 /// The model decluttered then optimized, with our plan rewrites between the two if `rewrites`;
 /// without them it is the model tract's `into_optimized` makes, our kernels in place of some of its
 /// ops (see [`crate::plan::use_our_kernels`]).
-pub fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<TypedModel> {
+pub(crate) fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<TypedModel> {
     declutter(&mut model)?;
     if rewrites {
         let patterns = Optimizer {
@@ -61,7 +61,7 @@ pub fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<Typed
 }
 
 /// The model decluttered (tract's `declutter` passes), in place.
-pub fn declutter(model: &mut TypedModel) -> TractResult<()> {
+pub(crate) fn declutter(model: &mut TypedModel) -> TractResult<()> {
     run_optimizer(&Optimizer::declutter(), model).context("decluttering")
 }
 

@@ -6,7 +6,7 @@ mod cost;
 pub use cost::{cost_json, figure_text, Sizes};
 
 use crate::dims::format_dim;
-pub use crate::error::describe_error;
+pub(crate) use crate::error::describe_error;
 use crate::npy::numpy_name;
 use crate::ValueFact;
 use tract_onnx::prelude::*;
@@ -127,7 +127,7 @@ pub(crate) fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
 }
 
 /// Where a value comes from: the node making it (name, op type), by value name.
-pub fn producers(graph: &tract_onnx::pb::GraphProto) -> std::collections::HashMap<&str, (&str, &str)> {
+pub(crate) fn producers(graph: &tract_onnx::pb::GraphProto) -> std::collections::HashMap<&str, (&str, &str)> {
     let mut map = std::collections::HashMap::new();
     for n in &graph.node {
         let name = if n.name.is_empty() { n.output.first().map_or("", String::as_str) } else { n.name.as_str() };
@@ -215,7 +215,7 @@ pub fn analysis_json(
 /// Whether `got` matches `want` for `--expect`: non-finite values by identity (NaN only with NaN, an
 /// infinity only with the same infinity, where the relative tolerance would be infinite), finite ones
 /// within an absolute 1e-5 plus a relative 1e-4 of `want`.
-pub fn close_float(got: f64, want: f64) -> bool {
+pub(crate) fn close_float(got: f64, want: f64) -> bool {
     if !got.is_finite() || !want.is_finite() {
         return (got.is_nan() && want.is_nan()) || got == want;
     }
@@ -224,7 +224,7 @@ pub fn close_float(got: f64, want: f64) -> bool {
 
 /// Compares an output with the expected tensor: same element type and shape, equal values for
 /// integers, booleans and strings, and for floats `|got - want| <= 1e-5 + 1e-4 * |want|` elementwise,
-/// non-finite values by identity ([`close_float`]). The error says where they differ first.
+/// non-finite values by identity (`close_float`). The error says where they differ first.
 pub fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
     if got.datum_type() != want.datum_type() {
         return Err(format!("got {} but expected {}", numpy_name(got.datum_type()), numpy_name(want.datum_type())));

@@ -125,7 +125,7 @@ fn fwd(v: i64) -> Fwd {
 /// `len = ceil(max(0, end - start) / |step|)`, whose `max(0, ..)` is written in the form tract
 /// simplifies best, case by case: `x[1:-1]` gives `max(0, d-2)`, `x[::2]` gives `(d+1)/2`, `x[-3:]`
 /// gives `min(d, 3)`.
-pub fn resolve_symbolic<D: Dim>(
+pub(super) fn resolve_symbolic<D: Dim>(
     d: &D,
     start: Option<i64>,
     end: Option<i64>,

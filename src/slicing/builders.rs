@@ -54,7 +54,7 @@ fn build(l: Label, kind: NodeKind, node: &NodeProto) -> Built {
 }
 
 /// `StridedSlice(data, begin, end, strides?)` with the five mask attributes.
-pub fn strided_slice(_ctx: &ParsingContext, node: &NodeProto) -> Built {
+pub(super) fn strided_slice(_ctx: &ParsingContext, node: &NodeProto) -> Built {
     let l = label(node);
     let mut masks = [0i64; 5];
     for (m, name) in masks.iter_mut().zip(StridedSlice::MASK_NAMES) {
@@ -67,7 +67,7 @@ pub fn strided_slice(_ctx: &ParsingContext, node: &NodeProto) -> Built {
 }
 
 /// `Slice`: ONNX's for the default domain, Paddle's for `ai.sliceops`.
-pub fn slice(ctx: &ParsingContext, node: &NodeProto) -> Built {
+pub(super) fn slice(ctx: &ParsingContext, node: &NodeProto) -> Built {
     let l = label(node);
     match node.domain.as_str() {
         "" | "ai.onnx" => {
@@ -98,7 +98,7 @@ pub fn slice(ctx: &ParsingContext, node: &NodeProto) -> Built {
 }
 
 /// `AsStrided(data)` with attributes `size`, `stride`, `offset` (an int, or ints of length 1).
-pub fn as_strided(_ctx: &ParsingContext, node: &NodeProto) -> Built {
+pub(super) fn as_strided(_ctx: &ParsingContext, node: &NodeProto) -> Built {
     let l = label(node);
     let size = required(&l, "size", attr_ints(&l, node, "size")?)?;
     let stride = required(&l, "stride", attr_ints(&l, node, "stride")?)?;
@@ -117,7 +117,7 @@ pub fn as_strided(_ctx: &ParsingContext, node: &NodeProto) -> Built {
 }
 
 /// PyTorch's `ATen` fallback node; only `operator = "as_strided"` is ours.
-pub fn aten(_ctx: &ParsingContext, node: &NodeProto) -> Built {
+pub(super) fn aten(_ctx: &ParsingContext, node: &NodeProto) -> Built {
     let l = label(node);
     let operator = match attr(node, "operator") {
         Some(a) if kind_of(a) == Some(AttributeType::String) => String::from_utf8_lossy(&a.s).into_owned(),

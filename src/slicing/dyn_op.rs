@@ -14,7 +14,7 @@ use tract_onnx::tract_core::internal::*;
 
 /// One output dim of a [`DynSliceOp`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum OutDim {
+pub(crate) enum OutDim {
     /// The input's dim on this axis.
     Input(usize),
     /// A known value (a new axis, a constant `size`).
@@ -25,7 +25,7 @@ pub enum OutDim {
 
 /// A slicing node with runtime parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct DynSliceOp {
+pub(crate) struct DynSliceOp {
     /// The node.
     pub spec: NodeSpec,
     /// Its output dims.

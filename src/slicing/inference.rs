@@ -17,7 +17,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// A slicing node in the inference model.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SliceInference {
+pub(crate) struct SliceInference {
     /// The node.
     pub spec: NodeSpec,
 }

@@ -15,13 +15,12 @@ mod step;
 mod view_op;
 
 pub(crate) use builders::DOMAIN;
-pub use dyn_op::{DynSliceOp, OutDim};
-pub use inference::SliceInference;
-pub use patterns::{AffineGather, AxisChange};
+pub(crate) use dyn_op::DynSliceOp;
+pub(crate) use inference::SliceInference;
+pub(crate) use patterns::AffineGather;
 pub(crate) use spec::read_ints_with;
-pub use spec::{NodeKind, NodeSpec};
-pub use step::{Chain, Label, SliceStep};
-pub use view_op::{PlannedView, ViewOp};
+pub(crate) use step::{Label, SliceStep};
+pub(crate) use view_op::{PlannedView, ViewOp};
 
 use tract_onnx::Onnx;
 

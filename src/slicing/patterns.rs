@@ -14,7 +14,7 @@ use tract_onnx::tract_core::ops::change_axes::AxisOp;
 
 /// An axis change of tract's (`AxisOp`), as a step of a chain.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum AxisChange {
+pub(crate) enum AxisChange {
     /// Insert a length-1 axis at this position.
     Add(usize),
     /// Remove this length-1 axis.
@@ -49,7 +49,7 @@ impl AxisChange {
     }
 
     /// Resolves against an input shape.
-    pub fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
+    pub(crate) fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
         let rank = shape.len();
         let range = |axis: usize| OutAxis::Range { axis, start: D::from_i64(0), step: 1, len: shape[axis].clone() };
         let sel = |fixed, out| Resolved::Select(Selection { input_shape: shape.to_vec(), fixed, out });
@@ -105,7 +105,7 @@ impl AxisChange {
 /// A Gather along `axis` by a constant affine index table: `out[.., j, ..] = x[.., offset + Σ j_k *
 /// strides[k], ..]`, the table's shape being `sizes`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AffineGather {
+pub(crate) struct AffineGather {
     /// The gathered axis.
     pub axis: usize,
     /// Index of the table's first entry (non-negative).
@@ -159,7 +159,7 @@ impl AffineGather {
     }
 
     /// Resolves against an input shape: a flat view of the input's buffer.
-    pub fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
+    pub(crate) fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
         let a = self.axis;
         if a >= shape.len() {
             return Err(SliceError::AxisOutOfRange { axis: a as i64, rank: shape.len() });

@@ -11,7 +11,7 @@ use tract_onnx::prelude::*;
 
 /// The dialect of a slicing node, with its attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum NodeKind {
+pub(crate) enum NodeKind {
     /// StridedSlice: roles `begin`, `end`, `strides`; the five masks are attributes.
     Strided {
         /// The masks, in the order of [`StridedSlice::MASK_NAMES`].
@@ -37,7 +37,7 @@ pub enum NodeKind {
 
 impl NodeKind {
     /// The names of the parameters that may come as inputs 1, 2, ... of the node.
-    pub fn roles(&self) -> &'static [&'static str] {
+    pub(crate) fn roles(&self) -> &'static [&'static str] {
         match self {
             NodeKind::Strided { .. } => &["begin", "end", "strides"],
             NodeKind::OnnxSlice => &["starts", "ends", "axes", "steps"],
@@ -60,7 +60,7 @@ impl NodeKind {
 
 /// A slicing node: its label, dialect, and where each role's input is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NodeSpec {
+pub(crate) struct NodeSpec {
     /// Node name and op type, for errors.
     pub label: Label,
     /// Dialect and attributes.
@@ -70,7 +70,7 @@ pub struct NodeSpec {
 }
 
 /// Reads an integer parameter tensor (int32, int64 or a known dim; rank 0 or 1) as `i64`s.
-pub fn read_ints(label: &Label, role: &str, t: &Tensor) -> TractResult<Vec<i64>> {
+pub(super) fn read_ints(label: &Label, role: &str, t: &Tensor) -> TractResult<Vec<i64>> {
     read_ints_with(label, role, t, &SymbolValues::default())
 }
 
@@ -97,7 +97,7 @@ pub(crate) fn read_ints_with(label: &Label, role: &str, t: &Tensor, symbols: &Sy
 impl NodeSpec {
     /// Builds the node's spec from the node's inputs as given in the model (`""` for an absent optional
     /// input): inlet indices skip the absent ones, as tract wires them.
-    pub fn new(label: Label, kind: NodeKind, inputs: &[String]) -> TractResult<NodeSpec> {
+    pub(crate) fn new(label: Label, kind: NodeKind, inputs: &[String]) -> TractResult<NodeSpec> {
         let roles = kind.roles();
         if inputs.first().is_none_or(|s| s.is_empty()) {
             return Err(label.err("the data input is missing"));
@@ -123,12 +123,12 @@ impl NodeSpec {
     }
 
     /// Number of inlets the node has (data plus present parameters).
-    pub fn inlets(&self) -> usize {
+    pub(crate) fn inlets(&self) -> usize {
         1 + self.slots.iter().flatten().count()
     }
 
     /// Builds the step from the parameter tensors, given by inlet index (`params[0]` is unused: data).
-    pub fn step(&self, params: &[Option<&Tensor>]) -> TractResult<SliceStep> {
+    pub(crate) fn step(&self, params: &[Option<&Tensor>]) -> TractResult<SliceStep> {
         self.step_with(params, &SymbolValues::default())
     }
 
@@ -235,7 +235,7 @@ impl NodeSpec {
     }
 
     /// The inlet index of a role, if present.
-    pub fn slot(&self, role: &str) -> Option<usize> {
+    pub(crate) fn slot(&self, role: &str) -> Option<usize> {
         let ix = self.kind.roles().iter().position(|r| *r == role)?;
         self.slots[ix]
     }

@@ -9,13 +9,13 @@ use crate::error::{SliceError, SliceResult};
 use crate::semantics::{AsStrided, Slice, StridedSlice};
 use crate::view::{Dim, Resolved, View};
 
-pub use crate::node::Label;
+pub(crate) use crate::node::Label;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
 
 /// A slicing op with its parameters known.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum SliceStep {
+pub(crate) enum SliceStep {
     /// TF / MindSpore / MXNet StridedSlice.
     Strided(StridedSlice),
     /// ONNX or Paddle Slice.
@@ -44,7 +44,7 @@ impl SliceStep {
     }
 
     /// Resolves against an input shape.
-    pub fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
+    pub(crate) fn resolve<D: Dim>(&self, shape: &[D]) -> SliceResult<Resolved<D>> {
         Ok(match self {
             SliceStep::Strided(s) => Resolved::Select(s.resolve(shape)?),
             SliceStep::Slice(s) => Resolved::Select(s.resolve(shape)?),
@@ -56,7 +56,7 @@ impl SliceStep {
 }
 
 /// A chain of steps, each with the node it came from.
-pub type Chain = Vec<(Label, SliceStep)>;
+pub(crate) type Chain = Vec<(Label, SliceStep)>;
 
 /// The output shape of a chain over `shape`, as exact expressions.
 ///
@@ -65,7 +65,7 @@ pub type Chain = Vec<(Label, SliceStep)>;
 /// inference on large graphs. A result never depends on assumptions (it is exact for every value of the
 /// symbols; assumptions only simplify it when reported), so the memo is never stale. The key holds the
 /// symbols' scope: tract compares symbols by name index only, so two models' `N` would collide.
-pub fn chain_output_shape(chain: &Chain, shape: &[TDim]) -> TractResult<Vec<TDim>> {
+pub(super) fn chain_output_shape(chain: &Chain, shape: &[TDim]) -> TractResult<Vec<TDim>> {
     use std::cell::RefCell;
     use std::collections::HashMap;
     type Memo = HashMap<(Option<usize>, SliceStep, Vec<TDim>), Vec<TDim>>;
@@ -96,7 +96,7 @@ pub fn chain_output_shape(chain: &Chain, shape: &[TDim]) -> TractResult<Vec<TDim
 
 /// The views that execute a chain over a tensor of `shape`, one after the other: a single view
 /// unless a flat step cannot be folded into the view before it.
-pub fn chain_views(chain: &Chain, shape: &[usize]) -> TractResult<Vec<View<i64>>> {
+pub(super) fn chain_views(chain: &Chain, shape: &[usize]) -> TractResult<Vec<View<i64>>> {
     let shape: Vec<i64> = shape
         .iter()
         .map(|&d| i64::try_from(d).map_err(|_| SliceError::Overflow { what: "dim" }))
@@ -125,7 +125,7 @@ pub(crate) fn compose_chain<D: Dim>(chain: &Chain, shape: &[D]) -> TractResult<V
 }
 
 /// Executes a chain on a tensor: one copy (or none when the chain is the identity).
-pub fn run_chain(chain: &Chain, input: TValue) -> TractResult<TValue> {
+pub(super) fn run_chain(chain: &Chain, input: TValue) -> TractResult<TValue> {
     let views = chain_views(chain, input.shape())?;
     let label = chain.last().map(|(l, _)| l.clone());
     let err = |e: SliceError| match &label {

@@ -13,7 +13,7 @@ use tract_onnx::tract_core::ops::konst::Const;
 
 /// A chain of slicing steps over one input, executed as one view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ViewOp {
+pub(crate) struct ViewOp {
     /// The steps, first applied first.
     pub chain: Chain,
 }
@@ -151,7 +151,7 @@ impl ViewOp {
 /// A [`ViewOp`] over an input of one concrete shape, its chain composed into views at code
 /// generation: running it is the copies alone (none when the chain reads its input unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PlannedView {
+pub(crate) struct PlannedView {
     /// The last step's node, for errors.
     label: Option<Label>,
     /// The input shape the views were composed for.

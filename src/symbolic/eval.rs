@@ -5,7 +5,7 @@ use tract_onnx::prelude::*;
 
 /// The value of `d` with its symbols set from `values`; `None` if a symbol has no value, on
 /// overflow, or for a construct with no integer meaning.
-pub fn eval_exact(d: &TDim, values: &HashMap<Symbol, i64>) -> Option<i64> {
+pub(crate) fn eval_exact(d: &TDim, values: &HashMap<Symbol, i64>) -> Option<i64> {
     Some(match d {
         TDim::Val(v) => *v,
         TDim::Sym(s) => *values.get(s)?,

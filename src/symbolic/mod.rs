@@ -25,8 +25,8 @@ mod parse;
 
 pub use assumption::{Assumption, Comparison};
 pub use error::DimParseError;
-pub use eval::eval_exact;
-pub use names::symbol_name;
+pub(crate) use eval::eval_exact;
+pub(crate) use names::symbol_name;
 pub use parse::{
     parse_assumption, parse_dim, symbols_in, MAX_DEPTH, MAX_DIVISIONS, MAX_LEN, MAX_MINMAX, MAX_MINMAX_NESTING,
     MAX_OPERANDS, MAX_TERMS,
@@ -34,7 +34,7 @@ pub use parse::{
 
 /// A text as it is shown in an error message: whole if short, else its first 60 characters and its
 /// length (a hostile text may be megabytes long).
-pub fn excerpt(text: &str) -> String {
+pub(crate) fn excerpt(text: &str) -> String {
     const SHOWN: usize = 60;
     match text.char_indices().nth(SHOWN) {
         None => text.to_string(),

@@ -42,7 +42,10 @@ pub fn fixtures() -> Vec<Fixture> {
 }
 
 /// A value name as a file name, as the CLI writes it.
-pub use sliceops::npy::escape_name as escape;
+/// A value name as the file name the CLI gives it (docs/cli.md): `%` written `%25`, `/` written `%2F`.
+pub fn escape(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
+}
 
 impl Fixture {
     /// The fixture's folder.

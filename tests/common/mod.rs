@@ -23,7 +23,7 @@ pub fn inferred(bytes: &[u8], names: &[&str]) -> Vec<String> {
         .iter()
         .map(|n| {
             let f = facts.iter().find(|f| f.name == *n).unwrap_or_else(|| panic!("no value {n}"));
-            let dims: Vec<String> = f.shape.iter().map(sliceops::dims::format_dim).collect();
+            let dims: Vec<String> = f.shape.iter().map(sliceops::format_dim).collect();
             format!("{:?} [{}]", f.dtype, dims.join(", "))
         })
         .collect()

@@ -189,7 +189,13 @@ impl Translator<'_> {
 
     /// The body kept as parsed, translated when it runs for the shapes it is given.
     fn deferred(&self, op: &LoopBody, reason: String) -> Branch {
-        Branch::Deferred { model: op.body.clone(), graph: op.graph.clone(), reason, plans: Default::default() }
+        Branch::Deferred {
+            model: op.body.clone(),
+            graph: op.graph.clone(),
+            reason,
+            plans: Default::default(),
+            translate: super::translate_deferred,
+        }
     }
 
     /// The number of iterations, when known before running: `M` (at least 0) when it is a constant

@@ -23,23 +23,23 @@ use tract_onnx::pb::NodeProto;
 use tract_onnx::prelude::*;
 
 /// An add, a subtraction, a compare, a multiply: the unit.
-pub const ADD: i128 = 1;
+pub(crate) const ADD: i128 = 1;
 /// A multiply.
-pub const MUL: i128 = 1;
+pub(crate) const MUL: i128 = 1;
 /// A compare (max, min, abs, a comparison op).
-pub const CMP: i128 = 1;
+pub(crate) const CMP: i128 = 1;
 /// A division (a reciprocal estimate and a refinement).
-pub const DIV: i128 = 4;
+pub(crate) const DIV: i128 = 4;
 /// A square root.
-pub const SQRT: i128 = 24;
+pub(crate) const SQRT: i128 = 24;
 /// An exponential (and a power, its cost).
-pub const EXP: i128 = 32;
+pub(crate) const EXP: i128 = 32;
 /// A logarithm.
-pub const LOG: i128 = 43;
+pub(crate) const LOG: i128 = 43;
 /// A sine or a cosine.
-pub const SIN: i128 = 39;
+pub(crate) const SIN: i128 = 39;
 /// `tanh(x) = (e^2x - 1) / (e^2x + 1)`.
-pub const TANH: i128 = EXP + 2 * ADD + DIV;
+pub(crate) const TANH: i128 = EXP + 2 * ADD + DIV;
 
 /// What a node's rule gives.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,15 +54,15 @@ pub enum Macs {
 
 /// A node with the shapes of its inputs and outputs (`None`: an absent optional input, or a value
 /// the analysis could not type).
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// The node.
-    pub node: &'a NodeProto,
+    pub(crate) node: &'a NodeProto,
     /// Its label, for errors.
-    pub label: Label,
+    pub(crate) label: Label,
     /// Input shapes, in input order.
-    pub inputs: Vec<Option<Vec<TDim>>>,
+    pub(crate) inputs: Vec<Option<Vec<TDim>>>,
     /// Output shapes, in output order.
-    pub outputs: Vec<Option<Vec<TDim>>>,
+    pub(crate) outputs: Vec<Option<Vec<TDim>>>,
 }
 
 /// A size a rule needed and could not have.
@@ -168,7 +168,7 @@ pub(crate) fn product(dims: &[TDim]) -> RuleResult {
 }
 
 /// The multiply-adds of a node.
-pub fn macs(ctx: &Ctx) -> anyhow::Result<Macs> {
+pub(crate) fn macs(ctx: &Ctx) -> anyhow::Result<Macs> {
     let node = ctx.node;
     let standard = node.domain.is_empty() || node.domain == "ai.onnx";
     let result = if standard {

@@ -12,7 +12,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The BitCast builder.
-pub fn bitcast(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn bitcast(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let Some(code) = attrs::int(&label, node, "to")? else {
         return Err(label.err("the attribute to is required"));
@@ -30,7 +30,7 @@ fn plain(dt: DatumType) -> bool {
 
 /// `BitCast` to `to`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BitCast {
+pub(crate) struct BitCast {
     /// The node, for errors.
     pub label: Label,
     /// The type the bits are read as.

@@ -19,7 +19,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Cast builder.
-pub fn cast(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn cast(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let to = node.attribute.iter().find(|a| a.name == "to").map(|a| a.i);
     let Some(to) = to.and_then(|code| crate::schema::datum_type_of_elem(code as i32).ok()) else {
         return crate::ops::stock("Cast")(ctx, node);
@@ -91,7 +91,7 @@ impl ExactCast {
 /// Symbolic dims cast to another integer type: the same values, kept as dims; `to` is the type the
 /// model declares for them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SymbolicCast {
+pub(crate) struct SymbolicCast {
     /// The integer type the model casts to.
     pub to: DatumType,
 }

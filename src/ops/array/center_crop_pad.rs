@@ -16,7 +16,10 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The CenterCropPad builder.
-pub fn center_crop_pad(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn center_crop_pad(
+    _ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let axes = attrs::ints(&label, node, "axes")?;
     if node.input.len() != 2 || node.input.iter().any(|i| i.is_empty()) {
@@ -100,7 +103,7 @@ fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) 
 
 /// An output dim of [`CenterCropPad`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum OutDim {
+pub(crate) enum OutDim {
     /// The input's.
     Same,
     /// Known (a number or an expression).
@@ -111,12 +114,12 @@ pub enum OutDim {
 
 impl OutDim {
     /// Whether any of `dims` is known only when the node runs (the op mints runtime symbols).
-    pub fn any_fresh(dims: &[OutDim]) -> bool {
+    pub(crate) fn any_fresh(dims: &[OutDim]) -> bool {
         dims.iter().any(|d| matches!(d, OutDim::Fresh(_)))
     }
 
     /// The output shape `dims` give, `Same` axes read from `input` (the input's dims).
-    pub fn resolve(dims: &[OutDim], input: &[TDim]) -> TractResult<TVec<TDim>> {
+    pub(crate) fn resolve(dims: &[OutDim], input: &[TDim]) -> TractResult<TVec<TDim>> {
         dims.iter()
             .enumerate()
             .map(|(axis, d)| match d {
@@ -130,7 +133,7 @@ impl OutDim {
 
 /// `CenterCropPad` over known axes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CenterCropPad {
+pub(crate) struct CenterCropPad {
     /// The node, for errors.
     pub label: Label,
     /// The axes `shape` gives sizes for, in its order.

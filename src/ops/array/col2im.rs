@@ -22,7 +22,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Col2Im builder.
-pub fn col2im(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn col2im(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 3 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("Col2Im takes three inputs: input, image_shape and block_shape"));
@@ -139,7 +139,7 @@ fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) 
 
 /// `Col2Im` with its attributes for its spatial rank and its output dims.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Col2Im {
+pub(crate) struct Col2Im {
     /// The node, for errors.
     pub label: Label,
     /// The spacing of a block's elements, per axis.

@@ -10,7 +10,10 @@ use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::ops::array::ConstantOfShape;
 
 /// The ConstantOfShape builder.
-pub fn constant_of_shape(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn constant_of_shape(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     if node.attribute.iter().any(|a| a.name == "value") {
         return crate::ops::stock("ConstantOfShape")(ctx, node);
     }

@@ -34,7 +34,7 @@ pub(crate) fn gather_flat(
 }
 
 /// Row-major strides of `shape`.
-pub fn strides(shape: &[usize]) -> Vec<usize> {
+pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];
     for k in (0..shape.len().saturating_sub(1)).rev() {
         s[k] = s[k + 1] * shape[k + 1];

@@ -11,7 +11,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Expand builder.
-pub fn expand(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn expand(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     Ok(ParamNode::boxed(crate::ops::stock("Expand")(ctx, node)?, ExpandRule, node))
 }
 

@@ -11,7 +11,10 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The ConstantOfShape builder.
-pub fn constant_of_shape(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn constant_of_shape(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let stock = super::constant_of_shape::constant_of_shape(ctx, node)?;
     let datum_type = match node.attribute.iter().find(|a| a.name == "value").and_then(|a| a.t.as_ref()) {
         Some(t) => crate::schema::datum_type_of_elem(t.data_type)?,

@@ -13,7 +13,7 @@ use tract_onnx::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Flatten builder.
-pub fn flatten(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn flatten(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(1, |a| a.i);
     let op = Flatten { axis, node: crate::node::node_label(node).node };
     Expanded::new("Flatten", op, 1, Flatten::rules, Flatten::wire).built()
@@ -21,7 +21,7 @@ pub fn flatten(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
 
 /// `Flatten` with symbolic products.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Flatten {
+pub(crate) struct Flatten {
     /// The ONNX axis (may be negative).
     pub axis: i64,
     /// Node name, for errors.

@@ -15,7 +15,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Gather builder.
-pub fn gather(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn gather(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(0, |a| a.i);
     let label = crate::node::node_label(node);
     let op = ViewGather { axis, label, inner: tract_onnx::tract_hir::ops::array::Gather::new(axis) };

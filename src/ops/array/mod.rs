@@ -16,6 +16,7 @@ pub(crate) mod pad;
 pub(crate) mod range;
 pub(crate) mod reshape;
 pub(crate) mod reshape_params;
+pub(crate) mod reshape_target;
 pub(crate) mod reverse_sequence;
 pub(crate) mod space_to_depth;
 pub(crate) mod split;

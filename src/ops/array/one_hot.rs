@@ -16,7 +16,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The OneHot builder.
-pub fn one_hot(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn one_hot(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let axis = node.attribute.iter().find(|a| a.name == "axis").map_or(-1, |a| a.i);
     Expanded::new("OneHot", OneHotNode { axis, node: label.node }, 3, OneHotNode::rules, OneHotNode::wire).built()
@@ -24,7 +24,7 @@ pub fn one_hot(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
 
 /// The ONNX node before typing: its attribute.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct OneHotNode {
+pub(crate) struct OneHotNode {
     /// The ONNX `axis` (negative counts from the output's rank).
     pub axis: i64,
     /// Node name, for errors.
@@ -100,7 +100,7 @@ impl OneHotNode {
 
 /// The typed `OneHot`: indices in, `depth` values along `axis` out.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct OneHot {
+pub(crate) struct OneHot {
     /// The new axis of the output.
     pub axis: usize,
     /// Its length.

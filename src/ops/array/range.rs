@@ -13,7 +13,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Range builder.
-pub fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn range(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let op = ExactRange { node: crate::node::node_label(node).node };
     Expanded::new("Range", op, 3, ExactRange::rules, ExactRange::wire).built()
 }

@@ -1,9 +1,9 @@
 //! `Reshape`'s target shape as a parameter ([`crate::ops::params`]): constant or computed from shapes,
-//! the exact output dims of [`super::reshape::plan_reshape`]; known only at run time, the rank from
+//! the exact output dims of [`super::reshape_target::plan_reshape`]; known only at run time, the rank from
 //! the target's length and fresh dims (a 1-D output is the input's volume), the values checked (one `-1` at most, no other negative dim,
 //! the volume kept) before the reshape runs.
 
-use super::reshape::plan_reshape;
+use super::reshape_target::plan_reshape;
 use crate::ops::params::{Inlet, OutShape, ParamRule, Refusal};
 use tract_onnx::prelude::TDim;
 

@@ -13,7 +13,10 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The ReverseSequence builder.
-pub fn reverse_sequence(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn reverse_sequence(
+    _ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let batch_axis = attrs::int(&label, node, "batch_axis")?.unwrap_or(1);
     let time_axis = attrs::int(&label, node, "time_axis")?.unwrap_or(0);
@@ -33,7 +36,7 @@ pub fn reverse_sequence(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<
 
 /// `ReverseSequence` with its axes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ReverseSequence {
+pub(crate) struct ReverseSequence {
     /// The node, for errors.
     pub label: Label,
     /// The batch axis (0 or 1).

@@ -14,7 +14,10 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The SpaceToDepth builder: tract's for `DCR`, ours for `CRD`.
-pub fn space_to_depth(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn space_to_depth(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     match node.attribute.iter().find(|a| a.name == "mode").map(|a| a.s.as_slice()) {
         None | Some(b"DCR") => return crate::ops::stock("SpaceToDepth")(ctx, node),
@@ -36,7 +39,7 @@ pub fn space_to_depth(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Bo
 
 /// `SpaceToDepth` in `CRD` order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SpaceToDepthCrd {
+pub(crate) struct SpaceToDepthCrd {
     /// The block's side.
     pub blocksize: usize,
     /// Node name, for errors.

@@ -11,7 +11,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Split builder: tract's, wrapped when the sizes are an input.
-pub fn split(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn split(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let stock = crate::ops::stock("Split")(ctx, node)?;
     if ctx.onnx_operator_set_version < 13 || node.input.get(1).is_none_or(|i| i.is_empty()) {
         return Ok(stock);

@@ -11,7 +11,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Squeeze builder: tract's, wrapped when `axes` is an input.
-pub fn squeeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn squeeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let stock = crate::ops::stock("Squeeze")(ctx, node)?;
     if ctx.onnx_operator_set_version < 13 || node.input.get(1).is_none_or(|i| i.is_empty()) {
         return Ok(stock);
@@ -20,7 +20,7 @@ pub fn squeeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn I
 }
 
 /// The Unsqueeze builder: tract's, wrapped (opset 13+, where `axes` is an input).
-pub fn unsqueeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn unsqueeze(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let stock = crate::ops::stock("Unsqueeze")(ctx, node)?;
     if ctx.onnx_operator_set_version < 13 {
         return Ok(stock);

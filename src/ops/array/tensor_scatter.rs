@@ -14,7 +14,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// `TensorScatter`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TensorScatter {
+pub(crate) struct TensorScatter {
     /// `axis`, as given (negative from the end).
     pub axis: i64,
     /// `mode="circular"`.
@@ -26,7 +26,10 @@ pub struct TensorScatter {
 }
 
 /// The TensorScatter builder.
-pub fn tensor_scatter(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn tensor_scatter(
+    _ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let given = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
     if !given(0) || !given(1) || node.input.len() > 3 {

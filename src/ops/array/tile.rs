@@ -11,7 +11,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Tile builder.
-pub fn tile(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn tile(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     Ok(ParamNode::boxed(crate::ops::stock("Tile")(ctx, node)?, TileRule, node))
 }
 

@@ -19,7 +19,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Unique builder.
-pub fn unique(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn unique(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 1 || node.input[0].is_empty() {
         return Err(label.err("Unique takes one input"));
@@ -91,7 +91,7 @@ fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) 
 
 /// `Unique` over a known axis (or the flattened input), its outputs the ONNX outputs `kinds`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Unique {
+pub(crate) struct Unique {
     /// The node, for errors.
     pub label: Label,
     /// The axis whose slices are compared, `None` for single elements of the flattened input.

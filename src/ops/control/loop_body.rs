@@ -14,7 +14,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Loop builder.
-pub fn loop_(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn loop_(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() < 2 {
         return Err(label.err(format!(
@@ -93,7 +93,7 @@ pub fn loop_(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Inf
 
 /// A parsed `Loop`: its body and the shape of its inputs and outputs.
 #[derive(Debug, Clone)]
-pub struct LoopBody {
+pub(crate) struct LoopBody {
     /// The node, for errors.
     pub label: Label,
     /// The body as parsed; its inputs are the iteration number, the condition, the loop-carried
@@ -115,7 +115,7 @@ pub struct LoopBody {
 
 impl LoopBody {
     /// The index of the first loop-carried input among the node's inputs.
-    pub fn first_carried(&self) -> usize {
+    pub(crate) fn first_carried(&self) -> usize {
         usize::from(self.has_m) + usize::from(self.has_cond)
     }
 }

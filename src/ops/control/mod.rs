@@ -4,4 +4,5 @@ pub(crate) mod loop_body;
 pub(crate) mod optional;
 pub(crate) mod scan;
 pub(crate) mod scan_batch;
+pub(crate) mod scan_node;
 pub(crate) mod scan_wire;

@@ -20,7 +20,7 @@ fn given(node: &NodeProto) -> usize {
 }
 
 /// The OptionalHasElement builder.
-pub fn optional_has_element(
+pub(crate) fn optional_has_element(
     _ctx: &ParsingContext,
     node: &NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
@@ -34,7 +34,7 @@ pub fn optional_has_element(
 
 /// `OptionalHasElement`: whether its input was given.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct HasElement {
+pub(crate) struct HasElement {
     /// The node, for errors.
     pub label: Label,
     /// Whether the node has an input (a tensor: an element).
@@ -52,7 +52,7 @@ fn has_wire(op: &HasElement, prefix: &str, model: &mut TypedModel, _: &[OutletId
 }
 
 /// The OptionalGetElement builder.
-pub fn optional_get_element(
+pub(crate) fn optional_get_element(
     _ctx: &ParsingContext,
     node: &NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
@@ -65,7 +65,7 @@ pub fn optional_get_element(
 
 /// `OptionalGetElement` of a tensor: the tensor.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct GetElement {
+pub(crate) struct GetElement {
     /// The node, for errors.
     pub label: Label,
 }

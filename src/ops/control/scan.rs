@@ -11,61 +11,16 @@
 //! batch entries one scan each ([`super::scan_batch`]). Analysis types the body with its own translation
 //! (`analysis::translate`); [`ScanInference::to_typed`] types it with tract's rules.
 
+use super::scan_node::{ScanForm, ScanInference};
 use super::scan_wire::Layout;
-use crate::node::Label;
 use std::sync::Arc;
 use tract_onnx::model::{ParseResult, ParsingContext};
 use tract_onnx::pb::{self, NodeProto};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::*;
 
-/// Which form of the operator a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanForm {
-    /// Opset 8: every input and output has a batch axis 0, the scan axis is 1.
-    Batched {
-        /// Whether the `sequence_lens` input is given.
-        sequence_lens: bool,
-    },
-    /// Opsets 9 and later: no batch axis, scan axes and directions per input and output.
-    Plain,
-}
-
-/// A `Scan` node as parsed: its body and attributes; typed by [`ScanInference::layout`] and
-/// [`ScanInference::wire_typed`] once its inputs' facts are known.
-#[derive(Debug, Clone)]
-pub struct ScanInference {
-    /// The node, for errors.
-    pub label: Label,
-    /// The body as parsed; its inputs are the body graph's inputs, then the outer values it reads
-    /// (in the order of the node's extra inputs).
-    pub body: InferenceModel,
-    /// The body graph, for the op types of its nodes.
-    pub graph: Arc<pb::GraphProto>,
-    /// The operator's form.
-    pub form: ScanForm,
-    /// `num_scan_inputs`.
-    pub num_scan_inputs: usize,
-    /// The number of the body graph's own inputs (states and scan inputs).
-    pub formal_inputs: usize,
-    /// The element types the body graph declares for its own inputs, where it declares one.
-    pub declared: Vec<Option<DatumType>>,
-    /// The number of outer values the body reads (the node's extra inputs, after its own).
-    pub closures: usize,
-    /// `scan_input_axes` (opset 9+), as given.
-    pub input_axes: Option<Vec<i64>>,
-    /// `scan_input_directions` (opset 9+) or `directions` (opset 8), as given.
-    pub input_directions: Option<Vec<i64>>,
-    /// `scan_output_axes`, as given.
-    pub output_axes: Option<Vec<i64>>,
-    /// `scan_output_directions`, as given.
-    pub output_directions: Option<Vec<i64>>,
-    /// For each body output (states, then scan outputs): whether the node has that output.
-    pub present: Vec<bool>,
-}
-
 /// The Scan builder.
-pub fn scan(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn scan(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let attrs = crate::node::attrs::ints;
     let body = node
@@ -163,16 +118,6 @@ pub fn scan(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
 }
 
 impl ScanInference {
-    /// The number of states (body inputs that are not scan inputs).
-    pub fn states(&self) -> usize {
-        self.formal_inputs - self.num_scan_inputs
-    }
-
-    /// The number of scan outputs.
-    pub fn scan_outputs(&self) -> usize {
-        self.present.len().saturating_sub(self.states())
-    }
-
     /// Attribute lengths and values that do not depend on the inputs' facts.
     fn check_attributes(&self) -> TractResult<()> {
         let label = &self.label;
@@ -207,18 +152,18 @@ impl ScanInference {
 
     /// The layout of the scan over inputs with these facts (the node's inputs, `sequence_lens`
     /// included when given): axes resolved, lengths checked.
-    pub fn layout(&self, inputs: &[TypedFact]) -> TractResult<Layout> {
+    pub(crate) fn layout(&self, inputs: &[TypedFact]) -> TractResult<Layout> {
         Layout::of(self, inputs)
     }
 
     /// The body's input facts for these node input facts.
-    pub fn body_facts(&self, inputs: &[TypedFact]) -> TractResult<Vec<TypedFact>> {
+    pub(crate) fn body_facts(&self, inputs: &[TypedFact]) -> TractResult<Vec<TypedFact>> {
         self.layout(inputs)?.body_facts(self, inputs)
     }
 
     /// Wires the scan into `target` after `inputs` (the node's inputs), its body typed as `body`
     /// (from [`ScanInference::body_facts`]); the node's outputs.
-    pub fn wire_typed(
+    pub(crate) fn wire_typed(
         &self,
         target: &mut TypedModel,
         name: &str,

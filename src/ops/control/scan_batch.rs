@@ -16,7 +16,7 @@ use tract_onnx::tract_core::internal::*;
 
 /// Opset 8's `Scan`, batch entry by batch entry.
 #[derive(Debug, Clone)]
-pub struct BatchScan {
+pub(crate) struct BatchScan {
     /// The node, for errors.
     pub label: Label,
     /// The scan of one entry: inputs the states, the scan inputs (scan axis 0) and the outer

@@ -4,8 +4,8 @@
 //! it: the wrapper body removes that axis after its source and adds the scan outputs' axis back
 //! before its outputs. Opset 8's batch is a [`BatchScan`], running the scan of one entry for each.
 
-use super::scan::{ScanForm, ScanInference};
 use super::scan_batch::BatchScan;
+use super::scan_node::{ScanForm, ScanInference};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tract_onnx::tract_core::internal::*;
@@ -14,7 +14,7 @@ use tract_onnx::tract_core::ops::scan::{InputMapping, OutputMapping, Scan, ScanI
 
 /// Where a scan's inputs and outputs are, for inputs of known facts.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// The node input of the first state (1 when opset 8's `sequence_lens` is given).
     offset: usize,
     /// Whether the inputs carry a batch axis 0 (opset 8).

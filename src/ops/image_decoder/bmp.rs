@@ -22,7 +22,7 @@ fn u32_at(data: &[u8], at: usize) -> Result<u32, Failure> {
 }
 
 /// Decodes a BMP image.
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     if !data.starts_with(b"BM") {
         return Err(corrupt("no BM signature"));
     }

@@ -15,11 +15,11 @@ use std::cell::Cell;
 
 /// The most pixels an image may declare: Pillow's `DecompressionBombError` threshold, twice its
 /// `Image.MAX_IMAGE_PIXELS` (89,478,485, a 24-bit image of 256 MiB).
-pub const MAX_PIXELS: u64 = 2 * 89_478_485;
+pub(crate) const MAX_PIXELS: u64 = 2 * 89_478_485;
 
 /// When the decoding happens, which decides what going over the byte budget means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// A constant image while the model is analysed: over the budget, it is decoded later.
     Analysis,
     /// The model is running: over the budget is an error naming the node.
@@ -27,7 +27,7 @@ pub enum Purpose {
 }
 
 /// The limits of one decoding and what it has charged so far.
-pub struct Budget<'a> {
+pub(crate) struct Budget<'a> {
     label: &'a Label,
     bytes: u64,
     purpose: Purpose,
@@ -40,14 +40,14 @@ pub struct Budget<'a> {
 
 impl<'a> Budget<'a> {
     /// A budget of `bytes` for the node `label`, whose output has `out_channels` channels.
-    pub fn new(label: &'a Label, bytes: u64, purpose: Purpose, out_channels: usize) -> Budget<'a> {
+    pub(crate) fn new(label: &'a Label, bytes: u64, purpose: Purpose, out_channels: usize) -> Budget<'a> {
         Budget { label, bytes, purpose, out_channels, used: Cell::new(0), output_charged: Cell::new(false) }
     }
 
     /// Checks an image of `height` x `width` pixels against [`MAX_PIXELS`]; gives
     /// `height * width * channels`, the bytes of its 8-bit samples, not charged. The first call
     /// charges the output: the converted samples, and as much again for the tensor made of them.
-    pub fn image(&self, height: usize, width: usize, channels: usize) -> Result<usize, Failure> {
+    pub(crate) fn image(&self, height: usize, width: usize, channels: usize) -> Result<usize, Failure> {
         let pixels = (height as u64).checked_mul(width as u64);
         if pixels.is_none_or(|p| p > MAX_PIXELS) {
             let count = pixels.map_or_else(|| "more than 2^64".to_string(), |p| p.to_string());
@@ -67,7 +67,7 @@ impl<'a> Budget<'a> {
 
     /// Charges `bytes` for `what` (a phrase for the error); over the budget, a refusal (when the
     /// model runs) or [`Failure::Deferred`] (while it is analysed).
-    pub fn charge(&self, what: &str, bytes: Option<u64>) -> Result<(), Failure> {
+    pub(crate) fn charge(&self, what: &str, bytes: Option<u64>) -> Result<(), Failure> {
         let total = bytes.and_then(|b| b.checked_add(self.used.get()));
         match total {
             Some(t) if t <= self.bytes => {
@@ -80,12 +80,12 @@ impl<'a> Budget<'a> {
     }
 
     /// Charges `count` items of `size` bytes each.
-    pub fn charge_items(&self, what: &str, count: u64, size: u64) -> Result<(), Failure> {
+    pub(crate) fn charge_items(&self, what: &str, count: u64, size: u64) -> Result<(), Failure> {
         self.charge(what, count.checked_mul(size))
     }
 
     /// The bytes not charged yet.
-    pub fn left(&self) -> u64 {
+    pub(crate) fn left(&self) -> u64 {
         self.bytes.saturating_sub(self.used.get())
     }
 

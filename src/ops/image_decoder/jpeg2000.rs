@@ -16,7 +16,7 @@ fn failure(e: DecodeError) -> Failure {
 }
 
 /// Decodes a JPEG 2000 image.
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let image = Image::new(data, &DecodeSettings::default()).map_err(failure)?;
     let (width, height) = (image.width() as usize, image.height() as usize);
     let colours = match image.color_space() {

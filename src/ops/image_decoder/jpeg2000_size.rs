@@ -9,7 +9,7 @@
 use super::{Budget, Failure};
 
 /// The most tiles a codestream may have: a tile's index (`Isot`) is 16 bits, 65534 at most.
-pub const MAX_TILES: u64 = 65535;
+pub(super) const MAX_TILES: u64 = 65535;
 
 /// Bytes per tile and component: the crate's tile structure and its copy of the component's
 /// coding parameters.
@@ -44,7 +44,7 @@ fn corrupt(what: &str) -> Failure {
 }
 
 /// Charges what decoding `data` takes; `samples` is the 8-bit output of the image.
-pub fn charge(data: &[u8], budget: &Budget<'_>, samples: usize) -> Result<(), Failure> {
+pub(super) fn charge(data: &[u8], budget: &Budget<'_>, samples: usize) -> Result<(), Failure> {
     let h = header(data)?;
     let tiles = h.tiles.0.checked_mul(h.tiles.1).filter(|&t| t <= MAX_TILES).ok_or_else(|| {
         corrupt(&format!("{}x{} tiles, more than a codestream may have ({MAX_TILES})", h.tiles.0, h.tiles.1))
@@ -186,7 +186,7 @@ mod tests {
 
     /// A bare codestream: SIZ of `w` x `h` with tiles of `t` x `t`, one component, a COD of
     /// `levels` levels, code blocks of 2^`cb` and, when given, precincts of 2^`p` (all levels).
-    pub fn stream(w: u32, h: u32, t: u32, levels: u8, cb: u8, p: Option<u8>) -> Vec<u8> {
+    pub(crate) fn stream(w: u32, h: u32, t: u32, levels: u8, cb: u8, p: Option<u8>) -> Vec<u8> {
         let mut s = vec![0xFF, 0x4F, 0xFF, 0x51, 0, 41, 0, 0];
         for v in [w, h, 0, 0, t, t, 0, 0] {
             s.extend_from_slice(&v.to_be_bytes());

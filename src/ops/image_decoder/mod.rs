@@ -18,16 +18,19 @@
 //! when the model is analysed (if decoding it takes at most the analysis budget, else they are
 //! found when it runs), otherwise they are symbols of the node's own, bound when it runs.
 
-pub mod bmp;
-pub mod budget;
-pub mod jpeg;
-pub mod jpeg2000;
+pub(crate) mod bmp;
+pub(crate) mod budget;
+pub(crate) mod jpeg;
+pub(crate) mod jpeg2000;
 mod jpeg2000_size;
-pub mod pixels;
-pub mod png;
-pub mod pnm;
-pub mod tiff;
-pub mod webp;
+pub(crate) mod pixels;
+pub(crate) mod png;
+pub(crate) mod pnm;
+pub(crate) mod tiff;
+pub(crate) mod webp;
+
+#[cfg(test)]
+mod tests;
 
 use crate::node::expanded::{Expanded, Io};
 use crate::node::Label;
@@ -40,7 +43,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// Why a decoder gave no pixels.
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The stream is not a valid image: the output is empty, as the specification says. The reason
     /// is kept for `Debug` output (a failing test, a debugger): the node itself gives no error.
     Corrupt(#[allow(dead_code)] String),
@@ -52,15 +55,15 @@ pub enum Failure {
     Deferred,
 }
 
-pub use budget::Budget;
+pub(crate) use budget::Budget;
 use budget::Purpose;
 
 /// The bytes a constant image's decoding may take while the model is analysed: the analysis budget.
-pub const ANALYSIS_BYTES: u64 = crate::memory::DEFAULT_FOLD_BYTES;
+pub(crate) const ANALYSIS_BYTES: u64 = crate::memory::DEFAULT_FOLD_BYTES;
 
 /// The image formats, told by their first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// Portable Network Graphics.
     Png,
     /// JPEG (JFIF, Exif or bare).
@@ -79,7 +82,7 @@ pub enum Format {
 
 impl Format {
     /// The format of `data`, if it starts as one of them does.
-    pub fn sniff(data: &[u8]) -> Option<Format> {
+    pub(crate) fn sniff(data: &[u8]) -> Option<Format> {
         let starts = |p: &[u8]| data.starts_with(p);
         Some(if starts(b"\x89PNG\r\n\x1a\n") {
             Format::Png
@@ -115,13 +118,13 @@ impl Format {
 
 /// The node's image `data` decoded to `format`: `(height, width, samples)`, `(0, 0, [])` for a
 /// stream that cannot be decoded; what it allocates is limited by what the process can allocate.
-pub fn decode(label: &Label, data: &[u8], format: PixelFormat) -> TractResult<(usize, usize, Vec<u8>)> {
+pub(crate) fn decode(label: &Label, data: &[u8], format: PixelFormat) -> TractResult<(usize, usize, Vec<u8>)> {
     let budget = Budget::new(label, crate::memory::value_limit(), Purpose::Run, format.channels());
     decode_within(label, data, format, &budget)?.ok_or_else(|| label.err("the image decoder deferred a run"))
 }
 
 /// [`decode`] within `budget`; `None` when it is over an analysis budget.
-pub fn decode_within(
+pub(crate) fn decode_within(
     label: &Label,
     data: &[u8],
     format: PixelFormat,
@@ -140,7 +143,10 @@ pub fn decode_within(
 }
 
 /// The ImageDecoder builder.
-pub fn image_decoder(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn image_decoder(
+    _ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 1 || node.input[0].is_empty() {
         return Err(label.err("ImageDecoder takes one input, the encoded image"));
@@ -202,7 +208,7 @@ fn check_input(label: &Label, dt: DatumType, rank: usize) -> TractResult<()> {
 
 /// The output's height and width.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Dims {
+pub(crate) enum Dims {
     /// Read from a constant input when the model was analysed.
     Known(usize, usize),
     /// Known when the node runs.
@@ -211,7 +217,7 @@ pub enum Dims {
 
 /// `ImageDecoder` with its output dims known or minted.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ImageDecoder {
+pub(crate) struct ImageDecoder {
     /// The node, for errors.
     pub label: Label,
     /// The output's pixel format.

@@ -4,7 +4,7 @@ use super::Failure;
 
 /// 8-bit samples, row-major, interleaved: `channels` is 1 (grey), 2 (grey, alpha), 3 (RGB) or 4 (RGBA).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pixels {
+pub(crate) struct Pixels {
     /// Rows.
     pub height: usize,
     /// Columns.
@@ -17,7 +17,7 @@ pub struct Pixels {
 
 /// The output's pixel format (the attribute `pixel_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PixelFormat {
+pub(crate) enum PixelFormat {
     /// Red, green, blue.
     Rgb,
     /// Blue, green, red.
@@ -28,7 +28,7 @@ pub enum PixelFormat {
 
 impl PixelFormat {
     /// From the attribute's text.
-    pub fn parse(text: &str) -> Option<PixelFormat> {
+    pub(crate) fn parse(text: &str) -> Option<PixelFormat> {
         match text {
             "RGB" => Some(PixelFormat::Rgb),
             "BGR" => Some(PixelFormat::Bgr),
@@ -38,7 +38,7 @@ impl PixelFormat {
     }
 
     /// The output's channels.
-    pub fn channels(self) -> usize {
+    pub(crate) fn channels(self) -> usize {
         match self {
             PixelFormat::Grayscale => 1,
             _ => 3,
@@ -48,13 +48,13 @@ impl PixelFormat {
 
 /// Pillow's luma of an RGB pixel (`convert("L")`): `L = R*299/1000 + G*587/1000 + B*114/1000` in
 /// 16-bit fixed point, rounded half up.
-pub fn luma(r: u8, g: u8, b: u8) -> u8 {
+pub(crate) fn luma(r: u8, g: u8, b: u8) -> u8 {
     ((r as u32 * 19595 + g as u32 * 38470 + b as u32 * 7471 + 0x8000) >> 16) as u8
 }
 
 impl Pixels {
     /// Checks that the samples are as many as the dims say.
-    pub fn new(height: usize, width: usize, channels: usize, data: Vec<u8>) -> Result<Pixels, Failure> {
+    pub(crate) fn new(height: usize, width: usize, channels: usize, data: Vec<u8>) -> Result<Pixels, Failure> {
         let want = height.checked_mul(width).and_then(|n| n.checked_mul(channels));
         if !(1..=4).contains(&channels) || want != Some(data.len()) {
             return Err(Failure::Corrupt(format!(
@@ -66,7 +66,7 @@ impl Pixels {
     }
 
     /// The pixels in `format`: alpha dropped, grey repeated into RGB, RGB reduced to luma.
-    pub fn convert(&self, format: PixelFormat) -> Vec<u8> {
+    pub(crate) fn convert(&self, format: PixelFormat) -> Vec<u8> {
         let n = self.height * self.width;
         let mut out = Vec::with_capacity(n * format.channels());
         for p in self.data.chunks_exact(self.channels) {

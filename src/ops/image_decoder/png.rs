@@ -30,7 +30,7 @@ fn declared(data: &[u8]) -> Option<(usize, usize, usize)> {
 }
 
 /// Decodes a PNG image (its first frame).
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     // The declared size against the budget first: the decoded samples (8 bits each once expanded,
     // at most 4 a pixel), which the pixels then hold; the crate's own allocations (chunks, rows,
     // the inflater) are limited to what is left, and its default limit (64 MiB) would refuse large

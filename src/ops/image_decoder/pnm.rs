@@ -52,7 +52,7 @@ impl Tokens<'_> {
 }
 
 /// Decodes a PNM image.
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let kind = match data {
         [b'P', k @ b'1'..=b'6', ..] => k - b'0',
         _ => return Err(corrupt("no P1 to P6 signature")),

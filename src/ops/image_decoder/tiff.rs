@@ -20,7 +20,7 @@ fn failure(e: TiffError) -> Failure {
 }
 
 /// Decodes a TIFF image (its first page).
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     budget.charge("a copy of the TIFF", Some(data.len() as u64))?;
     let data = first_ifd_only(data);
     let mut decoder = Decoder::new(Cursor::new(&data[..])).map_err(failure)?;

@@ -17,7 +17,7 @@ fn failure(e: DecodingError) -> Failure {
 }
 
 /// Decodes a WebP image.
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let mut decoder = WebPDecoder::new(Cursor::new(data)).map_err(failure)?;
     let (width, height) = decoder.dimensions();
     let (width, height) = (width as usize, height as usize);

@@ -14,7 +14,7 @@ use tract_onnx::tract_core::broadcast::multi_broadcast;
 use tract_onnx::tract_hir::internal::*;
 
 /// The BitShift builder.
-pub fn bit_shift(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn bit_shift(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let direction = node.attribute.iter().find(|a| a.name == "direction").map(|a| a.s.as_slice());
     let left = match direction {
@@ -32,7 +32,7 @@ pub fn bit_shift(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dy
 
 /// `x << y` or `x >> y`, element by element.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BitShift {
+pub(crate) struct BitShift {
     /// Left (`true`) or right.
     pub left: bool,
     /// Node name, for errors.

@@ -14,7 +14,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Celu builder.
-pub fn celu(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn celu(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let alpha = crate::node::attrs::float(&label, node, "alpha")?.unwrap_or(1.0);
     if !alpha.is_finite() || alpha == 0.0 {
@@ -25,7 +25,7 @@ pub fn celu(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Inf
 
 /// `Celu` with its `alpha`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Celu {
+pub(crate) struct Celu {
     /// The attribute `alpha` (1 by default).
     pub alpha: f32,
     /// Node name, for errors.

@@ -14,7 +14,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The CumProd builder.
-pub fn cumprod(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn cumprod(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let exclusive = attrs::flag(&label, node, "exclusive")?;
     let reverse = attrs::flag(&label, node, "reverse")?;
@@ -26,7 +26,7 @@ pub fn cumprod(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
 
 /// `CumProd` with its attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CumProd {
+pub(crate) struct CumProd {
     /// The node, for errors.
     pub label: Label,
     /// Products of the elements strictly before each position.

@@ -10,7 +10,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Det builder.
-pub fn det(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn det(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 1 || node.input[0].is_empty() {
         return Err(label.err("Det takes one input"));
@@ -20,7 +20,7 @@ pub fn det(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
 
 /// `Det`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Det {
+pub(crate) struct Det {
     /// The node, for errors.
     pub label: Label,
 }

@@ -34,10 +34,10 @@ use tract_onnx::tract_core::ops::math::{div, mul};
 use tract_onnx::tract_hir::internal::*;
 
 /// The longest transform built (its length is read from the model file).
-pub const MAX_DFT_LENGTH: usize = 1 << 28;
+pub(crate) const MAX_DFT_LENGTH: usize = 1 << 28;
 
 /// The DFT builder.
-pub fn dft(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn dft(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let inverse = crate::node::attrs::flag(&label, node, "inverse")?;
     let onesided = crate::node::attrs::flag(&label, node, "onesided")?;
@@ -69,7 +69,7 @@ pub fn dft(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
 
 /// Where the transformed axis comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Axis {
+pub(crate) enum Axis {
     /// The attribute's value (or the default).
     Fixed(i64),
     /// A constant input, at this position among the op's inputs.
@@ -78,7 +78,7 @@ pub enum Axis {
 
 /// `DFT` with its attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Dft {
+pub(crate) struct Dft {
     /// The node, for errors.
     pub label: Label,
     /// The inverse transform.

@@ -24,11 +24,11 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// A float `ReduceMax` or `ReduceMin` with infinite extremes.
-pub type ExtremumNode = StockNode<Extremum>;
+pub(crate) type ExtremumNode = StockNode<Extremum>;
 
 /// Where a reduction reads its axes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum AxesFrom {
+pub(crate) enum AxesFrom {
     /// The attribute `axes` (`None`: every axis).
     Attribute(Option<Vec<i64>>),
     /// The second input, with `noop_with_empty_axes`.
@@ -40,7 +40,7 @@ pub enum AxesFrom {
 
 /// What [`ExtremumNode`] does after the node's op.
 #[derive(Debug, Clone)]
-pub struct Extremum {
+pub(crate) struct Extremum {
     /// `true` for ReduceMax (minus infinity), `false` for ReduceMin (plus infinity).
     pub max: bool,
     /// The axes.
@@ -48,7 +48,7 @@ pub struct Extremum {
 }
 
 /// Wraps a reduction's op (as a builder returns it) for `ReduceMax` and `ReduceMin`; other ops as is.
-pub fn wrap(
+pub(crate) fn wrap(
     built: (Box<dyn InferenceOp>, Vec<String>),
     node: &tract_onnx::pb::NodeProto,
     axes: AxesFrom,
@@ -141,7 +141,7 @@ fn bool_as_bytes(
 /// (input 0): `-MAX` becomes `-inf` (ReduceMax; `MAX` becomes `+inf` for ReduceMin) where the
 /// reduced set does not hold it. The axes are known, or read from input 2.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ExtremumFix {
+pub(crate) struct ExtremumFix {
     /// `true`: a maximum; `false`: a minimum.
     pub max: bool,
     /// The reduced axes, normalized; `None`: read from input 2 when the node runs.

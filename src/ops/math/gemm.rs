@@ -22,7 +22,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Gemm builder: tract's, with float16 wired as the reference computes it.
-pub fn gemm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn gemm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let float = |name: &str, default: f32| -> TractResult<f32> {
         Ok(crate::node::attrs::float(&label, node, name)?.unwrap_or(default))
@@ -41,7 +41,7 @@ pub fn gemm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infe
 
 /// What [`gemm`] adds to tract's op: float16 computed as the reference.
 #[derive(Debug, Clone)]
-pub struct HalfGemm {
+pub(crate) struct HalfGemm {
     /// `alpha` (1 by default).
     pub alpha: f32,
     /// `beta` (1 by default).
@@ -184,7 +184,7 @@ fn zero_alpha(
 /// elsewhere, as IEEE multiplication gives. An op of its own, so that no optimizer replaces it by
 /// zeros.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TimesZero;
+pub(crate) struct TimesZero;
 
 impl Op for TimesZero {
     fn name(&self) -> StaticName {

@@ -15,7 +15,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// The LogSoftmax builder: opset 1-12 reduce every axis from `axis` on (default 1), opset 13 and
 /// later the one `axis` (default -1).
-pub fn log_softmax(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn log_softmax(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let to_end = ctx.onnx_operator_set_version < 13;
     let axis = crate::node::attrs::int(&label, node, "axis")?.unwrap_or(if to_end { 1 } else { -1 });
@@ -24,7 +24,7 @@ pub fn log_softmax(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<d
 
 /// A log-softmax over `axis` (and every later axis when `to_end`).
 #[derive(Debug, Clone, Hash, PartialEq, Eq)]
-pub struct LogSoftmax {
+pub(crate) struct LogSoftmax {
     /// The attribute `axis`, or its default.
     pub axis: i64,
     /// Opset 1-12: the input read as 2-D, every axis from `axis` on reduced together.

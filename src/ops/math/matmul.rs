@@ -14,7 +14,7 @@ use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::ops::matmul::MatMulInference;
 
 /// The MatMul builder.
-pub fn matmul(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn matmul(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 2 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("MatMul takes two inputs, A and B"));
@@ -31,7 +31,7 @@ pub fn matmul(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn I
 
 /// `MatMul`, with the product of two vectors.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct MatMul {
+pub(crate) struct MatMul {
     /// Node name, for errors.
     pub node: String,
     /// tract's op, for every other case.

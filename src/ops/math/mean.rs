@@ -16,7 +16,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Mean builder.
-pub fn mean(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn mean(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let inputs = node.input.len();
     if inputs == 0 {
@@ -27,7 +27,7 @@ pub fn mean(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Inf
 
 /// The mean of the node's inputs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Mean {
+pub(crate) struct Mean {
     /// Node name, for errors.
     pub node: String,
 }

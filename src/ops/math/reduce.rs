@@ -28,7 +28,7 @@ const REDUCERS: [&str; 10] = [
 ];
 
 /// The builder of every `Reduce*` op: tract's, wrapped when `axes` is an input.
-pub fn reduce(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn reduce(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let op = REDUCERS
         .iter()
         .find(|r| **r == node.op_type)
@@ -55,7 +55,7 @@ pub fn reduce(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
 
 /// The output shape of a reduction over the axes of its second input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReduceAxes {
+pub(crate) struct ReduceAxes {
     /// Whether reduced axes stay, with dim 1.
     pub keepdims: bool,
     /// Whether empty axes leave the input as is (else they reduce every axis).
@@ -64,7 +64,7 @@ pub struct ReduceAxes {
 
 impl ReduceAxes {
     /// The reduced axes, normalized: each in `[-rank, rank)`, none twice. `None` when nothing is reduced.
-    pub fn axes(&self, axes: &[i64], rank: usize) -> Result<Option<Vec<usize>>, String> {
+    pub(crate) fn axes(&self, axes: &[i64], rank: usize) -> Result<Option<Vec<usize>>, String> {
         if axes.is_empty() {
             return Ok(if self.noop_with_empty_axes { None } else { Some((0..rank).collect()) });
         }

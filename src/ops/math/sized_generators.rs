@@ -19,7 +19,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// Which generated tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Generated {
+pub(crate) enum Generated {
     /// A window of `size` values (input 0).
     Window,
     /// The mel filter bank (inputs: num_mel_bins, dft_length, sample_rate, lower and upper edge).
@@ -27,7 +27,7 @@ pub enum Generated {
 }
 
 /// The builder of the window functions and `MelWeightMatrix`: tract's op, with [`Generated`].
-pub fn generated(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn generated(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let (stock, kind): (&'static str, Generated) = match node.op_type.as_str() {
         "HannWindow" => ("HannWindow", Generated::Window),
         "HammingWindow" => ("HammingWindow", Generated::Window),

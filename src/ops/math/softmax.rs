@@ -19,7 +19,7 @@ use tract_onnx::tract_core::ops::nn::{Softmax, SoftmaxKind};
 use tract_onnx::tract_hir::internal::*;
 
 /// The Softmax builder: tract's, with its axis checked and float16 computed as numpy does.
-pub fn softmax(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn softmax(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let default = if ctx.onnx_operator_set_version < 13 { 1 } else { -1 };
     let axis = crate::node::attrs::int(&label, node, "axis")?.unwrap_or(default);
@@ -29,7 +29,7 @@ pub fn softmax(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn I
 /// What [`softmax`] adds to tract's op: the axis checked against the rank (tract ignored an axis out
 /// of range, giving ones), float16 in the typed model as [`HalfSoftmax`].
 #[derive(Debug, Clone)]
-pub struct HalfFix {
+pub(crate) struct HalfFix {
     /// The attribute `axis`, or its default.
     pub axis: i64,
 }
@@ -71,7 +71,7 @@ impl Fix for HalfFix {
 
 /// A float16 softmax over consecutive axes, rounded as numpy rounds it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct HalfSoftmax {
+pub(crate) struct HalfSoftmax {
     /// The first axis reduced.
     pub axis: usize,
     /// How many axes are reduced, from `axis` on.
@@ -83,7 +83,7 @@ pub struct HalfSoftmax {
 impl HalfSoftmax {
     /// The op in place of tract's `softmax` over an input of type `fact`, when that is a float16
     /// softmax (not a log-softmax, not quantized) over consecutive axes.
-    pub fn replacing(softmax: &Softmax, fact: &TypedFact, node: &str) -> Option<HalfSoftmax> {
+    pub(crate) fn replacing(softmax: &Softmax, fact: &TypedFact, node: &str) -> Option<HalfSoftmax> {
         let mut axes = softmax.axes.to_vec();
         axes.sort_unstable();
         let (&axis, count) = (axes.first()?, axes.len());

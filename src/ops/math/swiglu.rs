@@ -9,7 +9,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_hir::internal::*;
 
 /// The SwiGLU builder.
-pub fn swiglu(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn swiglu(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let alpha = crate::node::attrs::float(&label, node, "alpha")?.unwrap_or(1.0);
     if !alpha.is_finite() {
@@ -20,7 +20,7 @@ pub fn swiglu(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn I
 
 /// `SwiGLU` with its `alpha`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SwiGlu {
+pub(crate) struct SwiGlu {
     /// The attribute `alpha` (1 by default), inside the sigmoid.
     pub alpha: f32,
     /// Node name, for errors.

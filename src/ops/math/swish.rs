@@ -13,7 +13,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Swish builder.
-pub fn swish(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn swish(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let alpha = crate::node::attrs::float(&label, node, "alpha")?.unwrap_or(1.0);
     if !alpha.is_finite() {
@@ -24,7 +24,7 @@ pub fn swish(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
 
 /// `Swish` with its `alpha`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Swish {
+pub(crate) struct Swish {
     /// The attribute `alpha` (1 by default).
     pub alpha: f32,
     /// Node name, for errors.

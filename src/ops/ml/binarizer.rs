@@ -12,7 +12,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Binarizer builder.
-pub fn binarizer(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn binarizer(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.domain != "ai.onnx.ml" {
         return Err(label.err(format!("Binarizer is an ai.onnx.ml operator, found in domain {:?}", node.domain)));
@@ -26,7 +26,7 @@ pub fn binarizer(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dy
 
 /// `Binarizer` with its threshold.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Binarizer {
+pub(crate) struct Binarizer {
     /// The node, for errors.
     pub label: Label,
     /// The bits of the attribute `threshold` (an `f32`).

@@ -24,7 +24,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The TfIdfVectorizer builder.
-pub fn tfidf(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn tfidf(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 1 || node.input[0].is_empty() {
         return Err(label.err("TfIdfVectorizer takes one input, X"));
@@ -35,7 +35,7 @@ pub fn tfidf(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn In
 
 /// How counts become output values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Weighting {
+pub(crate) enum Weighting {
     /// The count.
     Tf,
     /// 1 (or the column's weight) where the count is not zero.
@@ -54,7 +54,7 @@ struct GramNode {
 
 /// `TfIdfVectorizer` with its attributes checked and its pool as a tree.
 #[derive(Debug, Clone)]
-pub struct TfIdf {
+pub(crate) struct TfIdf {
     /// The node, for errors.
     pub label: Label,
     /// The attribute `mode`.

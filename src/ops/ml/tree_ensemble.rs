@@ -28,7 +28,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// How a node compares its feature with its split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// `x <= split`.
     Leq,
     /// `x < split`.
@@ -47,7 +47,7 @@ pub enum Mode {
 
 /// Where a branch goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Next {
+pub(crate) enum Next {
     /// An interior node.
     Node(usize),
     /// A leaf.
@@ -56,7 +56,7 @@ pub enum Next {
 
 /// One interior node.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TreeNode {
+pub(crate) struct TreeNode {
     /// The test.
     pub mode: Mode,
     /// The feature (column of `X`).
@@ -75,7 +75,7 @@ pub struct TreeNode {
 
 /// The ensemble, checked.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TreeEnsemble {
+pub(crate) struct TreeEnsemble {
     /// The node, for errors.
     pub label: Label,
     /// The interior nodes.
@@ -121,7 +121,10 @@ fn floats_of(label: &Label, name: &str, t: &Tensor) -> TractResult<Vec<f64>> {
 }
 
 /// The TreeEnsemble builder.
-pub fn tree_ensemble(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn tree_ensemble(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.domain != "ai.onnx.ml" {
         return Err(label.err(format!("TreeEnsemble is an ai.onnx.ml operator, found in domain {:?}", node.domain)));

@@ -19,7 +19,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// `AffineGrid`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AffineGrid {
+pub(crate) struct AffineGrid {
     /// `align_corners`.
     pub align_corners: bool,
     /// The node, for errors.
@@ -27,7 +27,7 @@ pub struct AffineGrid {
 }
 
 /// The AffineGrid builder: our op, with `size` as a shape parameter.
-pub fn affine_grid(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn affine_grid(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 2 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("the inputs are theta and size"));

@@ -19,7 +19,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The BatchNormalization builder: ours in training mode, tract's otherwise.
-pub fn batch_norm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn batch_norm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if !crate::node::attrs::flag(&label, node, "training_mode")? {
         return crate::ops::stock("BatchNormalization")(ctx, node);
@@ -39,7 +39,7 @@ pub fn batch_norm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dy
 
 /// `BatchNormalization` in training mode.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BatchNormTraining {
+pub(crate) struct BatchNormTraining {
     /// The node, for errors.
     pub label: Label,
     /// The bits of `epsilon`.

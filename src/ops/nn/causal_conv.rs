@@ -16,7 +16,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// `CausalConvWithState`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CausalConv {
+pub(crate) struct CausalConv {
     /// Whether the SiLU follows the convolution.
     pub silu: bool,
     /// Whether `bias` is given.
@@ -30,7 +30,7 @@ pub struct CausalConv {
 }
 
 /// The CausalConvWithState builder.
-pub fn causal_conv(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn causal_conv(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let given = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
     if !given(0) || !given(1) || node.input.len() > 4 {

@@ -21,13 +21,13 @@ use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_hir::internal::*;
 
 /// The Conv builder: tract's, with float16 summed in float32.
-pub fn conv(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn conv(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     Ok(StockNode::wrap(crate::ops::stock("Conv")(ctx, node)?, HalfConv, node))
 }
 
 /// What [`conv`] adds to tract's op: float16 wired through a float32 convolution.
 #[derive(Debug, Clone)]
-pub struct HalfConv;
+pub(crate) struct HalfConv;
 
 impl Fix for HalfConv {
     fn folds(_this: &StockNode<Self>, inputs: &[TValue]) -> bool {

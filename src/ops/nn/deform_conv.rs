@@ -22,7 +22,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The DeformConv builder.
-pub fn deform_conv(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn deform_conv(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let given = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
     if !given(0) || !given(1) || !given(2) || node.input.len() > 5 {
@@ -59,7 +59,7 @@ fn rules<'r>(_: &'r DeformConv, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'
 
 /// `DeformConv` with its attributes (spatial ones checked against the input's rank when typed).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct DeformConv {
+pub(crate) struct DeformConv {
     /// The node, for errors.
     pub label: Label,
     /// Channel groups of the convolution.

@@ -23,7 +23,7 @@ use tract_onnx::tract_hir::internal::*;
 use crate::ops::nn::row_layer_norm::RowLayerNorm;
 
 /// The LayerNormalization builder: tract's, with float32 typed as [`ExactLayerNorm`].
-pub fn layer_norm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn layer_norm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let axis = crate::node::attrs::int(&label, node, "axis")?.unwrap_or(-1);
     let eps = crate::node::attrs::float(&label, node, "epsilon")?.unwrap_or(1e-5);
@@ -37,7 +37,7 @@ pub fn layer_norm(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dy
 
 /// What [`layer_norm`] adds to tract's op: float32 as [`ExactLayerNorm`].
 #[derive(Debug, Clone)]
-pub struct ExactFix {
+pub(crate) struct ExactFix {
     /// The first normalized axis (negative from the end).
     pub axis: i64,
     /// `epsilon`.
@@ -90,7 +90,7 @@ impl Fix for ExactFix {
 /// Layer normalization of float32 `x` over its axes from `axis` on, times `scale`, plus `bias`
 /// (inputs 1 and 2, broadcast to the normalized axes), on [`crate::kernel::layer_norm_rows`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ExactLayerNorm {
+pub(crate) struct ExactLayerNorm {
     /// The first normalized axis.
     pub axis: usize,
     /// `epsilon`, a float32 scalar.

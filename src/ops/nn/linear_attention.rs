@@ -19,7 +19,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// `LinearAttention`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LinearAttention {
+pub(crate) struct LinearAttention {
     /// `q_num_heads`.
     pub q_heads: usize,
     /// `kv_num_heads`.
@@ -39,7 +39,10 @@ pub struct LinearAttention {
 }
 
 /// The LinearAttention builder.
-pub fn linear_attention(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn linear_attention(
+    _ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let given = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
     let heads = |name: &str| -> TractResult<usize> {

@@ -19,7 +19,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// How the losses are reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reduction {
+pub(crate) enum Reduction {
     /// The losses, shaped as the target.
     None,
     /// Their sum.
@@ -30,7 +30,7 @@ pub enum Reduction {
 
 /// `NegativeLogLikelihoodLoss` or, with `softmax`, `SoftmaxCrossEntropyLoss`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Loss {
+pub(crate) struct Loss {
     /// Whether the scores go through a log-softmax over axis 1 first (SoftmaxCrossEntropyLoss).
     pub softmax: bool,
     /// `reduction`.
@@ -46,7 +46,7 @@ pub struct Loss {
 }
 
 /// The builder of both losses.
-pub fn loss(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn loss(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let softmax = node.op_type == "SoftmaxCrossEntropyLoss";
     let given = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());

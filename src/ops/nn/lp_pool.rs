@@ -16,7 +16,7 @@ use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_hir::internal::*;
 
 /// The LpPool builder.
-pub fn lp_pool(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn lp_pool(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let p = attrs::int(&label, node, "p")?.unwrap_or(2);
     if p < 1 {
@@ -78,7 +78,7 @@ pub fn lp_pool(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn 
 
 /// `LpPool` with its pooling spec (channels filled in when wired).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct LpPool {
+pub(crate) struct LpPool {
     /// The node, for errors.
     pub label: Label,
     /// The norm's order.

@@ -20,7 +20,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The MaxUnpool builder.
-pub fn max_unpool(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn max_unpool(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let given = |i: usize| node.input.get(i).is_some_and(|n| !n.is_empty());
     if !given(0) || !given(1) || node.input.len() > 3 {
@@ -155,7 +155,7 @@ fn wire(spec: &Spec, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) 
 
 /// `MaxUnpool` with its output dims decided.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct MaxUnpool {
+pub(crate) struct MaxUnpool {
     /// The node, for errors.
     pub label: Label,
     /// The pooling windows' sizes.

@@ -15,7 +15,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Resize builder: tract's, wrapped with [`ResizeRule`].
-pub fn resize(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn resize(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     resize_named(ctx, node, node)
 }
 

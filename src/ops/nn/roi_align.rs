@@ -24,7 +24,7 @@ use tract_onnx::tract_hir::internal::*;
 const MAX_SAMPLES: u64 = 1 << 26;
 
 /// The RoiAlign builder.
-pub fn roi_align(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn roi_align(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 3 || node.input.iter().any(|i| i.is_empty()) {
         return Err(label.err("RoiAlign takes three inputs: X, rois and batch_indices"));
@@ -84,7 +84,7 @@ fn rules<'r>(_: &'r RoiAlign, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>
 
 /// `RoiAlign` with its attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RoiAlign {
+pub(crate) struct RoiAlign {
     /// The node, for errors.
     pub label: Label,
     /// `half_pixel` coordinates (else `output_half_pixel`).

@@ -21,7 +21,10 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_hir::internal::*;
 
 /// The RotaryEmbedding builder.
-pub fn rotary_embedding(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn rotary_embedding(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     if node.domain == "com.microsoft" {
         return crate::ops::stock("RotaryEmbedding")(ctx, node);
     }
@@ -45,7 +48,7 @@ pub fn rotary_embedding(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(
 
 /// `RotaryEmbedding` with its attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Rotary {
+pub(crate) struct Rotary {
     /// The node, for errors.
     pub label: Label,
     /// Pairs are even and odd elements (else the two halves of the rotated part).

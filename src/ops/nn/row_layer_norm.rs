@@ -15,7 +15,7 @@ use crate::kernel::layer_norm_rows;
 
 /// `(x - mean) / sqrt(var + eps) * scale + bias` over the last axis of a float32 tensor.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RowLayerNorm {
+pub(crate) struct RowLayerNorm {
     /// The epsilon added to the variance.
     pub eps: Arc<Tensor>,
     /// The scale, one float32 per column (rank 1), if any.

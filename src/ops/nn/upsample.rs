@@ -13,7 +13,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::InferenceOp;
 
 /// The Upsample builder.
-pub fn upsample(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn upsample(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let invalid = |m: String| crate::NodeError::invalid(&label.node, "Upsample", m);
     if node.attribute.iter().any(|a| a.name == "scales") || node.input.len() < 2 {

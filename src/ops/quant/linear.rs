@@ -18,12 +18,18 @@ use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, quantize_linear_u8,
 use tract_onnx::tract_hir::internal::*;
 
 /// The QuantizeLinear builder.
-pub fn quantize_linear(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn quantize_linear(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     build(ctx, node, false)
 }
 
 /// The DequantizeLinear builder.
-pub fn dequantize_linear(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn dequantize_linear(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     build(ctx, node, true)
 }
 
@@ -65,7 +71,7 @@ fn build(
 
 /// One `QuantizeLinear` or `DequantizeLinear` node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Quant {
+pub(crate) struct Quant {
     /// The node, for errors.
     pub label: Label,
     /// `DequantizeLinear` (else `QuantizeLinear`).

@@ -14,7 +14,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// `Bernoulli` with its attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Bernoulli {
+pub(crate) struct Bernoulli {
     /// The node, for errors.
     pub label: Label,
     /// The output type; `None`: the input's.
@@ -24,7 +24,7 @@ pub struct Bernoulli {
 }
 
 /// The Bernoulli builder.
-pub fn bernoulli(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn bernoulli(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 1 || node.input[0].is_empty() {
         return Err(label.err("Bernoulli takes one input, the probabilities"));

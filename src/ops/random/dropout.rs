@@ -21,7 +21,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// `Dropout` in the form that may train.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Dropout {
+pub(crate) struct Dropout {
     /// The node, for errors.
     pub label: Label,
     /// Whether the node gives `ratio` (its input 1).
@@ -33,7 +33,7 @@ pub struct Dropout {
 }
 
 /// The Dropout builder: ours when the node has a `training_mode` input, tract's otherwise.
-pub fn dropout(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn dropout(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let training = node.input.get(2).is_some_and(|i| !i.is_empty());
     if ctx.onnx_operator_set_version < 12 || !training {

@@ -11,10 +11,10 @@
 //! These ops are not functions of their inputs: they are never evaluated out of a plan, so neither
 //! analysis nor `fold` turns them into constants, and `fold` never merges two of them.
 
-pub mod bernoulli;
-pub mod dropout;
-pub mod mt;
-pub mod sample;
+pub(crate) mod bernoulli;
+pub(crate) mod dropout;
+pub(crate) mod mt;
+pub(crate) mod sample;
 
 use crate::node::Label;
 use mt::LegacyRng;
@@ -22,7 +22,7 @@ use tract_onnx::prelude::*;
 
 /// Where a random op's generator starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Seed {
+pub(crate) enum Seed {
     /// `RandomState(seed)`: the same draws on every run.
     Fixed(u32),
     /// A new seed from the system and the clock on every run.
@@ -31,7 +31,7 @@ pub enum Seed {
 
 impl Seed {
     /// A `float` seed attribute, as the reference converts it (`int(seed)`; NaN or absent: none).
-    pub fn of_float(label: &Label, seed: Option<f32>) -> TractResult<Seed> {
+    pub(crate) fn of_float(label: &Label, seed: Option<f32>) -> TractResult<Seed> {
         match seed {
             None => Ok(Seed::Fresh),
             Some(s) if s.is_nan() => Ok(Seed::Fresh),
@@ -47,7 +47,7 @@ impl Seed {
     }
 
     /// An `int` seed attribute (Dropout's).
-    pub fn of_int(label: &Label, seed: Option<i64>) -> TractResult<Seed> {
+    pub(crate) fn of_int(label: &Label, seed: Option<i64>) -> TractResult<Seed> {
         match seed {
             None => Ok(Seed::Fresh),
             Some(s) => u32::try_from(s).map(Seed::Fixed).map_err(|_| {
@@ -57,7 +57,7 @@ impl Seed {
     }
 
     /// A generator for one run of the node.
-    pub fn rng(self) -> LegacyRng {
+    pub(crate) fn rng(self) -> LegacyRng {
         match self {
             Seed::Fixed(s) => LegacyRng::new(s),
             Seed::Fresh => LegacyRng::new(fresh_seed()),

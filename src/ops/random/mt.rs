@@ -10,7 +10,7 @@ const M: usize = 397;
 
 /// One MT19937 stream with the state numpy's legacy distributions keep beside it.
 #[derive(Clone)]
-pub struct LegacyRng {
+pub(crate) struct LegacyRng {
     mt: Box<[u32; N]>,
     next: usize,
     /// The second normal of the last pair drawn, not yet given.
@@ -19,7 +19,7 @@ pub struct LegacyRng {
 
 impl LegacyRng {
     /// The stream `RandomState(seed)` starts (Matsumoto and Nishimura's `init_genrand`).
-    pub fn new(seed: u32) -> Self {
+    pub(crate) fn new(seed: u32) -> Self {
         let mut mt = Box::new([0u32; N]);
         mt[0] = seed;
         for i in 1..N {
@@ -40,7 +40,7 @@ impl LegacyRng {
     }
 
     /// The next 32-bit output, tempered.
-    pub fn next_u32(&mut self) -> u32 {
+    pub(crate) fn next_u32(&mut self) -> u32 {
         if self.next >= N {
             self.refill();
         }
@@ -53,14 +53,14 @@ impl LegacyRng {
     }
 
     /// A double in `[0, 1)` with 53 random bits (`random_sample`).
-    pub fn next_double(&mut self) -> f64 {
+    pub(crate) fn next_double(&mut self) -> f64 {
         let a = (self.next_u32() >> 5) as f64;
         let b = (self.next_u32() >> 6) as f64;
         (a * 67_108_864.0 + b) / 9_007_199_254_740_992.0
     }
 
     /// A standard normal (`randn`): the polar method, two values per accepted pair.
-    pub fn gauss(&mut self) -> f64 {
+    pub(crate) fn gauss(&mut self) -> f64 {
         if let Some(g) = self.gauss.take() {
             return g;
         }
@@ -78,7 +78,7 @@ impl LegacyRng {
 
     /// `binomial(1, p)` for `p` in `[0, 1]` (checked by the caller): numpy's inversion for one
     /// trial, on `min(p, 1-p)`. Every call draws at least one double, `p` 0 or 1 included.
-    pub fn bernoulli(&mut self, p: f64) -> bool {
+    pub(crate) fn bernoulli(&mut self, p: f64) -> bool {
         if p <= 0.5 {
             self.inversion(p)
         } else {

@@ -18,7 +18,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// The distribution drawn from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dist {
+pub(crate) enum Dist {
     /// Uniform over `[low, high)`: the bits of `low` and `high`.
     Uniform {
         /// `low`.
@@ -37,7 +37,7 @@ pub enum Dist {
 
 /// One of the four ops.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RandomSample {
+pub(crate) struct RandomSample {
     /// The node, for errors.
     pub label: Label,
     /// The distribution.
@@ -51,7 +51,10 @@ pub struct RandomSample {
 }
 
 /// The builder of all four.
-pub fn random_sample(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn random_sample(
+    _ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let like = node.op_type.ends_with("Like");
     let name: &'static str = match node.op_type.as_str() {

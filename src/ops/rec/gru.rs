@@ -26,7 +26,7 @@ use tract_onnx::tract_core::internal::*;
 
 /// A `GRU` in its plain form, forward, reverse or bidirectional, either layout.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct GruOp {
+pub(crate) struct GruOp {
     /// The node, for errors.
     pub label: Label,
     /// `layout=1`: `X` is `[batch, seq, input]`, and the outputs batch first too.
@@ -45,7 +45,7 @@ pub struct GruOp {
 
 impl GruOp {
     /// The op for `node` if it is a `GRU` of the plain form (see the module docs), `None` otherwise.
-    pub fn plain(node: &NodeProto, label: Label) -> Option<GruOp> {
+    pub(crate) fn plain(node: &NodeProto, label: Label) -> Option<GruOp> {
         if node.op_type != "GRU" {
             return None;
         }

@@ -23,11 +23,11 @@ use tract_onnx::tract_core::tract_linalg::Func;
 
 /// The most multiply-adds per step [`LstmOp`] takes (16 units over 48 inputs and states is 3,072;
 /// silero-vad's 128 over 256 is 131,072 and stays tract's).
-pub const SMALL_STEP: usize = 16_384;
+pub(crate) const SMALL_STEP: usize = 16_384;
 
 /// An `LSTM` in its plain form, forward, reverse or bidirectional, either layout.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct LstmOp {
+pub(crate) struct LstmOp {
     /// The node, for errors.
     pub label: Label,
     /// `layout=1`: `X` is `[batch, seq, input]`, and the outputs batch first too.
@@ -47,7 +47,7 @@ pub struct LstmOp {
 
 impl LstmOp {
     /// The op for `node` if it is an `LSTM` of the plain form (see the module docs), `None` otherwise.
-    pub fn plain(node: &NodeProto, label: Label) -> Option<LstmOp> {
+    pub(crate) fn plain(node: &NodeProto, label: Label) -> Option<LstmOp> {
         if node.op_type != "LSTM" {
             return None;
         }
@@ -66,7 +66,7 @@ impl LstmOp {
     /// Whether a step's products (`4h × (input + h)` multiply-adds) are small enough for our loops:
     /// above [`SMALL_STEP`], tract's matrix kernels (vectorized for the CPU it runs on, where ours are
     /// compiled for any x86-64) win over the per-step overhead they carry.
-    pub fn small(w: &TypedFact, r: &TypedFact) -> bool {
+    pub(crate) fn small(w: &TypedFact, r: &TypedFact) -> bool {
         let dims = [&w.shape[1], &w.shape[2], &r.shape[2]].map(|d| d.to_usize().ok());
         let [Some(gates), Some(input), Some(hidden)] = dims else { return false };
         input.checked_add(hidden).and_then(|n| n.checked_mul(gates)).is_some_and(|n| n <= SMALL_STEP)

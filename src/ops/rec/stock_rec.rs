@@ -22,11 +22,11 @@ use tract_onnx::tract_hir::internal::*;
 
 /// tract's recurrent op, with missing initial states given as zeros of a symbolic shape and the
 /// reverse direction run on reversed sequences.
-pub type RecNode = StockNode<RecFix>;
+pub(crate) type RecNode = StockNode<RecFix>;
 
 /// What [`RecNode`] does in front of tract's op.
 #[derive(Debug, Clone)]
-pub struct RecFix {
+pub(crate) struct RecFix {
     /// The node with its missing states as inputs; `None` when no state is missing.
     with_states: Option<WithStates>,
     /// `layout=1`: batch first.
@@ -41,7 +41,7 @@ pub struct RecFix {
 
 /// Our kernels for the plain forms.
 #[derive(Debug, Clone)]
-pub enum Ours {
+pub(crate) enum Ours {
     /// An `LSTM`'s.
     Lstm(LstmOp),
     /// A `GRU`'s.
@@ -50,7 +50,7 @@ pub enum Ours {
 
 /// tract's op for a node with its missing initial states given as inputs.
 #[derive(Debug, Clone)]
-pub struct WithStates {
+pub(crate) struct WithStates {
     /// tract's op built for the node with its missing states present.
     op: Box<dyn InferenceOp>,
     /// The node's inputs with the states: `Some(i)` is the node's `i`-th present input, `None` a
@@ -60,7 +60,7 @@ pub struct WithStates {
 
 /// The builder for `RNN`, `GRU` and `LSTM`: tract's, wrapped when an initial state is missing or the
 /// direction is `"reverse"`.
-pub fn rec(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn rec(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let (op, states): (&'static str, &[usize]) = match node.op_type.as_str() {
         "LSTM" => ("LSTM", &[5, 6]),
         "GRU" => ("GRU", &[5]),

@@ -27,7 +27,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// The update rule and its attributes (floats as their `f32` bits).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// `Adagrad`.
     Adagrad {
         /// `norm_coefficient`.
@@ -75,7 +75,7 @@ impl Rule {
 
 /// One of the three optimizers over `groups` tensors.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Optimizer {
+pub(crate) struct Optimizer {
     /// The node, for errors.
     pub label: Label,
     /// The rule.
@@ -85,7 +85,7 @@ pub struct Optimizer {
 }
 
 /// The builder of `Adagrad`, `Adam` and `Momentum`.
-pub fn optimizer(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn optimizer(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     let float = |name: &str, default: Option<f32>| -> TractResult<u32> {
         match attrs::float(&label, node, name)?.or(default) {

@@ -29,7 +29,7 @@ enum Arith {
 
 /// tract's binary op, run by our loops on broadcasting float32 operands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BroadcastBin {
+pub(crate) struct BroadcastBin {
     /// tract's op: its facts, and its evaluation for anything else.
     pub stock: TypedBinOp,
     arith: Arith,
@@ -37,7 +37,7 @@ pub struct BroadcastBin {
 
 impl BroadcastBin {
     /// Our op in place of `stock`, when it is one of the four operations on float32.
-    pub fn replacing(stock: &TypedBinOp, a: &TypedFact, b: &TypedFact) -> Option<BroadcastBin> {
+    pub(crate) fn replacing(stock: &TypedBinOp, a: &TypedFact, b: &TypedFact) -> Option<BroadcastBin> {
         let arith = match stock.0.name() {
             "Add" => Arith::Add,
             "Sub" => Arith::Sub,

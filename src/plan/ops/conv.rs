@@ -14,7 +14,7 @@ use crate::kernel::{check_allocation, conv2d, ConvGeometry, PackedConv};
 
 /// A 2-D convolution of float32 `NCHW` (or `CHW`) images by constant weights.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirectConv {
+pub(crate) struct DirectConv {
     /// The convolution's geometry, as tract's op had it (2-D, channels first; group 1 or depthwise).
     pub pool_spec: PoolSpec,
     /// Its weights, bias and clamp.

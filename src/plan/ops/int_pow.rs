@@ -13,14 +13,14 @@ use tract_onnx::tract_core::ops::math::PowConst;
 
 /// `x^3` by multiplication, for float32 (tract's op for other types).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CubePow {
+pub(crate) struct CubePow {
     /// tract's op, for other element types.
     pub stock: ElementWiseOp,
 }
 
 impl CubePow {
     /// Our op in place of `op`, when it is tract's `PowConst` with exponent 3.
-    pub fn replacing(op: &ElementWiseOp) -> Option<CubePow> {
+    pub(crate) fn replacing(op: &ElementWiseOp) -> Option<CubePow> {
         let pow = op.0.downcast_ref::<PowConst>()?;
         (pow.exponent == 3.0).then(|| CubePow { stock: op.clone() })
     }

@@ -26,7 +26,7 @@ const BLOCK: usize = 1024;
 
 /// One step of [`ScalarSteps`]: `x = x op s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Step {
+pub(crate) enum Step {
     /// `x + s`.
     Add,
     /// `x - s`.
@@ -93,7 +93,7 @@ impl Step {
 /// Float32 elementwise steps by one-value operands (inputs 1..), applied in turn to input 0, with
 /// max and min that keep NaN.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ScalarSteps {
+pub(crate) struct ScalarSteps {
     /// The steps, in order; step `i` reads the `i`-th input other than the stepped value.
     pub steps: Vec<Step>,
     /// Which input is the stepped value (0, or 1 for `s op x` with one step).
@@ -105,7 +105,7 @@ impl ScalarSteps {
     /// `OptBinByScalar`, or its `TypedBinOp` left as it is for small tensors, the value on either
     /// side), or an `OptBinChain` of steps by one value each that holds a max or a min; its output
     /// has the shape of the value it steps (no broadcasting by the one-value operands).
-    pub fn replacing(model: &TypedModel, node: &TypedNode) -> TractResult<Option<ScalarSteps>> {
+    pub(crate) fn replacing(model: &TypedModel, node: &TypedNode) -> TractResult<Option<ScalarSteps>> {
         let name_of = |op: &dyn Op| -> Option<(Step, bool)> {
             if let Some(by_scalar) = op.downcast_ref::<OptBinByScalar>() {
                 return Some((Step::of(by_scalar.binop.name())?, false));
@@ -249,14 +249,14 @@ fn has_nan(xs: &[f32]) -> bool {
 
 /// tract's float32 sigmoid with NaN kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NanSigmoid {
+pub(crate) struct NanSigmoid {
     /// tract's op, which computes every value that is not NaN.
     pub stock: ElementWiseOp,
 }
 
 impl NanSigmoid {
     /// Our op for tract's elementwise `op` over `fact`, if it is a float32 sigmoid.
-    pub fn replacing(op: &ElementWiseOp, fact: &TypedFact) -> Option<NanSigmoid> {
+    pub(crate) fn replacing(op: &ElementWiseOp, fact: &TypedFact) -> Option<NanSigmoid> {
         let sigmoid = op.0.name() == "Sigmoid" && op.1.is_none() && fact.datum_type == f32::datum_type();
         sigmoid.then(|| NanSigmoid { stock: op.clone() })
     }

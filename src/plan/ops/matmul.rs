@@ -35,7 +35,7 @@ const MAX_BLOCK: usize = 1 << 18;
 
 /// A float32 matrix product in calls of our kernel (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SmallMatMul {
+pub(crate) struct SmallMatMul {
     /// The shape of the first input, and of the second unless it is constant.
     inputs: TVec<TVec<usize>>,
     /// The output's shape.
@@ -93,7 +93,7 @@ impl SmallMatMul {
     /// when given, with `bias` added when given (a constant of the output's rank, each dim 1 or the
     /// output's): `None` when the einsum is not a matrix product the kernel computes, the bias is
     /// not one it can start from, or there are too many calls (see the module docs).
-    pub fn plan(
+    pub(crate) fn plan(
         axes: &AxesMapping,
         first: usize,
         shapes: [&[usize]; 2],
@@ -210,7 +210,7 @@ impl SmallMatMul {
     }
 
     /// The op with its output clamped to `[low, high]` (NaN kept).
-    pub fn with_clamp(mut self, low: f32, high: f32) -> SmallMatMul {
+    pub(crate) fn with_clamp(mut self, low: f32, high: f32) -> SmallMatMul {
         self.clamp = Some([low.to_bits(), high.to_bits()]);
         self
     }

@@ -18,14 +18,14 @@ use crate::kernel::check_allocation;
 
 /// tract's `OptMaxPool`, run by our loop where it applies (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PlaneMaxPool {
+pub(crate) struct PlaneMaxPool {
     /// tract's op: its geometry, and its evaluation where our loop does not apply.
     pub stock: OptMaxPool,
 }
 
 impl PlaneMaxPool {
     /// Our op in place of `stock`, when its form is one our loop runs.
-    pub fn replacing(stock: &OptMaxPool) -> Option<PlaneMaxPool> {
+    pub(crate) fn replacing(stock: &OptMaxPool) -> Option<PlaneMaxPool> {
         let spec = &stock.pool_spec;
         let nchw = matches!(spec.data_format, DataFormat::NCHW | DataFormat::CHW);
         let plain = spec.rank() == 2 && spec.dilations().iter().all(|d| *d == 1) && stock.with_index_outputs.is_none();

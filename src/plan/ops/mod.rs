@@ -30,19 +30,19 @@ use tract_onnx::tract_core::ops::nn::Softmax;
 
 use crate::slicing::PlannedView;
 
-pub use crate::ops::nn::row_layer_norm::RowLayerNorm;
-pub use broadcast::BroadcastBin;
-pub use conv::DirectConv;
-pub use int_pow::CubePow;
-pub use keep_nan::{NanSigmoid, ScalarSteps};
-pub use matmul::SmallMatMul;
-pub use maxpool::PlaneMaxPool;
-pub use resize::RowResize;
-pub use softmax::AxisSoftmax;
+pub(crate) use crate::ops::nn::row_layer_norm::RowLayerNorm;
+pub(crate) use broadcast::BroadcastBin;
+pub(crate) use conv::DirectConv;
+pub(crate) use int_pow::CubePow;
+pub(crate) use keep_nan::{NanSigmoid, ScalarSteps};
+pub(crate) use matmul::SmallMatMul;
+pub(crate) use maxpool::PlaneMaxPool;
+pub(crate) use resize::RowResize;
+pub(crate) use softmax::AxisSoftmax;
 
 /// Replaces, in an optimized `model`, every tract op one of ours runs faster (see the module docs);
 /// returns how many nodes it changed.
-pub fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
+pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
     let mut replaced = 0;
     for id in 0..model.nodes.len() {
         let node = &model.nodes[id];

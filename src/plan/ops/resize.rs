@@ -14,7 +14,7 @@ use crate::kernel::{check_allocation, resample_axis, AxisTaps};
 
 /// tract's core `Resize`, evaluated by our kernel on f32 inputs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RowResize {
+pub(crate) struct RowResize {
     /// tract's op: its taps, its output shape rule, and its evaluation for other element types.
     pub stock: Resize,
 }

@@ -17,7 +17,7 @@ use crate::kernel::{softmax_axis, SoftmaxFn};
 
 /// A float softmax or log-softmax over consecutive axes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AxisSoftmax {
+pub(crate) struct AxisSoftmax {
     /// The first axis reduced.
     pub axis: usize,
     /// How many axes are reduced, from `axis` on.
@@ -29,7 +29,7 @@ pub struct AxisSoftmax {
 impl AxisSoftmax {
     /// The op for tract's `softmax` over an input of type `fact`, if our kernel takes it: f32 or
     /// f64 (not quantized), over consecutive axes.
-    pub fn replacing(softmax: &Softmax, fact: &TypedFact) -> Option<AxisSoftmax> {
+    pub(crate) fn replacing(softmax: &Softmax, fact: &TypedFact) -> Option<AxisSoftmax> {
         let float = fact.datum_type == f32::datum_type() || fact.datum_type == f64::datum_type();
         let mut axes = softmax.axes.to_vec();
         axes.sort_unstable();

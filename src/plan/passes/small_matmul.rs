@@ -30,7 +30,7 @@ use crate::plan::SmallMatMul;
 /// measured as fast as tract's or faster on every shape tried, one thread, up to 3136x96x96 and
 /// 512x256x256 (1.0-2.6x); the bound leaves longer products to tract's kernel, which splits them
 /// over threads when more than one is asked for and cuts large operands in blocks that stay in cache.
-pub const MAX_WORK: usize = 1 << 22;
+pub(crate) const MAX_WORK: usize = 1 << 22;
 
 /// The rule of the small-matmul pass (see the module docs): the patch for `node`, if it is a small
 /// float32 matrix product.

@@ -15,7 +15,7 @@ use tract_onnx::tract_hir::internal::*;
 /// tract's Pad, wrapped to take symbolic pads
 /// (see [`crate::ops::array::pad::symbolic`]) and, from opset 11, pads and axes as parameters (see
 /// [`crate::ops::array::pad::params`]).
-pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let graph = ctx.parent_graphs.last().copied().or(ctx.model.graph.as_ref());
     let over_shape = graph.is_some_and(|g| {
         g.node.iter().any(|n| n.op_type == "Shape" && node.input.first().is_some_and(|i| n.output.contains(i)))
@@ -57,7 +57,7 @@ pub fn pad(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn Infer
 
 /// Constant-mode Pad of a 1-D integer vector (a shape).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ShapePad {
+pub(crate) struct ShapePad {
     /// Node name, for errors.
     pub node: String,
     /// Whether the constant value is an input (else 0).

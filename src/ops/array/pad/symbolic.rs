@@ -14,7 +14,7 @@ use tract_onnx::tract_core::ops::array::{Pad, PadMode};
 use tract_onnx::tract_hir::internal::*;
 
 /// tract's Pad, with symbolic pads handled.
-pub type PadNode = StockNode<SymbolicPads>;
+pub(crate) type PadNode = StockNode<SymbolicPads>;
 
 /// What [`PadNode`] does in front of tract's Pad: symbolic pads make a [`SymbolicPad`].
 #[derive(Debug, Clone)]
@@ -75,7 +75,7 @@ impl Fix for SymbolicPads {
 
 /// A Pad whose pads are dim expressions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SymbolicPad {
+pub(crate) struct SymbolicPad {
     /// `(before, after)` per axis.
     pub pads: Vec<(TDim, TDim)>,
     /// How the new elements are filled.

@@ -100,7 +100,7 @@ fn wire(spec: &WrapSpec, prefix: &str, model: &mut TypedModel, inputs: &[OutletI
 
 /// A Pad in wrap mode with its pads known as dims.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct WrapPad {
+pub(crate) struct WrapPad {
     /// The node, for errors.
     pub label: Label,
     /// `(before, after)` per axis.

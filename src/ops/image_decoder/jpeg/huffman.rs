@@ -9,7 +9,7 @@ use crate::ops::image_decoder::Failure;
 /// A Huffman table as JPEG's annex C builds it: for each code length, the largest code and where
 /// its symbols start.
 #[derive(Debug, Clone)]
-pub struct Table {
+pub(crate) struct Table {
     /// `maxcode[l]`: the largest code of `l` bits, -1 when none (index 1..=16).
     maxcode: [i32; 17],
     /// `valptr[l] - mincode[l]`: the symbol index of a code of `l` bits is the code plus this.
@@ -21,7 +21,7 @@ pub struct Table {
 impl Table {
     /// From the 16 counts of codes of each length and the symbols; `dc` tables may hold sizes up to
     /// 15 only (libjpeg refuses the table otherwise).
-    pub fn new(counts: &[u8; 16], values: Vec<u8>, dc: bool) -> Result<Table, Failure> {
+    pub(crate) fn new(counts: &[u8; 16], values: Vec<u8>, dc: bool) -> Result<Table, Failure> {
         let total: usize = counts.iter().map(|&c| c as usize).sum();
         if total != values.len() || total > 256 {
             return Err(corrupt("a Huffman table's counts and symbols disagree"));
@@ -50,7 +50,7 @@ impl Table {
 }
 
 /// The bits of a scan's entropy-coded data.
-pub struct Bits<'a> {
+pub(crate) struct Bits<'a> {
     data: &'a [u8],
     /// The next byte to read.
     pub at: usize,
@@ -60,7 +60,7 @@ pub struct Bits<'a> {
 
 impl<'a> Bits<'a> {
     /// Reading `data` from `at`.
-    pub fn new(data: &'a [u8], at: usize) -> Bits<'a> {
+    pub(crate) fn new(data: &'a [u8], at: usize) -> Bits<'a> {
         Bits { data, at, acc: 0, count: 0 }
     }
 
@@ -96,7 +96,7 @@ impl<'a> Bits<'a> {
     }
 
     /// The next `n` bits (at most 16), most significant first.
-    pub fn bits(&mut self, n: u32) -> Result<i32, Failure> {
+    pub(crate) fn bits(&mut self, n: u32) -> Result<i32, Failure> {
         let mut v = 0i32;
         for _ in 0..n {
             v = (v << 1) | self.bit()? as i32;
@@ -106,7 +106,7 @@ impl<'a> Bits<'a> {
 
     /// The next symbol of `table`; a code longer than 16 bits is libjpeg's "bad Huffman code":
     /// 17 bits read (libjpeg reads up to its sentinel length, 17), symbol 0.
-    pub fn decode(&mut self, table: &Table) -> Result<u8, Failure> {
+    pub(crate) fn decode(&mut self, table: &Table) -> Result<u8, Failure> {
         let mut code = 0i32;
         for l in 1..=16 {
             code = (code << 1) | self.bit()? as i32;
@@ -119,7 +119,7 @@ impl<'a> Bits<'a> {
     }
 
     /// A restart: the partial byte dropped, the `RSTn` marker (any, as libjpeg resynchronises) read.
-    pub fn restart(&mut self) -> Result<(), Failure> {
+    pub(crate) fn restart(&mut self) -> Result<(), Failure> {
         self.count = 0;
         while self.data.get(self.at) == Some(&0xFF) {
             self.at += 1;
@@ -135,7 +135,7 @@ impl<'a> Bits<'a> {
     }
 
     /// Past the scan's data: the position of the marker that ends it.
-    pub fn end(&mut self) -> Result<usize, Failure> {
+    pub(crate) fn end(&mut self) -> Result<usize, Failure> {
         loop {
             match (self.data.get(self.at), self.data.get(self.at + 1)) {
                 (Some(0xFF), Some(0)) => self.at += 2,
@@ -150,7 +150,7 @@ impl<'a> Bits<'a> {
 }
 
 /// `HUFF_EXTEND`: the signed value of `s` bits `v`.
-pub fn extend(v: i32, s: u32) -> i32 {
+pub(crate) fn extend(v: i32, s: u32) -> i32 {
     if s == 0 {
         0
     } else if v < (1 << (s - 1)) {

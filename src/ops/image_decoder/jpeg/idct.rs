@@ -55,7 +55,7 @@ fn pass(v: [i64; 8]) -> [i64; 8] {
 
 /// The samples of one block of dequantized coefficients (natural order, row-major), written to
 /// `out` at `stride` between rows.
-pub fn idct_islow(coefs: &[i32; 64], out: &mut [u8], stride: usize) {
+pub(crate) fn idct_islow(coefs: &[i32; 64], out: &mut [u8], stride: usize) {
     let mut ws = [0i64; 64];
     for c in 0..8 {
         let col: [i64; 8] = std::array::from_fn(|r| coefs[r * 8 + c] as i64);

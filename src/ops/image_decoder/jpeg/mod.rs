@@ -8,11 +8,11 @@
 //! decides. Arithmetic-coded, lossless, hierarchical, 12-bit and four-component (CMYK) images are
 //! refused.
 
-pub mod huffman;
-pub mod idct;
-pub mod progressive;
-pub mod standard_tables;
-pub mod upsample;
+pub(crate) mod huffman;
+pub(crate) mod idct;
+pub(crate) mod progressive;
+pub(crate) mod standard_tables;
+pub(crate) mod upsample;
 
 use super::pixels::Pixels;
 use super::{Budget, Failure};
@@ -62,7 +62,7 @@ fn u16_at(data: &[u8], at: usize) -> Result<usize, Failure> {
 }
 
 /// Decodes a JPEG image.
-pub fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
+pub(crate) fn decode(data: &[u8], budget: &Budget<'_>) -> Result<Pixels, Failure> {
     let mut s = State {
         quant: [None; 4],
         dc: Default::default(),

@@ -14,7 +14,7 @@ fn natural(k: usize) -> usize {
 /// What a scan codes, from its `Ss`, `Se`, `Ah`, `Al`: `al` is the bit the pass starts at (its
 /// values shifted left by it), `ss..=se` the band of AC coefficients (zigzag positions).
 #[derive(Debug, Clone, Copy)]
-pub enum Pass {
+pub(crate) enum Pass {
     /// A sequential scan: every coefficient.
     Sequential,
     /// The DC coefficients' first bits.
@@ -49,14 +49,14 @@ pub enum Pass {
 
 /// A scan's decoding state: the end-of-band run of progressive AC scans.
 #[derive(Debug, Default)]
-pub struct Run {
+pub(crate) struct Run {
     /// Blocks left whose band is all zero (first scans) or holds only corrections (refinements).
     pub eobrun: u32,
 }
 
 /// Decodes one block of `pass` into `block` (quantized, natural order): `pred` is the component's
 /// DC prediction; `dc`/`ac` its tables where the pass uses them.
-pub fn block(
+pub(crate) fn block(
     pass: Pass,
     bits: &mut Bits<'_>,
     run: &mut Run,

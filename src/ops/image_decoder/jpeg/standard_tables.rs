@@ -46,7 +46,7 @@ const AC_CHROMINANCE: ([u8; 16], &[u8]) = (
 );
 
 /// The standard table `id` (0 or 1) of the DC or AC class, `None` for other ids (which have none).
-pub fn standard(dc: bool, id: usize) -> Option<Result<Table, Failure>> {
+pub(crate) fn standard(dc: bool, id: usize) -> Option<Result<Table, Failure>> {
     let (counts, values) = match (dc, id) {
         (true, 0) => DC_LUMINANCE,
         (true, 1) => DC_CHROMINANCE,

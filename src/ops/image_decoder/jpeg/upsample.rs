@@ -4,7 +4,7 @@
 //! samples), edges extended. Then its YCbCr to RGB conversion in 16-bit fixed point.
 
 /// A component's samples: `width` by `height` of them, the row stride `stride`.
-pub struct Plane<'a> {
+pub(crate) struct Plane<'a> {
     /// The samples, `stride` apart between rows (blocks beyond the image included).
     pub data: &'a [u8],
     /// Row stride.
@@ -25,7 +25,7 @@ impl Plane<'_> {
 
 /// The plane upsampled by `(h, v)` (`h_max / h_comp`, `v_max / v_comp`), `out_w` by `out_h`
 /// samples (the image's, at most `width * h` by `height * v`).
-pub fn upsample(p: &Plane<'_>, h: usize, v: usize, out_w: usize, out_h: usize) -> Vec<u8> {
+pub(crate) fn upsample(p: &Plane<'_>, h: usize, v: usize, out_w: usize, out_h: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(out_w * out_h);
     let fancy = p.width > 2;
     for y in 0..out_h {
@@ -89,7 +89,7 @@ const FIX_0_71414: i64 = 46802;
 const FIX_0_34414: i64 = 22554;
 
 /// `ycc_rgb_convert`: one pixel's R, G, B.
-pub fn ycc_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
+pub(crate) fn ycc_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
     let (y, cb, cr) = (y as i64, cb as i64 - 128, cr as i64 - 128);
     let r = y + ((FIX_1_40200 * cr + ONE_HALF) >> SCALEBITS);
     let g = y + ((-FIX_0_34414 * cb + ONE_HALF - FIX_0_71414 * cr) >> SCALEBITS);

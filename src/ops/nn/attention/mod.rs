@@ -22,7 +22,7 @@ mod rules;
 mod softmax;
 pub(crate) mod wire;
 
-pub use softmax::AttentionSoftmax;
+pub(crate) use softmax::AttentionSoftmax;
 
 use crate::node::attrs;
 use crate::node::expanded::Expanded;
@@ -34,7 +34,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// What the optional fourth output, `qk_matmul_output`, holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QkOutput {
+pub(crate) enum QkOutput {
     /// Mode 0: the scaled `Q Kᵀ`.
     Scores,
     /// Mode 1: after the soft cap.
@@ -47,7 +47,7 @@ pub enum QkOutput {
 
 /// The parameters of one `Attention` node, checked.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Attention {
+pub(crate) struct Attention {
     /// The node, for errors.
     pub label: Label,
     /// `q_num_heads`, for 3D inputs.
@@ -87,7 +87,7 @@ fn given(names: &[String], i: usize) -> bool {
 }
 
 /// The Attention builder.
-pub fn attention(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn attention(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let op = Attention::parse(node)?;
     let (inputs, outputs) = (op.input_count(), op.output_count());
     Expanded::new("Attention", op, inputs, rules::rules, wire::wire).with_outputs(outputs).built()
@@ -95,7 +95,7 @@ pub fn attention(_ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dy
 
 impl Attention {
     /// Reads and checks a node's attributes and which of its optional inputs and outputs are given.
-    pub fn parse(node: &NodeProto) -> TractResult<Attention> {
+    pub(crate) fn parse(node: &NodeProto) -> TractResult<Attention> {
         let label = crate::node::node_label(node);
         let heads = |name: &str| -> TractResult<Option<usize>> {
             match attrs::int(&label, node, name)? {

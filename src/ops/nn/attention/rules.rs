@@ -6,7 +6,7 @@ use crate::node::expanded::Io;
 use tract_onnx::tract_hir::internal::*;
 
 /// Types, ranks and the dims that follow from the inputs' without arithmetic.
-pub fn rules<'r>(op: &'r Attention, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
+pub(super) fn rules<'r>(op: &'r Attention, s: &mut Solver<'r>, Io { inputs, outputs }: Io<'r>) -> InferenceResult {
     let (q, k, v) = (&inputs[0], &inputs[1], &inputs[2]);
     s.equals(&outputs[0].datum_type, &q.datum_type)?;
     s.equals(&outputs[0].rank, &q.rank)?;

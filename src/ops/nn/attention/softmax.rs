@@ -27,7 +27,7 @@ use tract_onnx::tract_core::internal::*;
 /// `nonpad_kv_seqlen` when given. Outputs: the probabilities, then the capped or biased logits when
 /// `qk_output` asks for them.
 #[derive(Debug, Clone)]
-pub struct AttentionSoftmax {
+pub(crate) struct AttentionSoftmax {
     /// The Attention node, for errors.
     pub node: String,
     /// The soft cap (0: none).

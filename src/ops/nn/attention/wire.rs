@@ -25,7 +25,12 @@ fn show(d: &TDim) -> String {
 }
 
 /// The whole node: returns its outputs in ONNX order (those asked for).
-pub fn wire(op: &Attention, prefix: &str, model: &mut TypedModel, inputs: &[OutletId]) -> TractResult<TVec<OutletId>> {
+pub(crate) fn wire(
+    op: &Attention,
+    prefix: &str,
+    model: &mut TypedModel,
+    inputs: &[OutletId],
+) -> TractResult<TVec<OutletId>> {
     let l = &op.label;
     ensure!(inputs.len() == op.input_count(), l.err(format!("expected {} inputs", op.input_count())));
     let [mask, past_key, past_value, nonpad] = op.slots();

@@ -17,8 +17,8 @@
 //! as tract's ops ([`wire`]) with the modifier graphs translated and spliced in between, so the whole
 //! attention is one typed graph (optimized, folded and typed symbolically as any other).
 
-pub mod scale;
-pub mod wire;
+pub(crate) mod scale;
+pub(crate) mod wire;
 
 use crate::node::Label;
 use tract_onnx::model::{ParseResult, ParsingContext};
@@ -29,7 +29,7 @@ use tract_onnx::tract_hir::internal::*;
 
 /// One modifier graph (`score_mod` or `prob_mod`), parsed.
 #[derive(Debug, Clone)]
-pub struct Modifier {
+pub(crate) struct Modifier {
     /// The attribute's name, for errors.
     pub name: &'static str,
     /// The graph as parsed: its first input takes the scores (or probabilities), the others are the
@@ -43,7 +43,7 @@ pub struct Modifier {
 
 /// A parsed `FlexAttention` node.
 #[derive(Debug, Clone)]
-pub struct FlexAttention {
+pub(crate) struct FlexAttention {
     /// The node, for errors.
     pub label: Label,
     /// `scale`, when given.
@@ -59,7 +59,10 @@ pub struct FlexAttention {
 }
 
 /// The FlexAttention builder.
-pub fn flex_attention(ctx: &ParsingContext, node: &NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+pub(crate) fn flex_attention(
+    ctx: &ParsingContext,
+    node: &NodeProto,
+) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let label = crate::node::node_label(node);
     if node.input.len() != 3 || node.input.iter().any(String::is_empty) {
         return Err(label.err(format!("FlexAttention takes the three inputs Q, K and V, got {:?}", node.input)));

@@ -12,7 +12,7 @@ use tract_onnx::tract_core::internal::*;
 
 /// The square root of the default scale for head size `e`, as onnx's reference rounds it:
 /// `sqrt(float32(1 / sqrt(e)))` in float32 (`e = 0` gives infinity, as numpy does).
-pub fn root_scale(e: usize) -> f32 {
+pub(crate) fn root_scale(e: usize) -> f32 {
     // A head size is far below 2^53: exact in f64.
     let scale = (1.0 / (e as f64).sqrt()) as f32;
     scale.sqrt()
@@ -20,13 +20,13 @@ pub fn root_scale(e: usize) -> f32 {
 
 /// The square root of Attention's default scale for head size `e`, as onnx's reference computes it:
 /// `sqrt(1 / sqrt(e))` in double (rounded to the inputs' type by the caller).
-pub fn attention_root_scale(e: usize) -> f64 {
+pub(crate) fn attention_root_scale(e: usize) -> f64 {
     (1.0 / (e as f64).sqrt()).sqrt()
 }
 
 /// Whose rounding [`RootScale`] follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ScaleOf {
+pub(crate) enum ScaleOf {
     /// FlexAttention: [`root_scale`].
     Flex,
     /// Attention: [`attention_root_scale`].
@@ -36,7 +36,7 @@ pub enum ScaleOf {
 /// Reads Q `(B, H, L, E)` and gives the square root of the default scale for `E` in `dt`, of shape
 /// `[1, 1, 1, 1]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RootScale {
+pub(crate) struct RootScale {
     /// The type of Q (and of the result).
     pub dt: DatumType,
     /// The rounding: FlexAttention's or Attention's.

@@ -16,7 +16,7 @@ use tract_onnx::tract_core::ops::change_axes::wire_with_rank_broadcast;
 use tract_onnx::tract_core::ops::nn::{Softmax, SoftmaxKind};
 
 /// What the checks of Q, K and V settle.
-pub struct Plan {
+pub(crate) struct Plan {
     /// The inputs' type (Y's too).
     pub dt: DatumType,
     /// The type of the scores, the probabilities and the product with V.
@@ -41,7 +41,7 @@ fn show_all(dims: &[TDim]) -> String {
 }
 
 /// Checks Q, K and V (types, ranks, dims that must agree) and settles the computation.
-pub fn check(op: &FlexAttention, q: &TypedFact, k: &TypedFact, v: &TypedFact) -> TractResult<Plan> {
+pub(crate) fn check(op: &FlexAttention, q: &TypedFact, k: &TypedFact, v: &TypedFact) -> TractResult<Plan> {
     let l = &op.label;
     let dt = q.datum_type;
     let float = |t: DatumType| matches!(t, DatumType::F16 | DatumType::F32 | DatumType::F64);
@@ -123,7 +123,13 @@ fn product(
 
 /// The scaled scores `(Q √s)(K √s)ᵀ` computed in the inputs' type, cast to the precision:
 /// `(B, Hq, L, S)`.
-pub fn scores(plan: &Plan, prefix: &str, model: &mut TypedModel, q: OutletId, k: OutletId) -> TractResult<OutletId> {
+pub(crate) fn scores(
+    plan: &Plan,
+    prefix: &str,
+    model: &mut TypedModel,
+    q: OutletId,
+    k: OutletId,
+) -> TractResult<OutletId> {
     let root = match plan.root_scale {
         Some(r) => {
             let root = tensor0(r).cast_to_dt(plan.dt)?.into_owned().broadcast_into_rank(4)?;
@@ -144,7 +150,7 @@ pub fn scores(plan: &Plan, prefix: &str, model: &mut TypedModel, q: OutletId, k:
 
 /// The softmax over the last axis (the keys), in the scores' type; a row of -inf is NaN, as in the
 /// specification's Softmax. Float16 (`softmax_precision` 10) rounds as numpy does ([`HalfSoftmax`]).
-pub fn softmax(plan: &Plan, prefix: &str, model: &mut TypedModel, scores: OutletId) -> TractResult<OutletId> {
+pub(crate) fn softmax(plan: &Plan, prefix: &str, model: &mut TypedModel, scores: OutletId) -> TractResult<OutletId> {
     let name = format!("{prefix}.softmax");
     if model.outlet_fact(scores)?.datum_type == DatumType::F16 {
         let op = HalfSoftmax { axis: 3, count: 1, node: plan.node.clone() };
@@ -155,7 +161,7 @@ pub fn softmax(plan: &Plan, prefix: &str, model: &mut TypedModel, scores: Outlet
 }
 
 /// The probabilities times V, computed in the precision, cast to V's type: `(B, Hq, L, Ev)`.
-pub fn output(
+pub(crate) fn output(
     plan: &Plan,
     prefix: &str,
     model: &mut TypedModel,
