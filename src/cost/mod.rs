@@ -152,7 +152,7 @@ pub fn cost(model: &Model) -> anyhow::Result<Cost> {
         nodes.push(node_cost(&graph.node[i], &values, &analysis, &initializers)?);
     }
     let op_types = op_totals(&nodes)?;
-    let mut total = sum(&nodes, "")?;
+    let mut total = sum(nodes.iter(), "")?;
     total.params = distinct_params(graph, &values)?;
     let peak = peak::peak(graph, &order, &values, &analysis)?;
     let mut input_bytes = Poly::zero();
@@ -237,8 +237,13 @@ fn bytes_of(name: &str, values: &HashMap<String, Value>, analysis: &Analysis) ->
     // 4-bit elements are packed two to a byte.
     let packed = matches!(v.dtype_name.as_str(), "int4" | "uint4" | "float4e2m1");
     let bytes = if packed {
-        let dims: TDim = v.shape.iter().cloned().product();
-        Poly::from_dim(&((dims + 1) / 2))
+        match elems.as_constant() {
+            Some(n) => Ok(Poly::constant(n / 2 + n % 2)),
+            None => {
+                let dims: TDim = v.shape.iter().cloned().product();
+                Poly::from_dim(&((dims + 1) / 2))
+            }
+        }
     } else {
         elems.scale(v.dtype.size_of() as i128)
     };
@@ -309,10 +314,10 @@ fn node_cost(
 }
 
 /// The totals of `nodes`, named `op`.
-fn sum(nodes: &[NodeCost], op: &str) -> anyhow::Result<Totals> {
+fn sum<'a>(nodes: impl Iterator<Item = &'a NodeCost>, op: &str) -> anyhow::Result<Totals> {
     let mut t = Totals {
         op: op.to_string(),
-        nodes: nodes.len(),
+        nodes: 0,
         macs: Poly::zero(),
         macs_left_out: 0,
         params: Poly::zero(),
@@ -321,6 +326,7 @@ fn sum(nodes: &[NodeCost], op: &str) -> anyhow::Result<Totals> {
         bytes_left_out: 0,
     };
     for n in nodes {
+        t.nodes += 1;
         match &n.macs {
             Macs::Counted(m) => t.macs = t.macs.add(m)?,
             _ => t.macs_left_out += 1,
@@ -345,12 +351,7 @@ fn op_totals(nodes: &[NodeCost]) -> anyhow::Result<Vec<Totals>> {
             ops.push(&n.op);
         }
     }
-    ops.into_iter()
-        .map(|op| {
-            let of: Vec<NodeCost> = nodes.iter().filter(|n| n.op == op).cloned().collect();
-            sum(&of, op)
-        })
-        .collect()
+    ops.into_iter().map(|op| sum(nodes.iter().filter(|n| n.op == op), op)).collect()
 }
 
 /// The elements of every initializer some node reads, each once.
