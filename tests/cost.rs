@@ -482,3 +482,41 @@ fn a_figure_of_too_many_terms_is_an_error_naming_the_node() {
     let r = sliceops(&["cost", path.to_str().unwrap()]);
     assert_eq!(r.error(), "error: node 'add' (Add): a cost figure has more than 4096 terms");
 }
+
+#[test]
+fn attention_rnn_and_batch_norm() {
+    // Attention (opset 23), 4-D: Q [B, 2, S, 8], K [B, 2, T, 8], V [B, 2, T, 4] -> Y [B, 2, S, 4].
+    let bytes = Builder::new(23)
+        .input("q", F, &[D::S("B"), D::N(2), D::S("S"), D::N(8)])
+        .input("k", F, &[D::S("B"), D::N(2), D::S("T"), D::N(8)])
+        .input("v", F, &[D::S("B"), D::N(2), D::S("T"), D::N(4)])
+        .node("Attention", "", "attn", &["q", "k", "v"], &["y"], vec![])
+        .input("x", F, &[D::S("L"), D::S("B"), D::N(3)])
+        .init_f32("w", &[1, 5, 3], &zeros(15))
+        .init_f32("r", &[1, 5, 5], &zeros(25))
+        .node("RNN", "", "rnn", &["x", "w", "r"], &["h"], vec![("hidden_size", A::I(5))])
+        .input("img", F, &[D::S("B"), D::N(3), D::S("S"), D::S("T")])
+        .init_f32("g", &[3], &zeros(3))
+        .init_f32("bb", &[3], &zeros(3))
+        .init_f32("m", &[3], &zeros(3))
+        .init_f32("var", &[3], &zeros(3))
+        .node("BatchNormalization", "", "bn", &["img", "g", "bb", "m", "var"], &["n"], vec![])
+        .output("y")
+        .output("h")
+        .output("n")
+        .bytes();
+    let cost = cost_of(bytes);
+    for (b, s, t, l) in [(1, 1, 1, 1), (2, 3, 5, 4)] {
+        let at = [("B", b), ("S", s), ("T", t), ("L", l)];
+        // per (batch, head, query, key): a dot of 8, the softmax's exp and division (36), 4 products with V
+        let mut count = 0i128;
+        for _ in 0..b * 2 * s * t {
+            count += 8 + 36 + 4;
+        }
+        assert_eq!(macs_at(&cost, "attn", &at), count);
+        // per step and row: W (5x3) and R (5x5) products, then an add and a tanh (38) per hidden value
+        let steps = (l * b) as i128;
+        assert_eq!(macs_at(&cost, "rnn", &at), steps * (15 + 25) + steps * 5 * 39);
+        assert_eq!(macs_at(&cost, "bn", &at), (b * 3 * s * t) as i128 * 31);
+    }
+}
