@@ -64,13 +64,12 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
             output.fact = fact;
         }
         // tract's assertions read its own syntax; a bound it cannot read is only reported. A bound
-        // holding a min, max, division or comparison is asserted by its largest value alone: tract
-        // proves such terms against every assertion, and doing so for an assertion holding one
-        // recurses without end.
+        // holding a min, max, division or comparison is only reported too (with its largest value:
+        // `SymbolTable::finish`): tract proves such terms against every assertion, and doing so for
+        // an assertion holding one recurses without end; asserting its largest value instead doubled
+        // the plan time of long chains of selections (every proof scans every assertion).
         if is_polynomial(&bound) {
             let _ = target.symbols.add_assertion(format!("{symbol}<={bound}"));
-        } else if let Some(most) = largest(&bound) {
-            let _ = target.symbols.add_assertion(format!("{symbol}<={most}"));
         }
         named.push((symbol, bound));
     }
@@ -92,20 +91,6 @@ fn is_polynomial(dim: &TDim) -> bool {
     true
 }
 
-/// The largest value `dim` can take, as far as tract's bounds tell: a min is at most its smallest
-/// bounded term (tract bounds a min from below only), a sum (the element count of a concatenation of
-/// capped selections) at most the sum of its terms' largest values.
-fn largest(dim: &TDim) -> Option<i64> {
-    let term = |t: &TDim| match t {
-        TDim::Min(terms) => terms.iter().filter_map(TDim::high_inclusive_bound).min(),
-        _ => t.high_inclusive_bound(),
-    };
-    match dim {
-        TDim::Add(terms) => terms.iter().try_fold(0i64, |sum, t| sum.checked_add(term(t)?)),
-        _ => term(dim),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,17 +104,5 @@ mod tests {
         assert!(!p("min(N,300)"));
         assert!(!p("N/2"));
         assert!(!p("max(N,1)*C"));
-    }
-
-    #[test]
-    fn a_min_is_at_most_its_smallest_bounded_term() {
-        let s = SymbolScope::default().with_assertion("N<=1000").unwrap();
-        assert_eq!(largest(&s.parse_tdim("min(N,300)").unwrap()), Some(300));
-        assert_eq!(largest(&s.parse_tdim("min(N,3000)").unwrap()), Some(1000));
-        assert_eq!(largest(&s.parse_tdim("max(N,3000)").unwrap()), Some(3000));
-        assert_eq!(largest(&s.parse_tdim("min(N,M)").unwrap()), Some(1000));
-        assert_eq!(largest(&s.parse_tdim("M").unwrap()), None);
-        assert_eq!(largest(&s.parse_tdim("min(N,30)+min(M,20)+5").unwrap()), Some(55));
-        assert_eq!(largest(&s.parse_tdim("min(N,30)+M").unwrap()), None);
     }
 }
