@@ -78,6 +78,9 @@ KIND = {
     "ocr_det": "vision",
     "ocr_rec": "vision",
     "ocr_cls": "vision",
+    "faster_rcnn": "vision",
+    "ssdlite": "vision",
+    "retinanet": "vision",
 }
 
 

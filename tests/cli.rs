@@ -171,6 +171,10 @@ fn bench_prints_json_timings() {
     assert_eq!(json["runs"], 3);
     let (median, min) = (json["median_s"].as_f64().unwrap(), json["min_s"].as_f64().unwrap());
     assert!(min > 0.0 && min <= median, "{json}");
+    // The phases before the timed runs: loading, making the plan, the warm-up run.
+    for phase in ["load_s", "plan_s", "first_run_s"] {
+        assert!(json[phase].as_f64().is_some_and(|s| s > 0.0), "{phase}: {json}");
+    }
 }
 
 #[test]

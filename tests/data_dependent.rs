@@ -159,12 +159,46 @@ fn sizes_minted_by_a_node_are_named_after_it_with_their_bounds() {
 }
 
 #[test]
+fn a_count_bounded_by_a_min_of_an_earlier_count_runs() {
+    // Two rounds of selection: the second NonZero's count is at most the first TopK's min(count, 4).
+    // tract proving terms against an assertion holding a min recursed until the stack overflowed;
+    // such a bound is now reported, not asserted.
+    check_case("two_stage_topk");
+    assert_eq!(inferred("two_stage_topk", "best"), "best: float32 [min(n_m_NonZero,4)]");
+    assert_eq!(inferred("two_stage_topk", "best2"), "best2: float32 [min(n_m_NonZero_1,2)]");
+    assert_eq!(
+        minted_symbols("two_stage_topk"),
+        vec!["n_m_NonZero Some(0)..Some(1000000000) <= N", "n_m_NonZero_1 Some(0)..Some(4) <= min(n_m_NonZero,4)"]
+    );
+}
+
+#[test]
 fn dims_known_in_part_keep_what_is_known() {
     // Resize to Concat(Shape(x)[0:2], size): the batch and channels are x's.
     assert_eq!(inferred("partial_dims", "resized"), "resized: float32 [N, 3, n_m_Resize_2, n_m_Resize_3]");
     // A Conv over a tensor reshaped to a run-time target: the kernel's output channels, the input's
     // batch, the spatial dims from the input's (padding 1 keeps them).
     assert_eq!(inferred("partial_dims", "conv"), "conv: float32 [n_m_Reshape_0, 5, n_m_Reshape_2, n_m_Reshape_3]");
+}
+
+#[test]
+fn windows_and_products_keep_what_is_known() {
+    // Inputs reshaped to run-time targets: channel counts and sizes known only when the model runs.
+    check_case("partial_dims_windows");
+    let case = "partial_dims_windows";
+    // ConvTranspose: the input's batch, the kernel's channels, 2*(H-1) + 1 + 3 - 2 = 2*H.
+    assert_eq!(inferred(case, "deconv"), "deconv: float32 [n_m_Reshape_0, 2, 2*n_m_Reshape_2, 2*n_m_Reshape_3]");
+    // Pools keep the batch and the channels, whatever they are.
+    assert_eq!(
+        inferred(case, "maxpool"),
+        "maxpool: float32 [n_m_Reshape_0, n_m_Reshape_1, n_m_Reshape_2/2, n_m_Reshape_3/2]"
+    );
+    assert_eq!(
+        inferred(case, "avgpool"),
+        "avgpool: float32 [n_m_Reshape_0, n_m_Reshape_1, n_m_Reshape_2, n_m_Reshape_3]"
+    );
+    // Gemm: A's rows, B's columns.
+    assert_eq!(inferred(case, "gemm"), "gemm: float32 [n_m_Reshape_1_0, 5]");
 }
 
 #[test]

@@ -7,7 +7,8 @@ For every model of models/real/manifest.json:
 
 1. `sliceops infer MODEL --format json` once, with the symbolic dims the model declares.
 2. For each input size (a, b): onnxruntime runs the model with every intermediate value exposed as an
-   output, which gives the real shape of every value. The symbols of the infer report are bound from
+   output, which gives the real shape and element type of every value; every inferred element type is
+   compared with it. The symbols of the infer report are bound from
    the input shapes (and, for symbols a node mints, from the first value whose dim is that symbol
    alone), every inferred dim is evaluated, and compared with onnxruntime's shape.
 3. `sliceops run` at each size, outputs compared with models/real/<name>/expected/<size>/ (exact for
@@ -166,10 +167,19 @@ def ort_shapes(model_path, feeds):
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     outputs = session.run(names, feeds)
-    shapes = {n: list(np.asarray(o).shape) for n, o in zip(names, outputs)}
+    shapes = {n: (list(np.asarray(o).shape), np.asarray(o).dtype) for n, o in zip(names, outputs)}
     for name, value in feeds.items():
-        shapes[name] = list(value.shape)
+        shapes[name] = (list(value.shape), value.dtype)
     return shapes
+
+
+# numpy's names for the element types sliceops reports, where they differ.
+DTYPE_NAMES = {"bool": "bool", "string": "object"}
+
+
+def same_dtype(reported, actual):
+    """Whether the element type `infer` reports (`float32`, `int64`, `bool`, ...) is numpy's `actual`."""
+    return DTYPE_NAMES.get(reported, reported) == np.dtype(actual).name
 
 
 def input_symbols(model_proto):
@@ -263,12 +273,17 @@ def check_model(exe, entry, failures):
         feeds = {
             i: np.load(os.path.join(folder, "inputs", size, escape(i) + ".npy")) for i in entry["inputs"]
         }
-        actual = ort_shapes(model, feeds)
+        actual_typed = ort_shapes(model, feeds)
+        actual = {n: shape for n, (shape, _) in actual_typed.items()}
         symbols = {}
         for i in entry["inputs"]:
             for dim, real in zip(by_name[i]["shape"], actual[i]):
                 bind_input(dim, real, symbols)
         for v in values:
+            if "dtype" in v and v["name"] in actual_typed and not same_dtype(v["dtype"], actual_typed[v["name"]][1]):
+                failures.append(f"{name} ({size}): {v['name']} inferred {v['dtype']}, onnxruntime gives "
+                                f"{np.dtype(actual_typed[v['name']][1]).name}")
+                status[v["name"]] = "wrong"
             if "shape" not in v or v["name"] not in actual:
                 continue
             got = actual[v["name"]]

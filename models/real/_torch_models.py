@@ -327,6 +327,156 @@ def timm_efficientnet():
                        inputs, ref)
 
 
+# --- two-stage detection -----------------------------------------------------------------
+
+
+class FirstImage(torch.nn.Module):
+    """Calls a torchvision detector on one image and returns its first result's named fields."""
+
+    def __init__(self, model, fields):
+        super().__init__()
+        self.m = model
+        self.fields = fields
+        self.eval()
+
+    def forward(self, image):
+        out = self.m([image])[0]
+        return tuple(out[f] for f in self.fields)
+
+
+def tiny_fpn_backbone(out_channels=8):
+    """Four stride-2 conv stages (8, 8, 16, 16 channels) and torchvision's FPN over the last two,
+    with the max-pooled extra level: three feature maps at strides 8, 16 and 32."""
+    from collections import OrderedDict
+
+    from torchvision.models.detection.backbone_utils import BackboneWithFPN
+    from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
+
+    def stage(cin, cout):
+        return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride=2, padding=1), torch.nn.ReLU())
+
+    body = torch.nn.Sequential(OrderedDict(c1=stage(3, 8), c2=stage(8, 8), c3=stage(8, 16), c4=stage(16, 16)))
+    return BackboneWithFPN(body, {"c3": "0", "c4": "1"}, [16, 16], out_channels, extra_blocks=LastLevelMaxPool())
+
+
+def faster_rcnn():
+    from torchvision.models.detection import FasterRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+    from torchvision.ops import MultiScaleRoIAlign
+
+    rng = seeded(0)
+    anchors = AnchorGenerator(sizes=((16,), (32,), (64,)), aspect_ratios=((0.5, 1.0, 2.0),) * 3)
+    pool = MultiScaleRoIAlign(featmap_names=["0", "1"], output_size=4, sampling_ratio=2)
+    detector = FasterRCNN(
+        tiny_fpn_backbone(), num_classes=None, min_size=64, max_size=128,
+        rpn_anchor_generator=anchors, rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=30,
+        box_roi_pool=pool, box_head=TwoMLPHead(8 * 4 * 4, 32), box_predictor=FastRCNNPredictor(32, 4),
+        box_detections_per_img=12,
+    ).eval()
+    out_names = ["boxes", "labels", "scores"]
+    module = FirstImage(detector, out_names)
+    inputs = {s: {"image": rng.random((3, h, w), dtype=np.float32)} for s, (h, w) in
+              {"a": (64, 96), "b": (120, 80)}.items()}
+    axes = {"image": {1: "height", 2: "width"}, **{n: {0: "detections"} for n in out_names}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    import torchvision
+
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} FasterRCNN (random init): 4 stride-2 conv stages "
+            "(8-16 channels), FPN (8 channels, 3 levels), RPN with 3 anchors per place (60 pre-NMS, 30 post-NMS "
+            "proposals), MultiScaleRoIAlign 4x4 over 2 levels, TwoMLPHead 32, 4 classes, 12 detections; the "
+            "image resized to 64..128 inside the graph; NMS, TopK, If branches and RoiAlign on data-dependent "
+            "box counts; dynamic height and width, one image")
+    return write_model("faster_rcnn_torch_legacy", "faster_rcnn", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+class TinySSDBackbone(torch.nn.Module):
+    """Three stride-2 conv stages, the last two returned: feature maps at strides 4 and 8 with 8 and
+    16 channels (SSD takes a backbone returning its feature maps by name)."""
+
+    def __init__(self):
+        super().__init__()
+
+        def stage(cin, cout):
+            return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride=2, padding=1), torch.nn.ReLU())
+
+        self.c1, self.c2, self.c3 = stage(3, 8), stage(8, 8), stage(8, 16)
+
+    def forward(self, x):
+        from collections import OrderedDict
+
+        f2 = self.c2(self.c1(x))
+        return OrderedDict([("0", f2), ("1", self.c3(f2))])
+
+
+def spread_head(head, std):
+    """Redraws a detection head's conv weights with a wider spread (normal, `std`) and zero biases: at
+    torchvision's own init every class scores about the same, so thresholds keep all or nothing."""
+    for m in head.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            torch.nn.init.normal_(m.weight, std=std)
+            if m.bias is not None:
+                torch.nn.init.zeros_(m.bias)
+
+
+def ssdlite():
+    from functools import partial
+
+    import torchvision
+    from torchvision.models.detection.anchor_utils import DefaultBoxGenerator
+    from torchvision.models.detection.ssd import SSD
+    from torchvision.models.detection.ssdlite import SSDLiteHead
+
+    rng = seeded(0)
+    anchors = DefaultBoxGenerator([[2, 3], [2, 3]], min_ratio=0.2, max_ratio=0.95)
+    norm = partial(torch.nn.BatchNorm2d, eps=0.001, momentum=0.03)
+    head = SSDLiteHead([8, 16], anchors.num_anchors_per_location(), 4, norm)
+    detector = SSD(TinySSDBackbone(), anchors, (64, 64), 4, head=head, image_mean=[0.5] * 3, image_std=[0.5] * 3,
+                   score_thresh=0.4, nms_thresh=0.55, detections_per_img=20, topk_candidates=20).eval()
+    spread_head(detector.head, 1.0)
+    out_names = ["boxes", "labels", "scores"]
+    module = FirstImage(detector, out_names)
+    inputs = {s: {"image": rng.random((3, h, w), dtype=np.float32)} for s, (h, w) in
+              {"a": (64, 96), "b": (120, 80)}.items()}
+    axes = {"image": {1: "height", 2: "width"}, **{n: {0: "detections"} for n in out_names}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} SSD with SSDLiteHead (the SSDlite head: "
+            "depthwise-separable convs, BatchNorm, ReLU6; random init) over 3 stride-2 conv stages (8-16 "
+            "channels), DefaultBoxGenerator on 2 maps, 4 classes; the image resized to a fixed 64x64 inside "
+            "the graph (head weights redrawn with std 1); per class the scores above 0.4, TopK of min(count, 20), "
+            "then NMS and the best 20: "
+            "data-dependent box counts; dynamic height and width, one image")
+    return write_model("ssdlite_torch_legacy", "ssdlite", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def retinanet():
+    import torchvision
+    from torchvision.models.detection import RetinaNet
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+
+    rng = seeded(0)
+    anchors = AnchorGenerator(sizes=((16,), (32,), (64,)), aspect_ratios=((0.5, 1.0, 2.0),) * 3)
+    detector = RetinaNet(tiny_fpn_backbone(), 4, min_size=64, max_size=128, anchor_generator=anchors,
+                         score_thresh=0.6, detections_per_img=12, topk_candidates=30).eval()
+    spread_head(detector.head, 0.3)
+    out_names = ["boxes", "labels", "scores"]
+    module = FirstImage(detector, out_names)
+    inputs = {s: {"image": rng.random((3, h, w), dtype=np.float32)} for s, (h, w) in
+              {"a": (64, 96), "b": (120, 80)}.items()}
+    axes = {"image": {1: "height", 2: "width"}, **{n: {0: "detections"} for n in out_names}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} RetinaNet (random init): the Faster R-CNN "
+            "export's backbone and FPN (8 channels, 3 levels), RetinaNetHead (4 conv layers per branch, 3 "
+            "anchors per place; weights redrawn with std 0.3), 4 classes; the image resized to 64..128 inside "
+            "the graph; per level the scores above 0.6, TopK of min(count, 30), then NMS and the best 12: "
+            "data-dependent box counts; "
+            "dynamic height and width, one image")
+    return write_model("retinanet_torch_legacy", "retinanet", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
 BUILDERS = {
     "gpt2_torch_legacy": lambda: text_model("gpt2_torch_legacy", "gpt2", dynamo=False),
     "gpt2_torch_dynamo": lambda: text_model("gpt2_torch_dynamo", "gpt2", dynamo=True),
@@ -342,4 +492,7 @@ BUILDERS = {
     "yolov8_ultralytics": yolov8,
     "timm_vit_dynamo": timm_vit,
     "timm_efficientnet_same_legacy": timm_efficientnet,
+    "faster_rcnn_torch_legacy": faster_rcnn,
+    "ssdlite_torch_legacy": ssdlite,
+    "retinanet_torch_legacy": retinanet,
 }

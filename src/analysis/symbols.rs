@@ -129,12 +129,43 @@ impl SymbolTable {
             entry.min = dim.low_inclusive_bound();
             entry.max = dim.high_inclusive_bound();
             if let Some(bound) = self.at_most.get(&entry.name) {
-                if let Some(b) = bound.as_i64() {
+                if let Some(b) = largest(bound) {
                     entry.max = Some(entry.max.map_or(b, |m| m.min(b)));
                 }
                 entry.at_most = Some(bound.clone());
             }
         }
         self.entries
+    }
+}
+
+/// The largest value `dim` can take, as far as tract's bounds tell: a min is at most its smallest
+/// bounded term (tract bounds a min from below only), a sum (the element count of a concatenation of
+/// capped selections) at most the sum of its terms' largest values.
+fn largest(dim: &TDim) -> Option<i64> {
+    let term = |t: &TDim| match t {
+        TDim::Min(terms) => terms.iter().filter_map(TDim::high_inclusive_bound).min(),
+        _ => t.high_inclusive_bound(),
+    };
+    match dim {
+        TDim::Add(terms) => terms.iter().try_fold(0i64, |sum, t| sum.checked_add(term(t)?)),
+        _ => term(dim),
+    }
+}
+
+#[cfg(test)]
+mod largest_tests {
+    use super::*;
+
+    #[test]
+    fn a_min_is_at_most_its_smallest_bounded_term() {
+        let s = SymbolScope::default().with_assertion("N<=1000").unwrap();
+        assert_eq!(largest(&s.parse_tdim("min(N,300)").unwrap()), Some(300));
+        assert_eq!(largest(&s.parse_tdim("min(N,3000)").unwrap()), Some(1000));
+        assert_eq!(largest(&s.parse_tdim("max(N,3000)").unwrap()), Some(3000));
+        assert_eq!(largest(&s.parse_tdim("min(N,M)").unwrap()), Some(1000));
+        assert_eq!(largest(&s.parse_tdim("M").unwrap()), None);
+        assert_eq!(largest(&s.parse_tdim("min(N,30)+min(M,20)+5").unwrap()), Some(55));
+        assert_eq!(largest(&s.parse_tdim("min(N,30)+M").unwrap()), None);
     }
 }

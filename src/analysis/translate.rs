@@ -1130,10 +1130,12 @@ impl Translator<'_> {
             .collect();
         let outputs = local_rules(node, &facts, &observed).map_err(|e| attributed(e, &node.name, op_type))?;
         let Some(outputs) = outputs else { return Ok(None) };
-        // What a Conv's attributes and kernel decide of its output, whatever its input channels.
+        // What a Conv's (ConvTranspose's) attributes and kernel decide of its output, whatever its input
+        // channels.
         let proto = self.nodes.get(node.name.as_str()).copied();
         let decided = match (op_type, proto, facts.first(), facts.get(1)) {
             ("Conv", Some(p), Some(x), Some(w)) => conv_dims::conv_dims(p, x, w),
+            ("ConvTranspose", Some(p), Some(x), Some(w)) => conv_dims::conv_transpose_dims(p, x, w),
             _ => None,
         };
         let prefix = crate::symbolic::symbol_name(&node.name);

@@ -152,18 +152,26 @@ pub(super) struct BenchOptions {
 }
 
 /// Times the plan `run` makes for these inputs (their shapes bound): one warm-up run, then `runs` timed
-/// runs; inputs are prepared beforehand. With a profile, the same number of runs again with every node
-/// timed (the plain runs are timed without it).
+/// runs; inputs are prepared beforehand. Also reported: the time to load the model, to make the plan
+/// (the analysis with these shapes bound, optimization, planning) and the warm-up run. With a profile,
+/// the same number of runs again with every node timed (the plain runs are timed without it).
 pub(super) fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
     if options.runs == 0 || options.runs > MAX_RUNS {
         anyhow::bail!("--runs must be between 1 and {MAX_RUNS}, not {}", options.runs);
     }
+    let start = Instant::now();
     let mut m = load(model)?;
+    let load_s = start.elapsed().as_secs_f64();
     m.set_threads(options.threads.map(|n| n as usize))?;
     let tensors = load_inputs(&m, inputs)?;
+    // The plan for these shapes: the analysis with them bound, optimization and planning.
+    let start = Instant::now();
     let plan = m.plan_for(&tensors)?;
+    let plan_s = start.elapsed().as_secs_f64();
     let inputs: TVec<TValue> = tensors.into_iter().map(TValue::from).collect();
+    let start = Instant::now();
     plan.run(inputs.clone())?;
+    let first_run_s = start.elapsed().as_secs_f64();
     let runs = options.runs;
     let mut times = Vec::with_capacity(runs as usize);
     for _ in 0..runs {
@@ -190,16 +198,18 @@ pub(super) fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> 
     let top = options.profile.unwrap_or(0);
     match options.format {
         Format::Json => {
-            let mut report = serde_json::json!({"runs": runs, "median_s": median, "min_s": min});
+            let mut report = serde_json::json!({"runs": runs, "median_s": median, "min_s": min, "load_s": load_s,
+                "plan_s": plan_s, "first_run_s": first_run_s});
             if let Some(p) = &profile {
                 report["profile"] = super::profile::json(p, top);
             }
             outln!("{report}")?;
         }
         Format::Table => {
+            let ms = |s: f64| format!("{:.3} ms", s * 1e3);
             print_table(&[
-                ["runs".to_string(), "median".to_string(), "min".to_string()],
-                [runs.to_string(), format!("{:.3} ms", median * 1e3), format!("{:.3} ms", min * 1e3)],
+                ["runs", "median", "min", "load", "plan", "first run"].map(String::from),
+                [runs.to_string(), ms(median), ms(min), ms(load_s), ms(plan_s), ms(first_run_s)],
             ])?;
             if let Some(p) = &profile {
                 super::profile::print(p, top)?;

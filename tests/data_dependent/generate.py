@@ -253,6 +253,79 @@ def partial_dims():
           {"x": xb, "size": np.array([2, 5], np.int64), "target": np.array([2, 4, 3, 4], np.int64)})
 
 
+@case
+def two_stage_topk():
+    """Two rounds of SSD-style selection, as a two-stage detector's proposals then boxes: the best
+    `min(count, 4)` scores above 0.5, then of those the ones above 0.7 and the best `min(count2, 2)` of
+    them. The second NonZero's count is at most the first TopK's `min(count, 4)`: a bound holding a
+    min (tract proving terms against such an assertion recursed until the stack overflowed)."""
+    nodes = [
+        helper.make_node("Greater", ["scores", "threshold"], ["mask"], name="/m/Greater"),
+        helper.make_node("NonZero", ["mask"], ["nz"], name="/m/NonZero"),
+        helper.make_node("Reshape", ["nz", "flat"], ["idx"], name="/m/Reshape"),
+        helper.make_node("Gather", ["scores", "idx"], ["kept"], name="/m/Gather", axis=0),
+        helper.make_node("Shape", ["nz"], ["nz_shape"], name="/m/Shape"),
+        helper.make_node("Gather", ["nz_shape", "one"], ["count"], name="/m/Gather_1", axis=0),
+        helper.make_node("Unsqueeze", ["count", "axes0"], ["count1"], name="/m/Unsqueeze"),
+        helper.make_node("Min", ["count1", "cap"], ["k"], name="/m/Min"),
+        helper.make_node("TopK", ["kept", "k"], ["best", "best_pos"], name="/m/TopK", axis=0),
+        helper.make_node("Greater", ["best", "threshold2"], ["mask2"], name="/m/Greater_1"),
+        helper.make_node("NonZero", ["mask2"], ["nz2"], name="/m/NonZero_1"),
+        helper.make_node("Reshape", ["nz2", "flat"], ["idx2"], name="/m/Reshape_1"),
+        helper.make_node("Gather", ["best", "idx2"], ["kept2"], name="/m/Gather_2", axis=0),
+        helper.make_node("Shape", ["nz2"], ["nz2_shape"], name="/m/Shape_1"),
+        helper.make_node("Gather", ["nz2_shape", "one"], ["count2"], name="/m/Gather_3", axis=0),
+        helper.make_node("Unsqueeze", ["count2", "axes0"], ["count2_1"], name="/m/Unsqueeze_1"),
+        helper.make_node("Min", ["count2_1", "cap2"], ["k2"], name="/m/Min_1"),
+        helper.make_node("TopK", ["kept2", "k2"], ["best2", "best2_pos"], name="/m/TopK_1", axis=0),
+        helper.make_node("Shape", ["best2"], ["best2_shape"], name="/m/Shape_2"),
+    ]
+    inits = [const("threshold", np.float32(0.5)), const("threshold2", np.float32(0.7)),
+             const("flat", np.array([-1], np.int64)), const("one", np.int64(1)),
+             const("axes0", np.array([0], np.int64)), const("cap", np.array([4], np.int64)),
+             const("cap2", np.array([2], np.int64))]
+    m = model("two_stage_topk", nodes, [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["N"])],
+              [out("best2", TensorProto.FLOAT), out("best2_pos", TensorProto.INT64),
+               out("best2_shape", TensorProto.INT64)],
+              inits)
+    write("two_stage_topk", m, {"scores": scores(3, 12, 7)}, {"scores": scores(4, 9, 2)})
+
+
+@case
+def partial_dims_windows():
+    """Dims known in part through ConvTranspose, MaxPool, AveragePool and Gemm: their inputs reshaped
+    to run-time targets (channel counts and sizes known only when the model runs). The output
+    channels of a ConvTranspose are its kernel's (times its groups), its batch the input's, its
+    spatial dims follow from the input's; a pool keeps batch and channels; a Gemm's rows are A's and
+    its columns B's."""
+    r = np.random.default_rng(12)
+    wt = (np.round(r.standard_normal((4, 2, 3, 3)) * 16) / 16).astype(np.float32)
+    b = (np.round(r.standard_normal((6, 5)) * 16) / 16).astype(np.float32)
+    nodes = [
+        helper.make_node("Reshape", ["x", "target"], ["reshaped"], name="/m/Reshape"),
+        helper.make_node("ConvTranspose", ["reshaped", "wt"], ["deconv"], name="/m/ConvTranspose",
+                         strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        helper.make_node("MaxPool", ["reshaped"], ["maxpool"], name="/m/MaxPool", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("AveragePool", ["reshaped"], ["avgpool"], name="/m/AveragePool", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1], count_include_pad=1),
+        helper.make_node("Reshape", ["x", "rows"], ["a"], name="/m/Reshape_1"),
+        helper.make_node("Gemm", ["a", "b"], ["gemm"], name="/m/Gemm"),
+    ]
+    m = model("partial_dims_windows", nodes,
+              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]),
+               helper.make_tensor_value_info("target", TensorProto.INT64, [4]),
+               helper.make_tensor_value_info("rows", TensorProto.INT64, [2])],
+              [out("deconv", TensorProto.FLOAT, 4), out("maxpool", TensorProto.FLOAT, 4),
+               out("avgpool", TensorProto.FLOAT, 4), out("gemm", TensorProto.FLOAT, 2)],
+              [const("wt", wt), const("b", b)])
+    xa = (np.round(r.standard_normal((2, 3, 4, 4)) * 16) / 16).astype(np.float32)
+    xb = (np.round(r.standard_normal((1, 3, 4, 8)) * 16) / 16).astype(np.float32)
+    write("partial_dims_windows", m,
+          {"x": xa, "target": np.array([2, 4, 3, 4], np.int64), "rows": np.array([16, 6], np.int64)},
+          {"x": xb, "target": np.array([1, 4, 4, 6], np.int64), "rows": np.array([16, 6], np.int64)})
+
+
 def main():
     for fn in CASES:
         fn()

@@ -63,9 +63,46 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
         for (output, fact) in node.outputs.iter_mut().zip(facts) {
             output.fact = fact;
         }
-        // tract's assertions read its own syntax; a bound it cannot read is only reported.
-        let _ = target.symbols.add_assertion(format!("{symbol}<={bound}"));
+        // tract's assertions read its own syntax; a bound it cannot read is only reported. A bound
+        // holding a min, max, division or comparison is only reported too (with its largest value:
+        // `SymbolTable::finish`): tract proves such terms against every assertion, and doing so for
+        // an assertion holding one recurses without end; asserting its largest value instead doubled
+        // the plan time of long chains of selections (every proof scans every assertion).
+        if is_polynomial(&bound) {
+            let _ = target.symbols.add_assertion(format!("{symbol}<={bound}"));
+        }
         named.push((symbol, bound));
     }
     Ok(named)
+}
+
+/// Whether `dim` is built of integers, symbols, sums and products only (what tract can subtract and
+/// simplify without proving anything), walked with an explicit stack.
+fn is_polynomial(dim: &TDim) -> bool {
+    let mut todo = vec![dim];
+    while let Some(d) = todo.pop() {
+        match d {
+            TDim::Val(_) | TDim::Sym(_) => {}
+            TDim::Add(terms) | TDim::Mul(terms) => todo.extend(terms),
+            TDim::MulInt(_, t) => todo.push(t),
+            _ => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sums_and_products_are_polynomial() {
+        let s = SymbolScope::default();
+        let p = |t: &str| is_polynomial(&s.parse_tdim(t).unwrap());
+        assert!(p("3"));
+        assert!(p("N*C+2*H"));
+        assert!(!p("min(N,300)"));
+        assert!(!p("N/2"));
+        assert!(!p("max(N,1)*C"));
+    }
 }
