@@ -44,9 +44,21 @@ impl Cancel {
         self.flag.store(true, Ordering::Relaxed);
     }
 
-    /// Whether [`Cancel::cancel`] was called.
+    /// Whether [`Cancel::cancel`] was called (and not undone by [`Cancel::reset`]).
     pub fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::Relaxed)
+    }
+
+    /// Undoes [`Cancel::cancel`]: runs started from now on with this handle (or a clone) go on; a run
+    /// already stopped stays stopped. onnxruntime's `RunOptions.terminate = False`.
+    pub fn reset(&self) {
+        self.flag.store(false, Ordering::Relaxed);
+    }
+
+    /// A handle sharing this one's flag ([`Cancel::cancel`] on either stops runs of both) with its
+    /// own timeout.
+    pub fn with_shared_flag(&self, timeout: Option<Duration>) -> Cancel {
+        Cancel { flag: Arc::clone(&self.flag), timeout }
     }
 }
 
@@ -99,14 +111,15 @@ thread_local! {
 
 /// Puts `cancel` in force on this thread for the life of the value returned (the plans a run nests,
 /// a `Loop` body's, an `If` branch's, are checked against it too); the handle in force before comes
-/// back when it ends.
-pub(crate) struct Scope {
+/// back when it ends. [`crate::Model::run_with`] makes one per run; a caller timing many runs as one
+/// (`sliceops bench --timeout`) makes one around them all and runs each plan with [`run_plan`].
+pub struct Scope {
     outer: Option<Active>,
 }
 
 impl Scope {
     /// `cancel` in force from now on, its timeout counted from now.
-    pub(crate) fn enter(cancel: &Cancel) -> Scope {
+    pub fn enter(cancel: &Cancel) -> Scope {
         let active = Active { cancel: cancel.clone(), start: Instant::now() };
         Scope { outer: ACTIVE.with(|a| a.borrow_mut().replace(active)) }
     }
@@ -119,8 +132,9 @@ impl Drop for Scope {
     }
 }
 
-/// An error if the run on this thread is to stop: its handle cancelled or its timeout past.
-pub(crate) fn check() -> TractResult<()> {
+/// An error holding [`Cancelled`] if the run on this thread is to stop: the handle in force
+/// cancelled or its timeout past (never when no [`Scope`] is in force).
+pub fn check() -> TractResult<()> {
     ACTIVE.with(|a| {
         let a = a.borrow();
         let Some(active) = a.as_ref() else { return Ok(()) };
@@ -144,7 +158,7 @@ fn active() -> bool {
 
 /// Runs `plan` on `inputs`, checking the handle in force before each node (tract's own run when
 /// there is none).
-pub(crate) fn run_plan(plan: &Arc<TypedRunnableModel>, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+pub fn run_plan(plan: &Arc<TypedRunnableModel>, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
     if !active() {
         return plan.run(inputs);
     }

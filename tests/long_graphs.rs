@@ -74,7 +74,7 @@ fn a_chain_of_20k_alternating_slices_and_relus_runs() {
 
 /// The model without node names (tract names new nodes in an order that varies from run to run):
 /// each node's inputs, op and output facts, and the model's inputs and outputs. The ops our kernels
-/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`, `NanSigmoid`) are shown as the tract op
+/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`, `NanActivation`) are shown as the tract op
 /// each one replaces.
 fn structure(model: &TypedModel) -> String {
     let mut text = format!("inputs {:?} outputs {:?}\n", model.inputs, model.outputs);
@@ -90,7 +90,7 @@ fn structure(model: &TypedModel) -> String {
             format!("{:?}", cube.stock)
         } else if let Some(bin) = node.op_as::<sliceops::plan::BroadcastBin>() {
             format!("{:?}", bin.stock)
-        } else if let Some(sigmoid) = node.op_as::<sliceops::plan::NanSigmoid>() {
+        } else if let Some(sigmoid) = node.op_as::<sliceops::plan::NanActivation>() {
             format!("{:?}", sigmoid.stock)
         } else {
             format!("{:?}", node.op)

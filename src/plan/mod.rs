@@ -14,6 +14,6 @@ pub(crate) mod passes;
 
 pub(crate) use ops::use_our_kernels;
 pub use ops::{
-    AxisSoftmax, BroadcastBin, CubePow, DirectConv, NanSigmoid, PlaneMaxPool, RowLayerNorm, RowResize, ScalarSteps,
-    SmallMatMul,
+    Activation, AxisSoftmax, BroadcastBin, CubePow, DirectConv, NanActivation, PairExtremum, PlaneMaxPool,
+    RowLayerNorm, RowResize, ScalarSteps, SmallMatMul,
 };
