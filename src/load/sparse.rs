@@ -33,7 +33,7 @@ pub fn densify_sparse_initializers(model: &mut pb::ModelProto) -> anyhow::Result
 /// A tensor as tract reads it (the model's external data is already inline).
 fn load(t: &pb::TensorProto, what: &str) -> anyhow::Result<Tensor> {
     let resolver = tract_onnx::data_resolver::FopenDataResolver;
-    crate::guard::guard(what, || tract_onnx::tensor::load_tensor(&resolver, t, None).map_err(Into::into))
+    crate::guard::guard(what, || tract_onnx::tensor::load_tensor(&resolver, t, None))
 }
 
 /// One sparse initializer as a dense one.
