@@ -62,6 +62,9 @@ fn input(shape: &[usize; 4]) -> Tensor {
 }
 
 fn bench(c: &mut Criterion) {
+    // As the command line does: freed large buffers kept for reuse, so that an output's page faults
+    // (glibc returning and re-mapping it run after run) do not decide the times.
+    sliceops::kernel::tune_allocator();
     for shape in &SHAPES {
         let x = input(shape);
         for op in OPS {

@@ -265,21 +265,45 @@ impl Isa {
     }
 }
 
+/// Values a step of the kernels' loops takes: four 16-lane vectors, evaluated side by side (one
+/// vector at a time, each step waits on the latency of the one before; tract's kernels interleave
+/// four too).
+const STEP: usize = 64;
+
 /// A kernel's two loops (into a new buffer, in place) over one fit, compiled for `$features`: the
-/// fit's coefficients are constants there, so the loop over them unrolls and the loop over the
-/// values vectorizes.
+/// fit's coefficients are constants there, so the loop over them unrolls, and each step of
+/// [`STEP`] values vectorizes into independent chains.
 macro_rules! fitted_loops {
     ($features:literal, $collect:ident, $in_place:ident, $fit:ident) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         fn $collect(src: &[f32]) -> Vec<f32> {
-            src.iter().map(|&x| fitted(x, &$fit)).collect()
+            let mut out: Vec<f32> = Vec::with_capacity(src.len());
+            let spare = &mut out.spare_capacity_mut()[..src.len()];
+            let mut dst = spare.chunks_exact_mut(STEP);
+            let mut from = src.chunks_exact(STEP);
+            for (d, s) in (&mut dst).zip(&mut from) {
+                for (d, &x) in d.iter_mut().zip(s) {
+                    d.write(fitted(x, &$fit));
+                }
+            }
+            for (d, &x) in dst.into_remainder().iter_mut().zip(from.remainder()) {
+                d.write(fitted(x, &$fit));
+            }
+            // Safety: the two loops above wrote each of the first `src.len()` slots (within the
+            // capacity reserved), the steps then the remainder.
+            unsafe { out.set_len(src.len()) };
+            out
         }
 
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         fn $in_place(xs: &mut [f32]) {
-            xs.iter_mut().for_each(|x| *x = fitted(*x, &$fit));
+            let mut steps = xs.chunks_exact_mut(STEP);
+            for step in &mut steps {
+                step.iter_mut().for_each(|x| *x = fitted(*x, &$fit));
+            }
+            steps.into_remainder().iter_mut().for_each(|x| *x = fitted(*x, &$fit));
         }
     };
 }
