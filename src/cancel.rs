@@ -44,9 +44,21 @@ impl Cancel {
         self.flag.store(true, Ordering::Relaxed);
     }
 
-    /// Whether [`Cancel::cancel`] was called.
+    /// Whether [`Cancel::cancel`] was called (and not undone by [`Cancel::reset`]).
     pub fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::Relaxed)
+    }
+
+    /// Undoes [`Cancel::cancel`]: runs started from now on with this handle (or a clone) go on; a run
+    /// already stopped stays stopped. onnxruntime's `RunOptions.terminate = False`.
+    pub fn reset(&self) {
+        self.flag.store(false, Ordering::Relaxed);
+    }
+
+    /// A handle sharing this one's flag ([`Cancel::cancel`] on either stops runs of both) with its
+    /// own timeout.
+    pub fn with_shared_flag(&self, timeout: Option<Duration>) -> Cancel {
+        Cancel { flag: Arc::clone(&self.flag), timeout }
     }
 }
 
@@ -99,7 +111,8 @@ thread_local! {
 
 /// Puts `cancel` in force on this thread for the life of the value returned (the plans a run nests,
 /// a `Loop` body's, an `If` branch's, are checked against it too); the handle in force before comes
-/// back when it ends.
+/// back when it ends. [`crate::Model::run_with`] makes one per run; a caller timing many runs as one
+/// (`sliceops bench --timeout`) makes one around them all and runs each plan with [`run_plan`].
 pub(crate) struct Scope {
     outer: Option<Active>,
 }
@@ -119,7 +132,8 @@ impl Drop for Scope {
     }
 }
 
-/// An error if the run on this thread is to stop: its handle cancelled or its timeout past.
+/// An error holding [`Cancelled`] if the run on this thread is to stop: the handle in force
+/// cancelled or its timeout past (never when no [`Scope`] is in force).
 pub(crate) fn check() -> TractResult<()> {
     ACTIVE.with(|a| {
         let a = a.borrow();

@@ -148,12 +148,15 @@ pub(crate) fn profile(
     let mut seen = vec![false; model.nodes().len()];
     let mut order: Vec<usize> = vec![];
     let mut state = plan.spawn()?;
+    crate::cancel::check()?;
     state.run(inputs.clone())?;
     let mut wall = Duration::ZERO;
     for _ in 0..runs {
         let batch = inputs.clone();
         let start = Instant::now();
         let outputs = state.run_plan_with_eval(batch, |ctx, op_state, node, node_inputs| {
+            // The cancel handle in force, if any (`bench --timeout`), outside the node's time.
+            crate::cancel::check()?;
             let t0 = Instant::now();
             let result = eval(ctx, op_state, node, node_inputs);
             times[node.id] += t0.elapsed();

@@ -78,8 +78,8 @@ fn every_option_has_a_short_and_a_long_form() {
             seen += 1;
         }
     }
-    // run 7 + infer 3 + fold 4 + lower 1 + bench 6, each with -h, and -h/-V of the tool.
-    assert_eq!(seen, 7 + 3 + 4 + 1 + 6 + 5 + 2);
+    // run 7 + infer 3 + fold 4 + lower 1 + bench 7, each with -h, and -h/-V of the tool.
+    assert_eq!(seen, 7 + 3 + 4 + 1 + 7 + 5 + 2);
 }
 
 #[test]

@@ -404,6 +404,42 @@ fn run_timeout_on_the_command_line_is_one_error_line() {
     }
 }
 
+#[test]
+fn bench_timeout_stops_the_whole_bench_with_one_error_line() {
+    let d = dir("bench_timeout_stops_the_whole_bench_with_one_error_line");
+    let model = d.join("model.onnx");
+    std::fs::write(&model, endless_loop()).unwrap();
+    write_npy(&d.join("v.npy"), &f32s(&[32, 32], &[0.03; 1024]));
+    let input = format!("v={}", arg(&d.join("v.npy")));
+    // One endless run: stopped inside it (the warm-up), between Loop iterations.
+    for args in [vec!["--timeout", "0.3"], vec!["-T", "0.3", "--profile"], vec!["-T", "0.3", "--format", "json"]] {
+        let mut all = vec!["bench", model.to_str().unwrap(), "--input", &input];
+        all.extend(args.iter().copied());
+        let r = sliceops(&all);
+        assert!(r.elapsed < std::time::Duration::from_secs(3), "{args:?} took {:?}", r.elapsed);
+        assert_eq!(r.error(), "error: bench cancelled after 0.3 s (--timeout)", "{args:?}");
+        assert_eq!(r.stdout, "", "{args:?}: nothing printed");
+    }
+    // Many short runs past the deadline together: stopped between runs.
+    let short = d.join("identity.onnx");
+    std::fs::write(&short, identity_model()).unwrap();
+    write_npy(&d.join("x.npy"), &f32s(&[1 << 16], &vec![1.5; 1 << 16]));
+    let x = format!("x={}", arg(&d.join("x.npy")));
+    let r = sliceops(&["bench", &arg(&short), "--input", &x, "--runs", "1000000", "--timeout", "0.2"]);
+    assert!(r.elapsed < std::time::Duration::from_secs(3), "took {:?}", r.elapsed);
+    assert_eq!(r.error(), "error: bench cancelled after 0.2 s (--timeout)");
+    // A deadline not reached changes nothing: the usual report.
+    let r = sliceops(&["bench", &arg(&short), "--input", &x, "--runs", "3", "--timeout", "60", "--format", "json"]);
+    r.ok();
+    let report: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(report["runs"], 3);
+    for bad in ["0", "-1", "nan", "1e9"] {
+        let r = sliceops(&["bench", &arg(&short), "--input", &x, &format!("--timeout={bad}")]);
+        assert_eq!(r.code, Some(2), "--timeout {bad}\n{r:#?}");
+        assert!(r.stderr.contains("--timeout <SECONDS>"), "{}", r.stderr);
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // 9 and the property test: NaN, infinities, signed zeros, huge and tiny values through the float ops
 // touched here, against their definitions (onnx's reference: numpy's maximum and minimum keep NaN).

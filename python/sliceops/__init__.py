@@ -53,6 +53,7 @@ __all__ = [
     "InvalidArgument",
     "Fail",
     "NoSuchFile",
+    "RunCancelled",
     "get_available_providers",
     "get_device",
     "NodeArg",
@@ -414,25 +415,45 @@ class Session:
     get_inputs = inputs
     get_outputs = outputs
 
-    def run(self, output_names: Optional[Sequence[str]], feeds: Mapping[str, Any]) -> List[_np.ndarray]:
+    def run(
+        self,
+        output_names: Optional[Sequence[str]],
+        feeds: Mapping[str, Any],
+        timeout: Optional[float] = None,
+        run_options: Any = None,
+    ) -> List[_np.ndarray]:
         """Runs the model; returns the outputs named in ``output_names`` (all when None), in that order.
 
         Args:
             output_names: graph output names, or None for every output.
             feeds: input name -> array (``numpy.asarray`` is applied; the dtype must be the input's).
+            timeout: seconds the run may take (more than 0, at most a year); None for no limit.
+            run_options: a :class:`RunOptions`: setting its ``terminate`` from another thread stops
+                the run; its ``timeout`` applies where ``timeout`` is None.
 
         Returns:
             numpy arrays over the outputs' buffers (not copied).
 
         Raises:
             ValueError: an input is missing, unknown, or of the wrong dtype or shape; an output name is
-                unknown; or the model fails on these inputs. The message is the command line's.
+                unknown; the timeout is out of range; or the model fails on these inputs. The message
+                is the command line's.
+            RunCancelled: the run was stopped by ``run_options.terminate`` or its timeout (checked
+                before each node and each ``Loop`` iteration); the session runs again unharmed.
         """
         if not isinstance(feeds, Mapping):
             raise TypeError("feeds is a dict of input name -> numpy array")
         arrays = {name: _np.asarray(value) for name, value in feeds.items()}
         names = None if output_names is None else [str(n) for n in output_names]
-        return self._session.run(names, arrays)
+        flag = None
+        if run_options is not None:
+            flag = run_options._flag
+            if timeout is None:
+                timeout = run_options._timeout()
+        try:
+            return self._session.run(names, arrays, flag, None if timeout is None else float(timeout))
+        except _sliceops.Cancelled as e:
+            raise RunCancelled(str(e)) from None
 
 
 def _rebuild_session(model_bytes: bytes, threads: Optional[int]) -> Session:
@@ -448,6 +469,7 @@ from ._ort import (  # noqa: E402  (the onnxruntime-shaped API builds on the def
     InvalidArgument,
     ModelMetadata,
     NoSuchFile,
+    RunCancelled,
     RunOptions,
     SessionOptions,
     get_available_providers,

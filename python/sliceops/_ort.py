@@ -9,7 +9,9 @@ catches are the same. What differs, and why:
   ``get_providers()`` says ``["CPUExecutionProvider"]``.
 - Of ``SessionOptions``, ``intra_op_num_threads`` is used (the thread budget of sliceops' kernels and
   tract's, 0 for the default); the others are accepted, kept and ignored (see :class:`SessionOptions`).
-- ``RunOptions`` are accepted and ignored.
+- Of ``RunOptions``, ``terminate`` is used (set to True from another thread, it stops the runs given
+  these options, which raise :class:`RunCancelled`, a :class:`Fail`), and ``timeout`` is ours (seconds
+  a run may take); the others are accepted, kept and ignored.
 - Error messages start with ``[sliceops]`` where onnxruntime's start with ``[ONNXRuntimeError]``; the
   status code, its name and the text after them are onnxruntime's for a wrong input name, output name,
   element type, rank or fixed dim. Errors the model raises while running are :class:`Fail` with the
@@ -34,11 +36,14 @@ __all__ = [
     "InvalidArgument",
     "Fail",
     "NoSuchFile",
+    "RunCancelled",
     "get_available_providers",
     "get_device",
 ]
 
 _PROVIDERS = ["CPUExecutionProvider"]
+# The longest run timeout: a year, in seconds (the command line's --timeout accepts as much).
+_MAX_TIMEOUT_S = 31_536_000
 
 
 class InvalidArgument(ValueError):
@@ -52,6 +57,12 @@ class Fail(RuntimeError):
 
 class NoSuchFile(FileNotFoundError):
     """The model's path names no file: onnxruntime's ``NoSuchFile`` (status 3)."""
+
+
+class RunCancelled(Fail):
+    """A run stopped before its end: its :class:`RunOptions` had ``terminate`` set (onnxruntime
+    raises ``Fail`` then) or its timeout passed. A :class:`Fail`, so code written for onnxruntime
+    catches it; the session is unharmed and runs again."""
 
 
 def _message(code: int, status: str, text: str) -> str:
@@ -127,15 +138,58 @@ class SessionOptions:
 
 
 class RunOptions:
-    """onnxruntime's ``RunOptions``: accepted and ignored (a run cannot be cancelled or tagged)."""
+    """onnxruntime's ``RunOptions``: ``terminate`` stops runs, ``timeout`` (ours) bounds them.
+
+    ``terminate``: set to True (from any thread: the interpreter lock is released while a session
+    runs) to stop every run given these options, now and until it is set back to False; a run checks
+    it before each node and each ``Loop`` iteration, so a single long node (a huge matrix product)
+    finishes first. The run raises :class:`RunCancelled`.
+
+    ``timeout``: None (the default) or the seconds a run given these options may take (a fraction
+    allowed; more than 0, at most a year), counted from the start of each run; past it, the run raises
+    :class:`RunCancelled` at its next check. onnxruntime has no such option (there, a thread sets
+    ``terminate``).
+
+    ``log_severity_level``, ``log_verbosity_level``, ``logid``, ``only_execute_path_to_fetches`` and
+    the config entries are accepted, kept and ignored.
+    """
 
     def __init__(self) -> None:
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.logid = ""
-        self.terminate = False
         self.only_execute_path_to_fetches = False
+        self.timeout: Optional[float] = None
+        self._flag = _sliceops.CancelFlag()
         self._config: Dict[str, str] = {}
+
+    @property
+    def terminate(self) -> bool:
+        """Whether runs given these options are to stop (see the class)."""
+        return self._flag.is_cancelled()
+
+    @terminate.setter
+    def terminate(self, value: bool) -> None:
+        if value:
+            self._flag.cancel()
+        else:
+            self._flag.reset()
+
+    def _timeout(self) -> Optional[float]:
+        t = self.timeout
+        if t is None:
+            return None
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            raise InvalidArgument(_message(2, "INVALID_ARGUMENT", "timeout is a number of seconds, got %r" % (t,)))
+        if not 0 < t <= _MAX_TIMEOUT_S:
+            raise InvalidArgument(
+                _message(
+                    2,
+                    "INVALID_ARGUMENT",
+                    "the timeout must be more than 0 and at most %d seconds, got %r" % (_MAX_TIMEOUT_S, t),
+                )
+            )
+        return float(t)
 
     def add_run_config_entry(self, key: str, value: str) -> None:
         """Keeps a config entry (ignored)."""
@@ -280,10 +334,15 @@ class InferenceSession:
     ) -> List[_np.ndarray]:
         """Runs the model; returns the outputs named (all for None or an empty list), in that order.
 
+        ``run_options``: a :class:`RunOptions`; its ``terminate`` flag (settable from another thread
+        while this runs) and its ``timeout`` stop the run.
+
         Raises:
             ValueError: a required input is missing (onnxruntime's message).
             InvalidArgument: an unknown input or output name, or an input of the wrong element type,
-                rank or fixed dim (onnxruntime's messages).
+                rank or fixed dim (onnxruntime's messages); a timeout that is not a number of seconds
+                (more than 0, at most a year).
+            RunCancelled: ``run_options.terminate`` was set, or its timeout passed.
             Fail: the model fails on these inputs (the command line's message).
         """
         feed_names = list(input_feed)
@@ -304,8 +363,11 @@ class InferenceSession:
             for n in names:
                 if n not in self._output_names:
                     raise InvalidArgument(_message(2, "INVALID_ARGUMENT", "Invalid output name:%s" % n))
+        flag, timeout = (None, None) if run_options is None else (run_options._flag, run_options._timeout())
         try:
-            return self._session.run(names, arrays)
+            return self._session.run(names, arrays, flag, timeout)
+        except _sliceops.Cancelled as e:
+            raise RunCancelled(_message(1, "FAIL", str(e))) from None
         except ValueError as e:
             raise Fail(_message(1, "FAIL", str(e))) from None
 

@@ -38,6 +38,20 @@ def lower(model: _Source) -> bytes:
 def tune_allocator() -> None:
     """Keeps freed large buffers in the heap for reuse (glibc's malloc settings, process-wide)."""
 
+class Cancelled(RuntimeError):
+    """A run stopped by its cancel flag or its timeout."""
+
+class CancelFlag:
+    """A flag that stops the runs given it, settable from any thread."""
+
+    def __init__(self) -> None: ...
+    def cancel(self) -> None:
+        """Stops the runs given this flag (until ``reset``)."""
+    def reset(self) -> None:
+        """Lets runs started from now on go on."""
+    def is_cancelled(self) -> bool:
+        """Whether the flag is set."""
+
 class Buffer:
     """Owns an output tensor whose buffer numpy arrays view (their ``base``)."""
 
@@ -59,5 +73,12 @@ class Session:
         """The inputs to feed: ``(name, elem_type, dims)``."""
     def outputs(self, ort: bool = False) -> _Declared:
         """The graph outputs: ``(name, elem_type, dims)``."""
-    def run(self, output_names: Optional[Sequence[str]], feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
-        """Runs the model; returns the outputs named (all when None or empty)."""
+    def run(
+        self,
+        output_names: Optional[Sequence[str]],
+        feeds: Dict[str, np.ndarray],
+        cancel: Optional[CancelFlag] = None,
+        timeout: Optional[float] = None,
+    ) -> List[np.ndarray]:
+        """Runs the model; returns the outputs named (all when None or empty). Raises ``Cancelled``
+        once ``cancel`` is set or ``timeout`` seconds have passed."""

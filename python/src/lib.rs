@@ -1,11 +1,12 @@
 //! The `sliceops._sliceops` extension module: a thin layer over the `sliceops` crate. Models come in
 //! as bytes or a path and go out as bytes; the Python package (`python/sliceops/__init__.py`) turns
 //! `onnx.ModelProto`s into bytes and back. Every error of the core becomes a `ValueError` carrying the
-//! line the CLI prints; the GIL is released while the core works.
+//! line the CLI prints; the GIL is released while the core works. A run stopped by its cancel flag or
+//! timeout raises `Cancelled` (a `RuntimeError`), which the package turns into `sliceops.RunCancelled`.
 
 mod tensors;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use sliceops::fold::FoldOptions;
@@ -16,6 +17,61 @@ use std::path::{Path, PathBuf};
 /// A core error as Python sees it: a `ValueError` with the CLI's message.
 fn value_error(e: anyhow::Error) -> PyErr {
     PyValueError::new_err(sliceops::describe_error(&e))
+}
+
+pyo3::create_exception!(_sliceops, Cancelled, PyRuntimeError, "A run stopped by its cancel flag or its timeout.");
+
+/// A run's error as Python sees it: `Cancelled` for a stopped run, else a `ValueError`.
+fn run_error(e: anyhow::Error) -> PyErr {
+    match sliceops::Cancelled::find(&e) {
+        Some(c) => Cancelled::new_err(c.to_string()),
+        None => value_error(e),
+    }
+}
+
+/// A flag that stops the runs given it, set from any thread (`RunOptions.terminate`).
+#[pyclass(frozen, module = "sliceops._sliceops")]
+#[derive(Default)]
+struct CancelFlag {
+    cancel: sliceops::Cancel,
+}
+
+#[pymethods]
+impl CancelFlag {
+    #[new]
+    fn new() -> CancelFlag {
+        CancelFlag::default()
+    }
+
+    /// Stops every run given this flag at its next check (before each node and `Loop` iteration),
+    /// and every run started with it until `reset`.
+    fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Lets runs started from now on go on.
+    fn reset(&self) {
+        self.cancel.reset();
+    }
+
+    /// Whether the flag is set.
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+/// The longest timeout a run accepts: a year, in seconds (as the CLI's `--timeout`).
+const MAX_TIMEOUT_S: f64 = 31_536_000.0;
+
+/// A run's timeout in seconds, checked: more than 0 and at most a year.
+fn timeout(seconds: Option<f64>) -> PyResult<Option<std::time::Duration>> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if s > 0.0 && s <= MAX_TIMEOUT_S => Ok(Some(std::time::Duration::from_secs_f64(s))),
+        Some(s) => Err(PyValueError::new_err(format!(
+            "the timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, got {s}"
+        ))),
+    }
 }
 
 /// A model given as bytes or as a path (`str` or `os.PathLike`).
@@ -355,14 +411,24 @@ impl Session {
     }
 
     /// Runs the model on `feeds` (name -> numpy array); returns the outputs named (all when None or
-    /// empty) as numpy arrays over the output buffers.
-    #[pyo3(signature = (output_names, feeds))]
+    /// empty) as numpy arrays over the output buffers. The run stops, raising `Cancelled`, once
+    /// `cancel` is set (from another thread: the GIL is released while it runs) or `timeout` seconds
+    /// have passed, checked before each node and each `Loop` iteration.
+    #[pyo3(signature = (output_names, feeds, cancel=None, timeout=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         output_names: Option<Vec<String>>,
         feeds: &Bound<'py, PyDict>,
+        cancel: Option<PyRef<'py, CancelFlag>>,
+        timeout: Option<f64>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let limit = self::timeout(timeout)?;
+        let handle = match (&cancel, limit) {
+            (None, None) => None,
+            (Some(flag), t) => Some(flag.cancel.with_shared_flag(t)),
+            (None, t) => Some(sliceops::Cancel::new().with_shared_flag(t)),
+        };
         let all = self.model.output_names();
         let wanted: Vec<usize> = match output_names {
             Some(names) if !names.is_empty() => names
@@ -393,9 +459,12 @@ impl Session {
                 let fed = model.feeding(&names)?;
                 let model = fed.as_ref().unwrap_or(model);
                 let inputs = model.order_inputs(given, "pass each in feeds")?;
-                model.run(inputs)
+                match &handle {
+                    Some(handle) => model.run_with(inputs, handle),
+                    None => model.run(inputs),
+                }
             })
-            .map_err(value_error)?;
+            .map_err(run_error)?;
         let mut taken: Vec<Option<(String, sliceops::tract_onnx::prelude::Tensor)>> =
             outputs.drain(..).map(Some).collect();
         let mut arrays = Vec::with_capacity(wanted.len());
@@ -430,6 +499,8 @@ fn _sliceops(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_class::<Session>()?;
+    m.add_class::<CancelFlag>()?;
+    m.add("Cancelled", m.py().get_type::<Cancelled>())?;
     m.add_class::<tensors::Buffer>()?;
     Ok(())
 }

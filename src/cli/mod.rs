@@ -152,6 +152,11 @@ enum Command {
         /// Rows of each profile list shown (0: all).
         #[arg(short = 'n', long, value_name = "N", default_value_t = 20, requires = "profile")]
         top: usize,
+        /// Stop the whole bench (loading, warm-up, timed and profiled runs) after this many seconds,
+        /// checked before each node, each Loop iteration and each run: exit 1 with
+        /// `error: bench cancelled after N s (--timeout)`.
+        #[arg(short = 'T', long, value_name = "SECONDS", value_parser = run::parse_timeout)]
+        timeout: Option<std::time::Duration>,
     },
 }
 
@@ -195,9 +200,9 @@ pub(crate) fn main() -> i32 {
             fold::fold(&model, &output, exact, &input_shapes, &assumptions)
         }
         Command::Lower { model, output } => fold::lower(&model, &output),
-        Command::Bench { model, inputs, runs, format, threads, profile, top } => {
+        Command::Bench { model, inputs, runs, format, threads, profile, top, timeout } => {
             let profile = profile.then_some(top);
-            run::bench(&model, &inputs, &run::BenchOptions { runs, format, threads, profile })
+            run::bench(&model, &inputs, &run::BenchOptions { runs, format, threads, profile, timeout })
         }
     });
     match result {

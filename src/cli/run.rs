@@ -149,16 +149,31 @@ pub(super) struct BenchOptions {
     pub threads: Option<u32>,
     /// Profile too, showing this many rows of each list (0: all).
     pub profile: Option<usize>,
+    /// Stop the whole bench after this long.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Times the plan `run` makes for these inputs (their shapes bound): one warm-up run, then `runs` timed
 /// runs; inputs are prepared beforehand. Also reported: the time to load the model, to make the plan
 /// (the analysis with these shapes bound, optimization, planning) and the warm-up run. With a profile,
-/// the same number of runs again with every node timed (the plain runs are timed without it).
+/// the same number of runs again with every node timed (the plain runs are timed without it). With a
+/// timeout, the whole bench stops at the first check past it (before each node, each `Loop` iteration
+/// and each run; the checks are made in the timed runs too).
 pub(super) fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
     if options.runs == 0 || options.runs > MAX_RUNS {
         anyhow::bail!("--runs must be between 1 and {MAX_RUNS}, not {}", options.runs);
     }
+    let Some(t) = options.timeout else { return timed_bench(model, inputs, options) };
+    let _scope = crate::cancel::Scope::enter(&Cancel::with_timeout(t));
+    timed_bench(model, inputs, options).map_err(|e| match Cancelled::find(&e) {
+        Some(_) => anyhow::anyhow!("bench cancelled after {} s (--timeout)", t.as_secs_f64()),
+        None => e,
+    })
+}
+
+/// [`bench`] within the cancel scope in force, if any.
+fn timed_bench(model: &Path, inputs: &[String], options: &BenchOptions) -> anyhow::Result<()> {
+    use crate::cancel::{check, run_plan};
     let start = Instant::now();
     let mut m = load(model)?;
     let load_s = start.elapsed().as_secs_f64();
@@ -169,15 +184,17 @@ pub(super) fn bench(model: &Path, inputs: &[String], options: &BenchOptions) -> 
     let plan = m.plan_for(&tensors)?;
     let plan_s = start.elapsed().as_secs_f64();
     let inputs: TVec<TValue> = tensors.into_iter().map(TValue::from).collect();
+    check()?;
     let start = Instant::now();
-    plan.run(inputs.clone())?;
+    run_plan(&plan, inputs.clone())?;
     let first_run_s = start.elapsed().as_secs_f64();
     let runs = options.runs;
     let mut times = Vec::with_capacity(runs as usize);
     for _ in 0..runs {
+        check()?;
         let batch = inputs.clone();
         let start = Instant::now();
-        let out = plan.run(batch)?;
+        let out = run_plan(&plan, batch)?;
         times.push(start.elapsed().as_secs_f64());
         drop(out);
     }

@@ -100,10 +100,7 @@ impl Model {
 
     fn load_proto(mut proto: pb::ModelProto, dir: Option<&str>) -> anyhow::Result<Model> {
         // If and Loop branches the analysis builds are planned by the plan layer.
-        analysis::install_planner(analysis::Planner {
-            check: memory::check_values,
-            plan: |model| optimize::optimize(model)?.into_runnable(),
-        });
+        analysis::install_planner(analysis::Planner { check: memory::check_values, plan: plan_branch });
         let graph = proto.graph.as_ref().context("not a valid ONNX model: it has no graph")?;
         prepare::check_structure(graph)?;
         // External data checked and read by us (tract never opens a file); uint64_data made readable.
@@ -550,6 +547,17 @@ impl Model {
     pub fn shape_warnings(&self, facts: &[ValueFact]) -> anyhow::Result<Vec<String>> {
         warnings::shape_warnings(&self.proto, facts)
     }
+}
+
+/// The plan of an `If` branch or a `Loop` body: optimized as a model's, sizes only the data decides
+/// bound when it runs (a `Shape` of a `ConstantOfShape` of a run-time value), as [`Model::plan_for`]
+/// binds them.
+fn plan_branch(model: TypedModel) -> TractResult<Arc<TypedRunnableModel>> {
+    let mut model = model;
+    let outputs = runtime_dims::keep_binders(&mut model)?;
+    let mut optimized = optimize::optimize(model)?;
+    let deps = runtime_dims::bind(&mut optimized, outputs)?;
+    crate::threads::plan_ordered(optimized, None, &deps)
 }
 
 fn is_identifier(text: &str) -> bool {

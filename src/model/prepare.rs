@@ -83,12 +83,13 @@ pub(crate) fn unique_node_names(proto: &pb::ModelProto) -> Option<pb::ModelProto
 }
 
 /// Structural checks of a graph before tract sees it: every node input is defined (by a graph input, an
-/// initializer, or a node), and the nodes have no cycle. Errors name a node.
+/// initializer, dense or sparse, or a node), and the nodes have no cycle. Errors name a node.
 pub(crate) fn check_structure(graph: &pb::GraphProto) -> anyhow::Result<()> {
     use std::collections::{HashMap, HashSet};
     let invalid = |n: &pb::NodeProto, message: String| crate::node::node_label(n).err(message);
     let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
     defined.extend(graph.initializer.iter().map(|t| t.name.as_str()));
+    defined.extend(graph.sparse_initializer.iter().filter_map(|s| s.values.as_ref()).map(|t| t.name.as_str()));
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (ix, node) in graph.node.iter().enumerate() {
         for o in node.output.iter().filter(|o| !o.is_empty()) {

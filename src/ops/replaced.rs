@@ -43,6 +43,8 @@
 //! - `Scan`: body inputs without types (they take the Scan inputs'), opset 8's batched form, typed
 //!   per node rather than after tract's analysis of the whole model ([`scan`](super::control::scan));
 //! - `RotaryEmbedding` (opset 23): one op over the input (tract wired sixteen nodes a call);
+//! - `Selu`: the specification's default `alpha` and `gamma` (tract's had five and six digits;
+//!   [`selu`](super::math::selu));
 //! - `Softmax`: float16 rounded where numpy rounds (tract multiplied by a rounded reciprocal;
 //!   [`softmax`](super::math::softmax));
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
@@ -105,6 +107,7 @@ pub(crate) fn register(onnx: &mut Onnx) {
     onnx.op_register.insert("Resize", nn::resize::resize);
     onnx.op_register.insert("RotaryEmbedding", nn::rotary::rotary_embedding);
     onnx.op_register.insert("Scan", control::scan::scan);
+    onnx.op_register.insert("Selu", math::selu::selu);
     for op in ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean"] {
         onnx.op_register.insert(op, math::reduce::reduce);
     }

@@ -11,6 +11,7 @@ pub(crate) mod log_softmax;
 pub(crate) mod matmul;
 pub(crate) mod mean;
 pub(crate) mod reduce;
+pub(crate) mod selu;
 pub(crate) mod sized_generators;
 pub(crate) mod softmax;
 pub(crate) mod swiglu;

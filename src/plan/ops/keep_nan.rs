@@ -11,15 +11,13 @@
 //!   plus, min, max), every operand one value and every step `+ - * / max min`: each step over
 //!   blocks of [`BLOCK`] values in turn, as tract's chain does, with max and min that keep NaN
 //!   (`if x < s { s } else { x }`, one compare and one select), written to a new output;
-//! - [`NanSigmoid`] reads its input once for NaN: without one it is tract's own op; with one,
-//!   tract's op, then NaN put back where the input had one.
+//! - [`super::NanActivation`] (in `fitted.rs`) computes tract's sigmoid and tanh with NaN kept.
 //!
 //! Max and min fused into a matrix product stay where they are (their kernels keep NaN).
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::binary::{OptBinByScalar, OptBinChain, TypedBinOp};
-use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 
 /// Values per block: a block stays in the first-level cache through every step.
 const BLOCK: usize = 1024;
@@ -238,67 +236,4 @@ fn run_steps_blocks(src: &[f32], steps: &[Step], operands: &[f32]) -> Vec<f32> {
         }
     }
     out
-}
-
-/// Whether `xs` holds a NaN, in integer operations the compiler vectorizes: a NaN's magnitude bits
-/// are above infinity's, so adding `0x007f_ffff` to them carries into bit 31.
-fn has_nan(xs: &[f32]) -> bool {
-    let carry = |acc: u32, v: &f32| acc | (v.to_bits() & 0x7fff_ffff).wrapping_add(0x007f_ffff);
-    xs.chunks(4096).any(|c| c.iter().fold(0u32, carry) & 0x8000_0000 != 0)
-}
-
-/// tract's float32 sigmoid with NaN kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NanSigmoid {
-    /// tract's op, which computes every value that is not NaN.
-    pub stock: ElementWiseOp,
-}
-
-impl NanSigmoid {
-    /// Our op for tract's elementwise `op` over `fact`, if it is a float32 sigmoid.
-    pub(crate) fn replacing(op: &ElementWiseOp, fact: &TypedFact) -> Option<NanSigmoid> {
-        let sigmoid = op.0.name() == "Sigmoid" && op.1.is_none() && fact.datum_type == f32::datum_type();
-        sigmoid.then(|| NanSigmoid { stock: op.clone() })
-    }
-}
-
-impl Op for NanSigmoid {
-    fn name(&self) -> StaticName {
-        "NanSigmoid".into()
-    }
-
-    op_as_typed_op!();
-}
-
-impl EvalOp for NanSigmoid {
-    op_out_of_plan!();
-
-    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let x = args_1!(inputs);
-        let nan = x.datum_type() == f32::datum_type() && has_nan(x.try_as_plain_ram()?.as_slice::<f32>()?);
-        if !nan {
-            // The common case: tract's own evaluation, as before.
-            return self.stock.eval(ctx, tvec!(x));
-        }
-        let mut out = self.stock.eval(ctx, tvec!(x.clone()))?;
-        let y = out.pop().context("the sigmoid returned nothing")?;
-        let mut y = y.into_tensor();
-        let mut plain = y.try_as_plain_ram_mut()?;
-        let src = x.try_as_plain_ram()?;
-        for (y, v) in plain.as_slice_mut::<f32>()?.iter_mut().zip(src.as_slice::<f32>()?) {
-            if v.is_nan() {
-                *y = *v;
-            }
-        }
-        Ok(tvec!(y.into_tvalue()))
-    }
-}
-
-impl TypedOp for NanSigmoid {
-    as_op!();
-
-    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        let a = inputs.first().context("NanSigmoid takes an input")?;
-        Ok(tvec!(f32::fact(a.shape.clone())))
-    }
 }

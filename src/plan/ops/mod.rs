@@ -4,7 +4,8 @@
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
 //! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]). Float32 max, min
-//! and sigmoid that would drop NaN run as [`ScalarSteps`] and [`NanSigmoid`], which keep it.
+//! and sigmoid that would drop NaN run as [`ScalarSteps`], [`PairExtremum`] and [`NanActivation`]
+//! (sigmoid and tanh), which keep it.
 //! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
 //! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
 //! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
@@ -13,16 +14,18 @@
 
 pub(crate) mod broadcast;
 pub(crate) mod conv;
+pub(crate) mod fitted;
 pub(crate) mod int_pow;
 pub(crate) mod keep_nan;
 pub(crate) mod matmul;
 pub(crate) mod maxpool;
+pub(crate) mod pair_extremum;
 pub(crate) mod resize;
 pub(crate) mod softmax;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::AxisOp;
-use tract_onnx::tract_core::ops::binary::{OptBinByScalar, OptBinChain, TypedBinOp};
+use tract_onnx::tract_core::ops::binary::{OptBinByScalar, OptBinChain, OptBinUnicast, TypedBinOp};
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
@@ -33,10 +36,12 @@ use crate::slicing::PlannedView;
 pub(crate) use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub(crate) use broadcast::BroadcastBin;
 pub(crate) use conv::DirectConv;
+pub(crate) use fitted::NanActivation;
 pub(crate) use int_pow::CubePow;
-pub(crate) use keep_nan::{NanSigmoid, ScalarSteps};
+pub(crate) use keep_nan::ScalarSteps;
 pub(crate) use matmul::SmallMatMul;
 pub(crate) use maxpool::PlaneMaxPool;
+pub(crate) use pair_extremum::PairExtremum;
 pub(crate) use resize::RowResize;
 pub(crate) use softmax::AxisSoftmax;
 
@@ -58,15 +63,19 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             let Some(&input) = node.inputs.first() else { continue };
             match CubePow::replacing(ew) {
                 Some(op) => Some(Box::new(op) as _),
-                None => NanSigmoid::replacing(ew, model.outlet_fact(input)?).map(|op| Box::new(op) as _),
+                None => NanActivation::replacing(ew, model.outlet_fact(input)?).map(|op| Box::new(op) as _),
             }
         } else if node.op_is::<OptBinByScalar>() || node.op_is::<OptBinChain>() {
             ScalarSteps::replacing(model, node)?.map(|op| Box::new(op) as _)
+        } else if node.op_is::<OptBinUnicast>() {
+            PairExtremum::replacing(model, node)?.map(|op| Box::new(op) as _)
         } else if let (Some(bin), [a, b]) = (node.op_as::<TypedBinOp>(), &*node.inputs) {
-            match ScalarSteps::replacing(model, node)? {
-                Some(op) => Some(Box::new(op) as _),
-                None => BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?)
-                    .map(|op| Box::new(op) as _),
+            if let Some(op) = ScalarSteps::replacing(model, node)? {
+                Some(Box::new(op) as _)
+            } else if let Some(op) = PairExtremum::replacing(model, node)? {
+                Some(Box::new(op) as _)
+            } else {
+                BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
             }
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
             PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
