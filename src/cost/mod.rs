@@ -154,7 +154,7 @@ pub fn cost(model: &Model) -> anyhow::Result<Cost> {
     let op_types = op_totals(&nodes)?;
     let mut total = sum(nodes.iter(), "")?;
     total.params = distinct_params(graph, &values)?;
-    let peak = peak::peak(graph, &order, &values, &analysis)?;
+    let peak = peak::peak(graph, &order, &values, &analysis, !model.assumptions().is_empty())?;
     let mut input_bytes = Poly::zero();
     let mut input_unknown = None;
     for input in graph.input.iter().filter(|i| !initializers.contains(i.name.as_str())) {

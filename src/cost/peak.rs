@@ -58,6 +58,7 @@ pub(super) fn peak(
     order: &[usize],
     values: &HashMap<String, Value>,
     analysis: &Analysis,
+    assumed: bool,
 ) -> anyhow::Result<Peak> {
     let outputs: HashSet<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     let mut last_read: HashMap<&str, usize> = HashMap::new();
@@ -92,9 +93,15 @@ pub(super) fn peak(
             live = live.sub(&b)?;
         }
     }
-    prune_with_assumptions(&mut candidates);
+    if assumed && candidates.len() <= MAX_PROVED {
+        prune_with_assumptions(&mut candidates);
+    }
     Ok(Peak { candidates, left_out })
 }
+
+/// The most candidates compared pairwise by tract's prover: each proof can take long on models whose
+/// sizes carry bounds (detectors), and the pairs grow as the square.
+const MAX_PROVED: usize = 8;
 
 /// Drops the candidates tract's prover shows smaller than another under the model's assumptions
 /// (`--assume`), which the coefficient rule alone cannot.
