@@ -70,16 +70,22 @@ impl TurnStateHandler for InstallBudget {
 /// installed for the copy kernel; without one, as tract's `into_runnable` makes it. With ordering
 /// dependencies `(node, node it must come after)` beyond the model's edges
 /// (a node after the one binding a size its shape mentions: the model's `runtime_dims`).
+///
+/// `low_ram`: tract's order that frees values early; else its plain depth-first order. The first
+/// trips an assertion of tract's on some `If` branches that carry such dependencies (torchvision's
+/// Faster R-CNN), so branches with dependencies take the plain order.
 pub(crate) fn plan_ordered(
     model: TypedModel,
     threads: Option<usize>,
     deps: &[(usize, usize)],
+    low_ram: bool,
 ) -> TractResult<Arc<TypedRunnableModel>> {
     let outputs = model.outputs.clone();
-    let options = match threads {
+    let mut options = match threads {
         Some(n) => RunOptions { executor: Some(executor(n)), ..RunOptions::default() },
         None => RunOptions::default(),
     };
+    options.skip_order_opt_ram = !low_ram;
     #[allow(deprecated)]
     let plan = SimplePlan::build_with_outputs_and_deps(model, &outputs, deps, &options)?;
     Ok(Arc::new(match threads {

@@ -520,3 +520,46 @@ fn attention_rnn_and_batch_norm() {
         assert_eq!(macs_at(&cost, "bn", &at), (b * 3 * s * t) as i128 * 31);
     }
 }
+
+#[test]
+fn figures_are_written_in_the_dim_grammar_and_read_back_to_their_values() {
+    // The pools/norms model: divisions ((H-3)/2+1), products of several symbols.
+    let bytes = Builder::new(18)
+        .input("x", F, &[D::S("N"), D::N(3), D::S("H"), D::S("W")])
+        .node(
+            "MaxPool",
+            "",
+            "pool",
+            &["x"],
+            &["p"],
+            vec![("kernel_shape", A::Is(vec![3, 2])), ("strides", A::Is(vec![2, 2]))],
+        )
+        .init_f32("w", &[4, 3, 3, 3], &zeros(108))
+        .node("Conv", "", "conv", &["p", "w"], &["c"], vec![("pads", A::Is(vec![1, 1, 1, 1]))])
+        .output("c")
+        .bytes();
+    let cost = cost_of(bytes);
+    let mut figures = vec![];
+    for n in &cost.nodes {
+        if let Macs::Counted(p) = &n.macs {
+            figures.push(p.clone());
+        }
+        figures.extend([&n.bytes_read, &n.bytes_written].into_iter().filter_map(|s| s.known().cloned()));
+    }
+    figures.push(cost.total.macs.clone());
+    figures.extend(cost.peak.candidates.iter().map(|(p, _)| p.clone()));
+    for p in figures {
+        let text = p.text();
+        let scope = tract_onnx::prelude::SymbolScope::default();
+        let parsed = sliceops::symbolic::parse_dim(&scope, &text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        for (n, h, w) in [(1, 7, 6), (3, 12, 9)] {
+            let values = tract_onnx::prelude::SymbolValues::default()
+                .with(&scope.sym("N"), n)
+                .with(&scope.sym("H"), h)
+                .with(&scope.sym("W"), w);
+            let read = parsed.eval(&values).to_i64().unwrap() as i128;
+            let want = p.at(&sizes(&[("N", n), ("H", h), ("W", w)])).unwrap().as_constant().unwrap();
+            assert_eq!(read, want, "{text} at N={n} H={h} W={w}");
+        }
+    }
+}

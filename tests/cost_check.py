@@ -30,9 +30,7 @@ import warnings
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-
-ort.set_default_logger_severity(3)
+from real_models import ort_values
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -141,21 +139,10 @@ def onnx_tool_counts(path, feeds):
 
 
 def ort_bytes(path, feeds):
-    model = onnx.load(path)
-    have = {o.name for o in model.graph.output}
-    for node in model.graph.node:
-        for out in node.output:
-            if out and out not in have:
-                model.graph.output.append(onnx.ValueInfoProto(name=out))
-                have.add(out)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    outs = session.run(names, feeds)
-    arrays = [np.asarray(o) for o in outs]
-    nbytes = {n: (a.nbytes if a.dtype != object else None) for n, a in zip(names, arrays)}
-    ranks = {n: a.ndim for n, a in zip(names, arrays)}
+    """The bytes and rank of every value as onnxruntime computes it (None for strings)."""
+    arrays = ort_values(path, feeds)
+    nbytes = {n: (a.nbytes if a.dtype != object else None) for n, a in arrays.items()}
+    ranks = {n: a.ndim for n, a in arrays.items()}
     return nbytes, ranks
 
 

@@ -153,8 +153,8 @@ def bind_input(dim, actual, values):
     raise ValueError(f"no value of {free[0]} gives {dim} = {actual}")
 
 
-def ort_shapes(model_path, feeds):
-    """Every named value's shape, from onnxruntime with all of them exposed as outputs."""
+def ort_values(model_path, feeds):
+    """Every value of the main graph as onnxruntime computes it, with all of them exposed as outputs."""
     model = onnx.load(model_path)
     have = {o.name for o in model.graph.output}
     for node in model.graph.node:
@@ -166,8 +166,13 @@ def ort_shapes(model_path, feeds):
     options.log_severity_level = 3
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
-    outputs = session.run(names, feeds)
-    shapes = {n: (list(np.asarray(o).shape), np.asarray(o).dtype) for n, o in zip(names, outputs)}
+    return {n: np.asarray(o) for n, o in zip(names, session.run(names, feeds))}
+
+
+def ort_shapes(model_path, feeds):
+    """Every named value's shape and dtype, from onnxruntime (see ort_values)."""
+    values = ort_values(model_path, feeds)
+    shapes = {n: (list(o.shape), o.dtype) for n, o in values.items()}
     for name, value in feeds.items():
         shapes[name] = (list(value.shape), value.dtype)
     return shapes

@@ -417,7 +417,7 @@ impl Model {
             let deps =
                 guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
             memory::check_values(&optimized)?;
-            guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps))
+            guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps, true))
         })
     }
 
@@ -446,7 +446,7 @@ impl Model {
         let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
         let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
         memory::check_values(&optimized)?;
-        guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps)).map(Some)
+        guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps, true)).map(Some)
     }
 
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
@@ -557,7 +557,8 @@ fn plan_branch(model: TypedModel) -> TractResult<Arc<TypedRunnableModel>> {
     let outputs = runtime_dims::keep_binders(&mut model)?;
     let mut optimized = optimize::optimize(model)?;
     let deps = runtime_dims::bind(&mut optimized, outputs)?;
-    crate::threads::plan_ordered(optimized, None, &deps)
+    let low_ram = deps.is_empty();
+    crate::threads::plan_ordered(optimized, None, &deps, low_ram)
 }
 
 fn is_identifier(text: &str) -> bool {

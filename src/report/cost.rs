@@ -1,7 +1,7 @@
 //! A model's cost ([`crate::cost::Cost`]) as JSON: each figure as its expression (an integer, or a
 //! dim written as `infer` writes dims) and its expression tree, and its value at the sizes given.
 
-use super::{dim_tree, origin_json};
+use super::{dim_tree, symbol_json};
 use crate::cost::{Cost, Macs, NodeCost, Peak, Poly, Size, Totals};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -124,14 +124,7 @@ fn peak(p: &Peak, at: Option<&Sizes>) -> anyhow::Result<Value> {
 pub fn cost_json(cost: &Cost, at: Option<&Sizes>) -> anyhow::Result<Value> {
     let nodes: anyhow::Result<Vec<Value>> = cost.nodes.iter().map(|n| node(n, at)).collect();
     let op_types: anyhow::Result<Vec<Value>> = cost.op_types.iter().map(|t| totals(t, at)).collect();
-    let symbols: Vec<Value> = cost
-        .symbols
-        .iter()
-        .map(|s| {
-            let at_most = s.at_most.as_ref().map(crate::dims::format_dim);
-            json!({"name": s.name, "origin": origin_json(&s.origin), "min": s.min, "max": s.max, "at_most": at_most})
-        })
-        .collect();
+    let symbols: Vec<Value> = cost.symbols.iter().map(symbol_json).collect();
     let mut sizes: Vec<(&String, &i64)> = at.map(|s| s.iter().collect()).unwrap_or_default();
     sizes.sort();
     Ok(json!({

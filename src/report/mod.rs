@@ -108,8 +108,14 @@ fn tree(d: &TDim) -> serde_json::Value {
     }
 }
 
+/// A symbol as JSON: name, origin, bounds (`min`, `max`, and `at_most`, the bound its op implies).
+pub(crate) fn symbol_json(s: &crate::analysis::SymbolInfo) -> serde_json::Value {
+    let at_most = s.at_most.as_ref().map(crate::dims::format_dim);
+    serde_json::json!({"name": s.name, "origin": origin_json(&s.origin), "min": s.min, "max": s.max, "at_most": at_most})
+}
+
 /// A symbol's origin as JSON.
-pub(crate) fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
+fn origin_json(o: &crate::analysis::Origin) -> serde_json::Value {
     use crate::analysis::Origin;
     use serde_json::json;
     match o {
@@ -182,14 +188,7 @@ pub fn analysis_json(
         v.insert("producer".into(), producer.unwrap_or(serde_json::Value::Null));
         values.push(serde_json::Value::Object(v));
     }
-    let symbols: Vec<serde_json::Value> = analysis
-        .symbols
-        .iter()
-        .map(|s| {
-            let at_most = s.at_most.as_ref().map(crate::dims::format_dim);
-            json!({"name": s.name, "origin": origin_json(&s.origin), "min": s.min, "max": s.max, "at_most": at_most})
-        })
-        .collect();
+    let symbols: Vec<serde_json::Value> = analysis.symbols.iter().map(symbol_json).collect();
     let requirements: Vec<serde_json::Value> =
         analysis.requirements.iter().map(|r| json!({"requires": r.to_string(), "node": r.node, "op": r.op})).collect();
     let fallbacks: Vec<serde_json::Value> = analysis

@@ -91,7 +91,9 @@ fn normalized(ctx: &Ctx, rows: Poly) -> RuleResult {
     plus(&scaled(&ctx.input_volume(0)?, 4 * ADD + 3 * MUL)?, &scaled(&rows, ADD + SQRT + DIV)?)
 }
 
-fn layer_norm(ctx: &Ctx) -> RuleResult {
+/// The rows of a normalization over the dims from `axis` (default -1) on: the product of the dims
+/// before it.
+fn rows_before_axis(ctx: &Ctx) -> RuleResult {
     let x = ctx.input(0)?;
     let axis = ctx.int("axis")?.unwrap_or(-1);
     let rank = x.len() as i64;
@@ -99,7 +101,11 @@ fn layer_norm(ctx: &Ctx) -> RuleResult {
     if !(0..rank).contains(&a) {
         return Err(ctx.bad(format!("axis {axis} is out of range for rank {rank}")));
     }
-    normalized(ctx, product(&x[..a as usize])?)
+    product(&x[..a as usize])
+}
+
+fn layer_norm(ctx: &Ctx) -> RuleResult {
+    normalized(ctx, rows_before_axis(ctx)?)
 }
 
 fn rows_norm(ctx: &Ctx, leading: usize) -> RuleResult {
@@ -120,14 +126,7 @@ fn group_norm(ctx: &Ctx) -> RuleResult {
 }
 
 fn rms_norm(ctx: &Ctx) -> RuleResult {
-    let x = ctx.input(0)?;
-    let axis = ctx.int("axis")?.unwrap_or(-1);
-    let rank = x.len() as i64;
-    let a = if axis < 0 { axis + rank } else { axis };
-    if !(0..rank).contains(&a) {
-        return Err(ctx.bad(format!("axis {axis} is out of range for rank {rank}")));
-    }
-    let rows = product(&x[..a as usize])?;
+    let rows = rows_before_axis(ctx)?;
     plus(&scaled(&ctx.input_volume(0)?, 2 * MUL + ADD + MUL)?, &scaled(&rows, ADD + SQRT + DIV)?)
 }
 
