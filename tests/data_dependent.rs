@@ -219,3 +219,11 @@ fn a_gather_of_a_shape_by_int32_indices_is_int64() {
     let out = m.run(vec![tract_ndarray::Array2::<f32>::zeros((5, 3)).into_tensor()]).unwrap();
     assert_eq!(out[0].1, tensor1(&[5i64]));
 }
+
+#[test]
+fn non_max_suppression_keeps_what_onnxruntime_keeps() {
+    // Hundreds of boxes kept of 600 and 900, equal scores, corners in either order; and
+    // max_output_boxes_per_class = 0, which ONNX defines as no output (tract's own op kept every box).
+    check_case("nms_many_boxes");
+    check_case("nms_no_output");
+}

@@ -326,6 +326,50 @@ def partial_dims_windows():
           {"x": xb, "target": np.array([1, 4, 4, 6], np.int64), "rows": np.array([16, 6], np.int64)})
 
 
+def nms_boxes(seed, n):
+    """`n` boxes [y1, x1, y2, x2] on a 100x100 image, sides 5 to 30, many overlapping; either corner first."""
+    r = np.random.default_rng(seed)
+    y, x = r.uniform(0, 100, (2, n))
+    h, w = r.uniform(5, 30, (2, n))
+    boxes = np.stack([y, x, y + h, x + w], -1)
+    flip = r.uniform(size=n) < 0.3
+    boxes[flip] = boxes[flip][:, [2, 3, 0, 1]]
+    return boxes[None].astype(np.float32)
+
+
+def nms_model(name, max_per_class):
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "score_threshold"],
+                              ["selected"], name="/m/NonMaxSuppression")]
+    inits = [const("max_out", np.array([max_per_class], np.int64)), const("iou", np.array([0.5], np.float32)),
+             const("score_threshold", np.array([0.05], np.float32))]
+    return model(name, nodes,
+                 [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, "N", 4]),
+                  helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, "N"])],
+                 [out("selected", TensorProto.INT64, 2)], inits)
+
+
+def nms_scores(seed, n):
+    """Two classes of scores on a coarse grid (many equal: ties go to the lower box index)."""
+    return (np.random.default_rng(seed).integers(0, 20, (1, 2, n)) / 20).astype(np.float32)
+
+
+@case
+def nms_many_boxes():
+    """NonMaxSuppression keeping many boxes of many (a detector's box head at a low threshold), with
+    equal scores and boxes given by either corner."""
+    write("nms_many_boxes", nms_model("nms_many_boxes", 1000),
+          {"boxes": nms_boxes(5, 600), "scores": nms_scores(6, 600)},
+          {"boxes": nms_boxes(7, 900), "scores": nms_scores(8, 900)})
+
+
+@case
+def nms_no_output():
+    """max_output_boxes_per_class = 0 selects nothing (ONNX: "0, which means no output")."""
+    write("nms_no_output", nms_model("nms_no_output", 0),
+          {"boxes": nms_boxes(5, 60), "scores": nms_scores(6, 60)},
+          {"boxes": nms_boxes(7, 90), "scores": nms_scores(8, 90)})
+
+
 def main():
     for fn in CASES:
         fn()

@@ -19,6 +19,7 @@ pub(crate) mod int_pow;
 pub(crate) mod keep_nan;
 pub(crate) mod matmul;
 pub(crate) mod maxpool;
+mod nms;
 pub(crate) mod pair_extremum;
 pub(crate) mod resize;
 pub(crate) mod softmax;
@@ -32,6 +33,7 @@ use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::Softmax;
 
 use crate::slicing::PlannedView;
+use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
 
 pub(crate) use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub(crate) use broadcast::BroadcastBin;
@@ -41,6 +43,7 @@ pub(crate) use int_pow::CubePow;
 pub(crate) use keep_nan::ScalarSteps;
 pub(crate) use matmul::SmallMatMul;
 pub(crate) use maxpool::PlaneMaxPool;
+pub(crate) use nms::BoxNms;
 pub(crate) use pair_extremum::PairExtremum;
 pub(crate) use resize::RowResize;
 pub(crate) use softmax::AxisSoftmax;
@@ -77,6 +80,8 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             } else {
                 BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
             }
+        } else if let Some(nms) = node.op_as::<NonMaxSuppression>() {
+            Some(Box::new(BoxNms { stock: nms.clone() }))
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
             PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else {
