@@ -179,6 +179,49 @@ fn shape_preserving_slice_reshape_expand_and_tile_are_removed() {
 }
 
 #[test]
+fn a_split_with_one_output_is_removed() {
+    // As exported by torchvision's SSD head: Split(x, split=[whole axis]), then one with no
+    // `split` input along a symbolic axis (opset 13), and opset 18's `num_outputs` = 1.
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::S("N"), D::N(3)])
+        .init_i64("whole", &[3])
+        .node("Split", "", "with_sizes", &["x", "whole"], &["a"], vec![("axis", A::I(1))])
+        .node("Split", "", "no_sizes", &["a"], &["b"], vec![("axis", A::I(0))])
+        .node("Relu", "", "relu", &["b"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Relu"]);
+    assert_eq!(changes(&report, "single-output Split removed"), 2);
+    assert_same_outputs(&bytes, &model, &[ramp(&[2, 3])]);
+    let bytes18 = Builder::new(18)
+        .input("x", F, &[D::N(4), D::N(3)])
+        .node("Split", "", "one", &["x"], &["a"], vec![("axis", A::I(1)), ("num_outputs", A::I(1))])
+        .node("Neg", "", "neg", &["a"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let (model, report) = folded(&bytes18, true);
+    assert_eq!(ops(&model), ["Neg"]);
+    assert_eq!(changes(&report, "single-output Split removed"), 1);
+    assert_same_outputs(&bytes18, &model, &[ramp(&[4, 3])]);
+}
+
+#[test]
+fn a_split_into_two_stays() {
+    let bytes = Builder::new(13)
+        .input("x", F, &[D::N(4), D::N(3)])
+        .init_i64("sizes", &[1, 3])
+        .node("Split", "", "two", &["x", "sizes"], &["a", "b"], vec![("axis", A::I(0))])
+        .node("Add", "", "add", &["b", "b"], &["y"], vec![])
+        .output("a")
+        .output("y")
+        .bytes();
+    let (model, _) = folded(&bytes, true);
+    assert_eq!(ops(&model), ["Split", "Add"]);
+    assert_same_outputs(&bytes, &model, &[ramp(&[4, 3])]);
+}
+
+#[test]
 fn a_slice_that_cuts_stays() {
     let bytes = Builder::new(13)
         .input("x", F, &[D::N(4), D::N(3)])

@@ -2,7 +2,7 @@
 //!
 //! Always (bit-exact): `Identity`; `Dropout` with its mask unused (inference); `Cast` to the type the
 //! value has; a `Slice`, `Reshape`, `Expand`, `Pad`, `Tile` or `Concat` that leaves the shape and
-//! data as they are; a `Transpose` by the identity permutation, and two that cancel; an `Unsqueeze`
+//! data as they are; a `Split` with one output, which is then its whole input; a `Transpose` by the identity permutation, and two that cancel; an `Unsqueeze`
 //! undone by a `Squeeze` of the same axes; `Mul`/`Div` by 1 and `Sub` of 0 (broadcasting nothing);
 //! `And` with true and `Or` with false.
 //! Not bit-exact, off with `--exact`: `Add` of 0 (which turns -0.0 into +0.0).
@@ -141,6 +141,9 @@ fn passthrough(
             "shape-preserving Slice/Reshape/Expand/Tile/Pad removed"
         }
         "Concat" if node.input.iter().filter(|i| !i.is_empty()).count() == 1 => "single-input Concat removed",
+        // One output (checked above) is the whole input; the shapes are compared all the same, so a
+        // `split` input that does not cover the axis (an invalid model) is left to the runtime.
+        "Split" if same() => "single-output Split removed",
         "Transpose" => {
             let perm = attr_ints(node, "perm")?;
             if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
