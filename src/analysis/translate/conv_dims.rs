@@ -6,43 +6,81 @@
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
-/// The dims of a `Conv`'s output that its inputs `x` and `w` and its attributes decide (`None` for
-/// the others).
-pub(super) fn conv_dims(proto: &pb::NodeProto, x: &TypedFact, w: &TypedFact) -> Option<Vec<Option<TDim>>> {
-    let rank = x.rank();
-    if rank < 3 || w.rank() != rank {
-        return None;
+/// The window attributes a `Conv` and a `ConvTranspose` share, read once: `None` when the ranks or an
+/// attribute's length do not fit.
+struct Window<'a> {
+    spatial: usize,
+    kernel: Vec<i64>,
+    strides: Vec<i64>,
+    dilations: Vec<i64>,
+    pads: Vec<i64>,
+    auto_pad: String,
+    proto: &'a pb::NodeProto,
+}
+
+impl<'a> Window<'a> {
+    fn read(proto: &'a pb::NodeProto, x: &TypedFact, w: &TypedFact) -> Option<Window<'a>> {
+        let rank = x.rank();
+        if rank < 3 || w.rank() != rank {
+            return None;
+        }
+        let spatial = rank - 2;
+        let attr = |name: &str| proto.attribute.iter().find(|a| a.name == name);
+        let kernel: Vec<i64> = match attr("kernel_shape") {
+            Some(a) if a.ints.len() == spatial => a.ints.clone(),
+            Some(_) => return None,
+            None => w.shape.iter().skip(2).map(|d| d.as_i64()).collect::<Option<_>>()?,
+        };
+        let mut window = Window {
+            spatial,
+            kernel,
+            strides: vec![],
+            dilations: vec![],
+            pads: vec![],
+            auto_pad: attr("auto_pad").map(|a| String::from_utf8_lossy(&a.s).to_string()).unwrap_or_default(),
+            proto,
+        };
+        window.strides = window.ints("strides", 1, spatial)?;
+        window.dilations = window.ints("dilations", 1, spatial)?;
+        window.pads = window.ints("pads", 0, 2 * spatial)?;
+        Some(window)
     }
-    let spatial = rank - 2;
-    let attr = |name: &str| proto.attribute.iter().find(|a| a.name == name);
-    let ints = |name: &str, default: i64, len: usize| -> Option<Vec<i64>> {
-        match attr(name) {
+
+    /// The attribute `name`, if present.
+    fn attr(&self, name: &str) -> Option<&'a pb::AttributeProto> {
+        self.proto.attribute.iter().find(|a| a.name == name)
+    }
+
+    /// An ints attribute of `len` values, `default` for each when absent.
+    fn ints(&self, name: &str, default: i64, len: usize) -> Option<Vec<i64>> {
+        match self.attr(name) {
             Some(a) if a.ints.len() == len => Some(a.ints.clone()),
             Some(_) => None,
             None => Some(vec![default; len]),
         }
-    };
-    let kernel: Vec<i64> = match attr("kernel_shape") {
-        Some(a) if a.ints.len() == spatial => a.ints.clone(),
-        Some(_) => return None,
-        None => w.shape.iter().skip(2).map(|d| d.as_i64()).collect::<Option<_>>()?,
-    };
-    let strides = ints("strides", 1, spatial)?;
-    let dilations = ints("dilations", 1, spatial)?;
-    let pads = ints("pads", 0, 2 * spatial)?;
-    let auto_pad = attr("auto_pad").map(|a| String::from_utf8_lossy(&a.s).to_string()).unwrap_or_default();
+    }
+
+    /// Kernel, stride and dilation of spatial axis `i`, each at least 1.
+    fn axis(&self, i: usize) -> Option<(i64, i64, i64)> {
+        let (k, s, d) = (self.kernel[i], self.strides[i], self.dilations[i]);
+        (k >= 1 && s >= 1 && d >= 1).then_some((k, s, d))
+    }
+}
+
+/// The dims of a `Conv`'s output that its inputs `x` and `w` and its attributes decide (`None` for
+/// the others).
+pub(super) fn conv_dims(proto: &pb::NodeProto, x: &TypedFact, w: &TypedFact) -> Option<Vec<Option<TDim>>> {
+    let window = Window::read(proto, x, w)?;
+    let spatial = window.spatial;
     let mut out = vec![Some(x.shape[0].clone()), w.shape[0].as_i64().map(TDim::Val)];
     for i in 0..spatial {
-        let (k, s, d) = (kernel[i], strides[i], dilations[i]);
-        if k < 1 || s < 1 || d < 1 {
-            return None;
-        }
+        let (k, s, d) = window.axis(i)?;
         let input = x.shape[i + 2].clone();
         let extent = d.checked_mul(k - 1)?.checked_add(1)?;
-        let dim = match auto_pad.as_str() {
+        let dim = match window.auto_pad.as_str() {
             "SAME_UPPER" | "SAME_LOWER" => (input + (s - 1)) / s as u64,
             "VALID" => (input - extent) / s as u64 + 1,
-            "" | "NOTSET" => (input + pads[i].checked_add(pads[i + spatial])? - extent) / s as u64 + 1,
+            "" | "NOTSET" => (input + window.pads[i].checked_add(window.pads[i + spatial])? - extent) / s as u64 + 1,
             _ => return None,
         };
         out.push(Some(dim.simplify()));
@@ -54,32 +92,12 @@ pub(super) fn conv_dims(proto: &pb::NodeProto, x: &TypedFact, w: &TypedFact) -> 
 /// for the others): `stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pads`, the
 /// `output_shape` attribute when given, `in * stride` under `SAME_*` auto padding.
 pub(super) fn conv_transpose_dims(proto: &pb::NodeProto, x: &TypedFact, w: &TypedFact) -> Option<Vec<Option<TDim>>> {
-    let rank = x.rank();
-    if rank < 3 || w.rank() != rank {
-        return None;
-    }
-    let spatial = rank - 2;
-    let attr = |name: &str| proto.attribute.iter().find(|a| a.name == name);
-    let ints = |name: &str, default: i64, len: usize| -> Option<Vec<i64>> {
-        match attr(name) {
-            Some(a) if a.ints.len() == len => Some(a.ints.clone()),
-            Some(_) => None,
-            None => Some(vec![default; len]),
-        }
-    };
-    let kernel: Vec<i64> = match attr("kernel_shape") {
-        Some(a) if a.ints.len() == spatial => a.ints.clone(),
-        Some(_) => return None,
-        None => w.shape.iter().skip(2).map(|d| d.as_i64()).collect::<Option<_>>()?,
-    };
-    let strides = ints("strides", 1, spatial)?;
-    let dilations = ints("dilations", 1, spatial)?;
-    let pads = ints("pads", 0, 2 * spatial)?;
-    let output_padding = ints("output_padding", 0, spatial)?;
-    let group = attr("group").map_or(1, |a| a.i);
-    let auto_pad = attr("auto_pad").map(|a| String::from_utf8_lossy(&a.s).to_string()).unwrap_or_default();
+    let window = Window::read(proto, x, w)?;
+    let (spatial, rank) = (window.spatial, x.rank());
+    let output_padding = window.ints("output_padding", 0, spatial)?;
+    let group = window.attr("group").map_or(1, |a| a.i);
     // output_shape: the spatial dims, or (as some exporters write it) the whole shape.
-    let output_shape: Option<Vec<i64>> = match attr("output_shape") {
+    let output_shape: Option<Vec<i64>> = match window.attr("output_shape") {
         Some(a) if a.ints.len() == spatial => Some(a.ints.clone()),
         Some(a) if a.ints.len() == rank => Some(a.ints[2..].to_vec()),
         Some(_) => return None,
@@ -87,19 +105,17 @@ pub(super) fn conv_transpose_dims(proto: &pb::NodeProto, x: &TypedFact, w: &Type
     };
     let channels = w.shape[1].as_i64().and_then(|c| c.checked_mul(group)).filter(|_| group >= 1).map(TDim::Val);
     let mut out = vec![Some(x.shape[0].clone()), channels];
-    for i in 0..spatial {
-        let (k, s, d) = (kernel[i], strides[i], dilations[i]);
-        if k < 1 || s < 1 || d < 1 {
-            return None;
-        }
+    for (i, &padding) in output_padding.iter().enumerate() {
+        let (k, s, d) = window.axis(i)?;
         let input = x.shape[i + 2].clone();
-        let dim = match (&output_shape, auto_pad.as_str()) {
+        let dim = match (&output_shape, window.auto_pad.as_str()) {
             (Some(shape), _) => TDim::Val(*shape.get(i).filter(|v| **v >= 0)?),
             (None, "SAME_UPPER" | "SAME_LOWER") => input * s,
             (None, "VALID" | "" | "NOTSET") => {
-                let (begin, end) = if auto_pad == "VALID" { (0, 0) } else { (pads[i], pads[i + spatial]) };
+                let (begin, end) =
+                    if window.auto_pad == "VALID" { (0, 0) } else { (window.pads[i], window.pads[i + spatial]) };
                 let extent = d.checked_mul(k - 1)?.checked_add(1)?;
-                let constant = output_padding[i].checked_add(extent)?.checked_sub(begin)?.checked_sub(end)?;
+                let constant = padding.checked_add(extent)?.checked_sub(begin)?.checked_sub(end)?;
                 (input - 1) * s + constant
             }
             _ => return None,

@@ -13,9 +13,9 @@ pub(super) fn rule(ctx: &Ctx, op: &str) -> Option<RuleResult> {
         "MaxPool" | "AveragePool" => pool(ctx, CMP),
         "LpPool" => pool(ctx, POW + ADD),
         // A sum over the input, a division per output element.
-        "GlobalAveragePool" => global(ctx, ADD, DIV),
-        "GlobalMaxPool" => global(ctx, CMP, 0),
-        "GlobalLpPool" => global(ctx, POW + ADD, POW),
+        "GlobalAveragePool" => input_and_output(ctx, ADD, DIV),
+        "GlobalMaxPool" => input_and_output(ctx, CMP, 0),
+        "GlobalLpPool" => input_and_output(ctx, POW + ADD, POW),
         // Per output element: nearest 0, linear 4, cubic 8 (onnx-tool's count).
         "Resize" | "Upsample" => resize(ctx),
         // (x - mean) / sqrt(var + eps) * scale + bias with the statistics given: per element.
@@ -69,10 +69,6 @@ fn pool(ctx: &Ctx, w: i128) -> RuleResult {
         taps = taps.checked_mul(k as i128).ok_or_else(|| ctx.bad("kernel_shape's product overflows"))?;
     }
     scaled(&ctx.output_volume(0)?, taps.checked_mul(w).ok_or_else(|| ctx.bad("kernel_shape's product overflows"))?)
-}
-
-fn global(ctx: &Ctx, per_in: i128, per_out: i128) -> RuleResult {
-    input_and_output(ctx, per_in, per_out)
 }
 
 fn resize(ctx: &Ctx) -> RuleResult {
