@@ -71,8 +71,8 @@ mod threads;
 pub mod view;
 
 pub use analysis::{
-    Analysis, DeclaredDim, DeclaredInput, Fallback, Origin, Requirement, SymbolInfo, ValueFact, MAX_ITERATIONS,
-    MAX_TRANSLATIONS,
+    Analysis, Case, DeclaredDim, DeclaredInput, Fallback, Origin, Requirement, SymbolInfo, ValueFact, MAX_CASES,
+    MAX_ITERATIONS, MAX_TRANSLATIONS,
 };
 pub use cancel::{Cancel, Cancelled, Reason};
 pub use dims::format_dim;

@@ -100,6 +100,7 @@ fn infer_json_has_exact_symbolic_dims() {
                 "default": "every symbol S is a dim: 0 <= S <= 1000000000 (the upper bound unless an assumption bounds S from above)",
             },
             "fallbacks": [],
+            "cases": [],
         })
     );
 }

@@ -47,6 +47,26 @@ fn unnamed_input_dims_each_get_their_own_symbol() {
 }
 
 #[test]
+fn an_assumption_names_an_unnamed_input_dim_as_it_prints() {
+    // The dims print as x_d0 and x_d1; assumptions on them are on those dims, not on new symbols.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::Unset, D::S("?")])
+        .init_i64("start", &[1])
+        .init_i64("end", &[i64::MAX])
+        .init_i64("axis", &[1])
+        .node("Slice", "", "cut", &["x", "start", "end", "axis"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let mut m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [x_d0, max(0,x_d1-1)]");
+    m.assume("x_d1>=1").unwrap();
+    m.assume("x_d0==1").unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [1, x_d1-1]");
+    let names: Vec<String> = m.analyse().unwrap().symbols.iter().map(|s| s.name.clone()).collect();
+    assert_eq!(names, ["x_d0", "x_d1"]);
+}
+
+#[test]
 fn dynamo_dims_written_as_expressions_are_read() {
     let bytes = Builder::new(18)
         .input("x", DataType::Float, &[D::S("batch"), D::S("8*height")])
@@ -94,7 +114,8 @@ fn a_causal_mask_cut_by_a_shape_is_exact_and_runs() {
 #[test]
 fn the_value_of_a_shape_tensor_is_reported() {
     let m = Model::load_bytes(&causal_mask()).unwrap();
-    let json = sliceops::report::analysis_json(&m.analyse().unwrap(), m.graph(), m.assumptions()).unwrap();
+    let json = sliceops::report::analysis_json(&m.analyse().unwrap(), &m.cases().unwrap(), m.graph(), m.assumptions())
+        .unwrap();
     let e = json["values"].as_array().unwrap().iter().find(|v| v["name"] == "e").unwrap();
     assert_eq!(e["value"], serde_json::json!(["seq", "seq"]));
     assert_eq!(e["producer"], serde_json::json!({"node": "ends", "op": "Concat"}));

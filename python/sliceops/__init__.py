@@ -39,6 +39,7 @@ from . import _sliceops
 __all__ = [
     "infer_shapes",
     "infer",
+    "Case",
     "cost",
     "fold",
     "lower",
@@ -175,6 +176,18 @@ class Value(NamedTuple):
     shape: Optional[List[Dim]]
 
 
+class Case(NamedTuple):
+    """A value under one outcome of the ``If`` conditions the analysis cannot decide.
+
+    ``when`` is the outcome's conditions joined with ``and`` (``"sr == 16000 and N != 1"``);
+    ``dtype`` and ``shape`` are None when the value cannot be known in that outcome.
+    """
+
+    when: str
+    dtype: Optional[str]
+    shape: Optional[List[Dim]]
+
+
 class Inference(List[Value]):
     """What ``sliceops infer`` reports: a list of :class:`Value` (graph inputs, every node output,
     graph outputs, in graph order), with:
@@ -182,12 +195,16 @@ class Inference(List[Value]):
     - ``requirements``: what the model requires of its inputs (``"sequence <= 64"``), as text;
     - ``unknown``: value name -> why its type or shape cannot be known;
     - ``notes``: the warnings and notes the command line prints on stderr;
+    - ``cases``: value name -> list of :class:`Case`, for the values whose shape depends on an ``If``
+      condition the analysis cannot decide (an axis squeezed only when it is 1, a branch chosen by an
+      input's value): what the value is under each outcome;
     - ``report``: the whole JSON report of ``sliceops infer --format json`` (symbols and their origins,
       assumptions, the structure of each dim, the values of shape tensors).
     """
 
     requirements: List[str]
     unknown: Dict[str, str]
+    cases: Dict[str, List[Case]]
     notes: List[str]
     report: Dict[str, Any]
 
@@ -218,12 +235,17 @@ def infer(model: Any, input_shapes: InputShapes = None, assume: Union[str, Itera
     report = _json.loads(text)
     result = Inference()
     result.unknown = {}
+    result.cases = {}
     for v in report["values"]:
         if "unknown" in v:
             result.append(Value(v["name"], None, None))
             result.unknown[v["name"]] = v["unknown"]
         else:
             result.append(Value(v["name"], v["dtype"], list(v["shape"])))
+        if "cases" in v:
+            result.cases[v["name"]] = [
+                Case(c["when"], c.get("dtype"), list(c["shape"]) if "shape" in c else None) for c in v["cases"]
+            ]
     result.requirements = [r["requires"] for r in report["requirements"]]
     result.notes = list(notes)
     result.report = report

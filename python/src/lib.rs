@@ -137,7 +137,8 @@ fn infer_json(
         let analysis = m.analyse()?;
         let facts = analysis.value_facts(m.graph())?;
         let notes = sliceops::report::infer_notes(&m, &analysis, &facts)?;
-        let json = sliceops::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
+        let cases = m.cases()?;
+        let json = sliceops::report::analysis_json(&analysis, &cases, m.graph(), m.assumptions())?;
         Ok((serde_json::to_string(&json)?, notes))
     })
     .map_err(value_error)

@@ -124,3 +124,22 @@ def test_infer_shapes_returns_the_kind_given():
     assert onnx.load_model_from_string(as_bytes) == sliceops.infer_shapes(onnx.load(str(path)))
     assert sliceops.infer_shapes(path) == sliceops.infer_shapes(str(path))
     assert sliceops.infer_shapes(bytearray(data)) == as_bytes
+
+
+def test_infer_gives_each_outcome_of_an_undecided_if():
+    # silero-vad: the network is in the branches of If(sr == 16000); its decoder squeezes the time
+    # axis when it is 1, and the outcome where it is not cannot run (unknown).
+    path = real_path(next(m for m in REAL_MODELS if m["name"] == "silero_vad_wheel"))
+    got = sliceops.infer(path)
+    assert got.shape_of("output") == ["If_0_0_0", 1]
+    assert got.cases["output"] == [
+        sliceops.Case("sr == 16000 and (input_d1+320)/512 == 1", "float32", ["input_d0", 1]),
+        sliceops.Case("sr == 16000 and (input_d1+320)/512 != 1", None, None),
+        sliceops.Case("sr != 16000 and (input_d1+160)/256 == 1", "float32", ["input_d0", 1]),
+        sliceops.Case("sr != 16000 and (input_d1+160)/256 != 1", None, None),
+    ]
+    assert "input" not in got.cases
+    # An assumption that decides the frame count leaves the sample rate's two outcomes.
+    decided = sliceops.infer(path, assume=["input_d1==512"])
+    assert [c.when for c in decided.cases["stateN"]] == ["sr == 16000", "sr != 16000"]
+    assert decided.cases["stateN"][0].shape == [2, "input_d0", 128]

@@ -180,7 +180,10 @@ fn declared_to_dim(
 }
 
 fn unnamed(input: &str, axis: usize, text: &str, scope: &SymbolScope, table: &mut SymbolTable) -> anyhow::Result<TDim> {
-    let sym = scope.new_with_prefix(&format!("{}_d{axis}", symbol_name(input)));
+    // The name is stable (`input_d0`), so that an assumption can name it: a symbol of that name that
+    // only an assumption has made so far is this dim; one another input already owns is not.
+    let name = format!("{}_d{axis}", symbol_name(input));
+    let sym = if table.contains(&name) { scope.new_with_prefix(&name) } else { scope.sym(&name) };
     let origin = Origin::Unnamed { input: input.to_string(), axis, declared: text.to_string() };
     table.record(scope, &sym, origin)?;
     Ok(TDim::Sym(sym))

@@ -148,16 +148,8 @@ impl LoopOp {
         }
         let inputs: Vec<TypedFact> = first.iter().map(|t| t.datum_type().fact(t.shape())).collect();
         let index = super::node_index(&self.graph);
-        let t = super::translate::translate(
-            &self.source,
-            &index,
-            &[],
-            inputs,
-            SymbolScope::default(),
-            super::SymbolTable::default(),
-            0,
-        )
-        .map_err(|e| self.fail(format!("no iteration ran and the scan outputs' shapes cannot be known: {e:#}")))?;
+        let t = super::translate::translate(&self.source, &index, &[], inputs, super::translate::Context::fresh())
+            .map_err(|e| self.fail(format!("no iteration ran and the scan outputs' shapes cannot be known: {e:#}")))?;
         let outputs = &t.typed.outputs;
         if outputs.len() != 1 + self.carried + self.scans {
             return Err(self.fail("no iteration ran and the scan outputs' shapes cannot be known"));

@@ -8,6 +8,8 @@
 
 mod bind;
 mod budget;
+mod cases;
+mod condition;
 mod control;
 mod equality;
 mod loops;
@@ -25,12 +27,13 @@ mod wide_dims;
 pub(crate) use bind::datum_type_of as bind_datum_type;
 pub(crate) use bind::Binding;
 pub use bind::{DeclaredDim, DeclaredInput};
+pub(crate) use cases::analyse_cases;
+pub use cases::{Case, MAX_CASES};
 pub(crate) use control::{install_planner, Planner};
 pub(crate) use control::{Branch, IfOp};
 pub(crate) use loops::LoopOp;
 pub use loops::{MAX_ITERATIONS, MAX_TRANSLATIONS};
 pub use require::Requirement;
-use symbols::SymbolTable;
 pub(crate) use symbols::DEFAULT_DIM_MAX;
 pub use symbols::{Origin, SymbolInfo};
 pub use translate::Fallback;
@@ -61,6 +64,9 @@ pub struct Analysis {
     pub dtypes: HashMap<String, DatumType>,
     /// Names of the ONNX types that tract types stand for in this model (`bfloat16` for float16, ...).
     pub type_names: Vec<(DatumType, &'static str)>,
+    /// The `If` conditions met that the analysis cannot decide and whose branches give different
+    /// facts (each is a split of [`analyse_cases`]).
+    pub(crate) undecided: Vec<condition::Met>,
 }
 
 /// The parts of a loaded model an analysis reads.
@@ -98,20 +104,46 @@ pub(crate) fn analyse(
     assumptions: &[String],
     options: Options,
 ) -> anyhow::Result<Analysis> {
+    analyse_choosing(source, binding, assumptions, options, &[])
+}
+
+/// Analyses a model as [`analyse`] does, taking the conditions `when` to hold at every `If` that
+/// tests them (one outcome of [`analyse_cases`]).
+fn analyse_choosing(
+    source: &Source,
+    binding: &Binding,
+    assumptions: &[String],
+    options: Options,
+    when: &[condition::Outcome],
+) -> anyhow::Result<Analysis> {
     let scope = SymbolScope::default();
     let mut bounded = vec![];
     let mut named = vec![];
+    let mut fixed = vec![];
     for a in assumptions {
         for parsed in add_assumption(&scope, a)? {
             bounded.extend(upper_bounded_symbol(&parsed));
+            fixed.extend(fixed_symbol(&parsed));
             named.extend(parsed.symbols().iter().map(|s| (a, s.clone())));
         }
     }
+    // A case's condition on dims is an assumption of the case (one on values only selects branches).
+    for c in when.iter().filter(|c| c.assumable) {
+        if let Ok(parsed) = add_assumption(&scope, &c.text) {
+            fixed.extend(parsed.iter().filter_map(fixed_symbol));
+        }
+    }
+    let choices = std::sync::Arc::new(cases::Choices::new(when.iter().map(|c| c.text.clone()).collect(), fixed));
     let mut table = symbols::SymbolTable::new(bounded);
     let facts = bind::input_facts(source.inputs, binding, &scope, &mut table)?;
     let nodes: translate::NodeIndex = node_index(source.graph);
-    let t =
-        translate::translate(source.inference, &nodes, source.opsets, facts, scope.clone(), table, options.fold_bytes)?;
+    let t = translate::translate(
+        source.inference,
+        &nodes,
+        source.opsets,
+        facts,
+        translate::Context { scope: scope.clone(), table, fold_bytes: options.fold_bytes, choices: choices.clone() },
+    )?;
     let mut outlets = HashMap::new();
     let mut unknown = HashMap::new();
     let mut dtypes = HashMap::new();
@@ -152,6 +184,7 @@ pub(crate) fn analyse(
         fallbacks: t.fallbacks,
         dtypes,
         type_names: vec![],
+        undecided: choices.met(),
     })
 }
 
@@ -188,6 +221,16 @@ fn upper_bounded_symbol(a: &Assumption) -> Option<String> {
     match (&a.lhs, a.comparison, &a.rhs) {
         (TDim::Sym(s), Comparison::Le | Comparison::Lt, TDim::Val(_)) => Some(s.to_string()),
         (TDim::Val(_), Comparison::Ge | Comparison::Gt, TDim::Sym(s)) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+/// A symbol the assumption sets equal to a number (`N==1`).
+fn fixed_symbol(a: &Assumption) -> Option<(Symbol, i64)> {
+    match (&a.lhs, a.comparison, &a.rhs) {
+        (TDim::Sym(s), Comparison::Eq, TDim::Val(v)) | (TDim::Val(v), Comparison::Eq, TDim::Sym(s)) => {
+            Some((s.clone(), *v))
+        }
         _ => None,
     }
 }

@@ -121,6 +121,11 @@ impl SymbolTable {
         self.index.contains_key(name)
     }
 
+    /// Whether the symbol named `name` is a size a node mints (known only when it runs).
+    pub(super) fn minted(&self, name: &str) -> bool {
+        self.index.get(name).is_some_and(|&i| matches!(self.entries[i].origin, Origin::Node { .. }))
+    }
+
     /// The recorded symbols, with their bounds filled in from `scope`'s assumptions.
     pub(super) fn finish(mut self, scope: &SymbolScope) -> Vec<SymbolInfo> {
         for entry in &mut self.entries {

@@ -51,7 +51,7 @@ pub(crate) fn translate_deferred(
     facts: Vec<TypedFact>,
 ) -> TractResult<(TypedModel, Option<String>)> {
     let index = super::node_index(graph);
-    let t = translate(model, &index, &[], facts, SymbolScope::default(), SymbolTable::default(), 0)?;
+    let t = translate(model, &index, &[], facts, Context::fresh())?;
     let unknown = t.unknown.values().next().cloned();
     Ok((t.typed, unknown))
 }
@@ -79,6 +79,7 @@ pub(super) struct Translated {
 
 mod conv_dims;
 mod flex_node;
+mod if_condition;
 mod loop_node;
 mod minted;
 mod partial;
@@ -86,23 +87,41 @@ mod partial;
 /// The ONNX nodes by the name the parsed model gives them.
 pub(crate) type NodeIndex<'a> = HashMap<&'a str, &'a pb::NodeProto>;
 
-/// Translates `source`, its inputs having `input_facts`, into a typed model in `scope`, evaluating
-/// nodes over constants whose outputs take at most `fold_bytes`.
-#[allow(clippy::too_many_arguments)]
+/// What a translation shares with the one it is part of (a branch or body with its graph's).
+pub(super) struct Context {
+    /// The symbols.
+    pub scope: SymbolScope,
+    /// The symbols met so far, with their origins.
+    pub table: SymbolTable,
+    /// Nodes over constants are evaluated when their outputs take at most this many bytes.
+    pub fold_bytes: u64,
+    /// The branches taken at conditions analysis cannot decide, and those met.
+    pub choices: Arc<super::cases::Choices>,
+}
+
+impl Context {
+    /// A context of its own (a subgraph translated when it runs, with concrete shapes): a new scope,
+    /// no symbols, nothing evaluated ahead, no choices.
+    pub(super) fn fresh() -> Context {
+        Context { scope: SymbolScope::default(), table: SymbolTable::default(), fold_bytes: 0, choices: Arc::default() }
+    }
+}
+
+/// Translates `source`, its inputs having `input_facts`, into a typed model in the context's scope.
 pub(super) fn translate(
     source: &InferenceModel,
     nodes: &NodeIndex,
     opsets: &[pb::OperatorSetIdProto],
     input_facts: Vec<TypedFact>,
-    scope: SymbolScope,
-    table: SymbolTable,
-    fold_bytes: u64,
+    context: Context,
 ) -> TractResult<Translated> {
+    let Context { scope, table, fold_bytes, choices } = context;
     let _proofs = scope.proof_cache_session();
     let mut t = Translator {
         source,
         nodes,
         opsets,
+        choices,
         target: TypedModel { symbols: scope, ..TypedModel::default() },
         mapping: HashMap::new(),
         unknown: HashMap::new(),
@@ -152,6 +171,7 @@ struct Translator<'a> {
     source: &'a InferenceModel,
     nodes: &'a NodeIndex<'a>,
     opsets: &'a [pb::OperatorSetIdProto],
+    choices: Arc<super::cases::Choices>,
     target: TypedModel,
     mapping: HashMap<OutletId, OutletId>,
     unknown: HashMap<OutletId, String>,
@@ -187,6 +207,11 @@ impl Translator<'_> {
             // A branch analysed on its own: the version is the enclosing model's.
             (_, None) => format!("operator {op_type} is not supported"),
         }
+    }
+
+    /// The context a subgraph of this graph is translated in.
+    fn context(&self, scope: SymbolScope) -> Context {
+        Context { scope, table: self.table.clone(), fold_bytes: self.fold_bytes, choices: self.choices.clone() }
     }
 
     fn op_type(&self, node: &InferenceNode) -> String {
@@ -587,7 +612,7 @@ impl Translator<'_> {
     ) -> Result<Translated, String> {
         let index = super::node_index(graph);
         let symbols = self.target.symbols.clone();
-        let result = translate(body, &index, self.opsets, facts, symbols, self.table.clone(), self.fold_bytes);
+        let result = translate(body, &index, self.opsets, facts, self.context(symbols));
         if !keep {
             return match result {
                 Ok(t) if t.unknown.is_empty() && t.typed.outputs.len() == body.outputs.len() => Ok(t),
@@ -635,8 +660,14 @@ impl Translator<'_> {
             inputs.len(),
             outer.len()
         );
-        if let Some(cond) = self.target.outlet_fact(inputs[0])?.konst.clone() {
-            let cond = cond.cast_to_scalar::<bool>()?;
+        // A condition known before running, or decided by the assumptions or the case analysed
+        // (`cases.rs`), inlines the branch it selects.
+        let known = match self.target.outlet_fact(inputs[0])?.konst.clone() {
+            Some(cond) => Some(cond.cast_to_scalar::<bool>()?),
+            None => None,
+        };
+        let condition = if known.is_none() { self.if_condition(node) } else { None };
+        if let Some(cond) = known.or_else(|| condition.as_ref().and_then(|c| self.choices.decide(c))) {
             let (body, graph, mapping) = if cond {
                 (&op.then_body, then_graph, &then_inputs)
             } else {
@@ -648,6 +679,7 @@ impl Translator<'_> {
         }
         // Either branch may not be taken: one typed on an assumption about dims (a squeezed dim
         // taken as 1) is analysed when it is taken instead, as one that cannot be typed.
+        let mark = self.choices.mark();
         let then_t = self.branch(&op.then_body, then_graph, &then_inputs, &inputs).and_then(unassumed);
         let else_t = self.branch(&op.else_body, else_graph, &else_inputs, &inputs).and_then(unassumed);
         // A branch that cannot be translated counts with what its graph declares it returns (checked
@@ -664,6 +696,14 @@ impl Translator<'_> {
         };
         // (One that declares nothing either leaves the other's facts, checked when it runs.)
         let (then_outline, else_outline) = (outline(&then_t, then_graph), outline(&else_t, else_graph));
+        // Branches that differ, or are not both known exactly, are worth a case each.
+        let exact = |o: &Option<control::Outline>| {
+            o.as_ref().is_some_and(|o| o.iter().all(|(_, dims)| dims.iter().all(Option::is_some)))
+        };
+        let differ = then_outline != else_outline || !exact(&then_outline) || then_t.is_err() || else_t.is_err();
+        if let Some(c) = condition.filter(|_| differ) {
+            self.choices.meet(mark, &c);
+        }
         if let (Err(a), Err(b)) = (&then_t, &else_t) {
             if then_outline.is_none() || else_outline.is_none() {
                 bail!("neither branch can be translated (then: {a}; else: {b})");
@@ -709,11 +749,10 @@ impl Translator<'_> {
         let body_facts = op.body_facts(&facts)?;
         let index = super::node_index(&op.graph);
         let symbols = self.target.symbols.clone();
-        let t = translate(&op.body, &index, self.opsets, body_facts, symbols, self.table.clone(), self.fold_bytes)
-            .map_err(|e| {
-                let kind = crate::error::NodeError::find(&e).map_or(crate::error::NodeErrorKind::Failed, |n| n.kind);
-                crate::error::NodeError::of_kind(&op.label.node, "Scan", kind, format!("the body: {e:#}"))
-            })?;
+        let t = translate(&op.body, &index, self.opsets, body_facts, self.context(symbols)).map_err(|e| {
+            let kind = crate::error::NodeError::find(&e).map_or(crate::error::NodeErrorKind::Failed, |n| n.kind);
+            crate::error::NodeError::of_kind(&op.label.node, "Scan", kind, format!("the body: {e:#}"))
+        })?;
         for f in &t.fallbacks {
             if !self.fallbacks.contains(f) {
                 self.fallbacks.push(f.clone());

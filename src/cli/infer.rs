@@ -3,7 +3,7 @@
 use super::inputs::configure;
 use super::table::print_table;
 use super::Format;
-use crate::dims::format_dim;
+use crate::report::shape_text;
 use crate::Model;
 use std::path::Path;
 
@@ -22,9 +22,10 @@ pub(super) fn infer(
     for note in crate::report::infer_notes(&m, &analysis, &facts)? {
         eprintln!("{note}");
     }
+    let cases = m.cases()?;
     match format {
         Format::Json => {
-            let json = crate::report::analysis_json(&analysis, m.graph(), m.assumptions())?;
+            let json = crate::report::analysis_json(&analysis, &cases, m.graph(), m.assumptions())?;
             outln!("{}", serde_json::to_string_pretty(&json)?)?;
         }
         Format::Table => {
@@ -36,10 +37,19 @@ pub(super) fn infer(
                     continue;
                 }
                 if let Some(f) = by_name.get(name) {
-                    let shape = f.shape.iter().map(format_dim).collect::<Vec<_>>().join(", ");
-                    rows.push([f.name.clone(), f.dtype_name.clone(), format!("[{shape}]")]);
+                    rows.push([f.name.clone(), f.dtype_name.clone(), shape_text(&f.shape)]);
                 } else if analysis.unknown.contains_key(name) {
                     rows.push([name.to_string(), "?".into(), "?".into()]);
+                } else {
+                    continue;
+                }
+                // Under each outcome of the conditions analysis cannot decide, one line each.
+                for case in crate::report::value_cases(name, &analysis, &cases).unwrap_or_default() {
+                    let (dtype, shape) = match &case.fact {
+                        Ok((dtype, shape)) => (dtype.clone(), shape_text(shape)),
+                        Err(_) => ("?".into(), "?".into()),
+                    };
+                    rows.push([format!("  when {}", case.when), dtype, shape]);
                 }
             }
             print_table(&rows)?;

@@ -310,6 +310,25 @@ impl Model {
         Ok(a)
     }
 
+    /// The model analysed once per outcome of the `If` conditions [`Model::analyse`] cannot decide
+    /// and whose branches give different shapes (`sr == 16000`, `input_d0 == 1`): every value
+    /// exact under each outcome's conditions. Empty when there are none; at most
+    /// [`analysis::MAX_CASES`] outcomes, split in the order the conditions are met.
+    pub fn cases(&self) -> anyhow::Result<Vec<analysis::Case>> {
+        let base = self.analyse()?;
+        let mut cases = analysis::analyse_cases(
+            &self.source(),
+            &Binding::Declared(self.input_shapes.clone()),
+            &self.assumptions,
+            analysis::Options::default(),
+            &base,
+        )?;
+        for case in &mut cases {
+            case.analysis.type_names = self.proxies.names.clone();
+        }
+        Ok(cases)
+    }
+
     /// Analyses the model as [`Model::analyse`] does, with these options (not kept).
     pub(crate) fn analyse_with(&self, options: analysis::Options) -> anyhow::Result<Analysis> {
         let mut a = analysis::analyse(

@@ -1,8 +1,11 @@
 //! The reports users and snapshot tests read: inferred facts as JSON and tensors as text, and a
 //! model's cost as JSON (`cost.rs`).
 
+mod cases;
 mod cost;
 
+pub(crate) use cases::shape_text;
+pub use cases::{value_cases, CaseFact};
 pub use cost::{cost_json, figure_text, Sizes};
 
 use crate::dims::format_dim;
@@ -158,6 +161,7 @@ fn shape_value(t: &Tensor) -> Option<Vec<TDim>> {
 /// own rule could not be used).
 pub fn analysis_json(
     analysis: &crate::analysis::Analysis,
+    cases: &[crate::analysis::Case],
     graph: &tract_onnx::pb::GraphProto,
     assumptions: &[String],
 ) -> anyhow::Result<serde_json::Value> {
@@ -185,6 +189,10 @@ pub fn analysis_json(
             let why = analysis.unknown.get(name).cloned().unwrap_or_else(|| "not computed".into());
             v.insert("unknown".into(), json!(why));
         }
+        if let Some(outcomes) = value_cases(name, analysis, cases) {
+            let outcomes: Vec<serde_json::Value> = outcomes.iter().map(case_json).collect();
+            v.insert("cases".into(), json!(outcomes));
+        }
         v.insert("producer".into(), producer.unwrap_or(serde_json::Value::Null));
         values.push(serde_json::Value::Object(v));
     }
@@ -208,7 +216,22 @@ pub fn analysis_json(
             ),
         },
         "fallbacks": fallbacks,
+        "cases": cases.iter().map(|c| json!({"when": c.when})).collect::<Vec<_>>(),
     }))
+}
+
+/// One outcome of a value: `{"when", "dtype", "shape", "dims"}`, or `{"when", "unknown"}`.
+fn case_json(case: &CaseFact) -> serde_json::Value {
+    use serde_json::json;
+    match &case.fact {
+        Ok((dtype, shape)) => json!({
+            "when": case.when,
+            "dtype": dtype,
+            "shape": shape.iter().map(dim_json).collect::<Vec<_>>(),
+            "dims": shape.iter().map(dim_tree).collect::<Vec<_>>(),
+        }),
+        Err(why) => json!({"when": case.when, "unknown": why}),
+    }
 }
 
 /// Whether `got` matches `want` for `--expect`: non-finite values by identity (NaN only with NaN, an

@@ -1,0 +1,71 @@
+//! What an `If` tests, read back from the nodes that compute its condition: a comparison of two
+//! values (each a dim expression where the analysis knows it, else the value's name), through
+//! `Not`, `Cast` and `Identity`.
+
+use super::super::condition::{Cmp, Condition, Operand};
+use super::Translator;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::*;
+
+/// The most nodes followed back from the condition.
+const MAX_STEPS: usize = 16;
+
+impl Translator<'_> {
+    /// The condition of the `If` node (its first input), when it is not a size only a run knows.
+    pub(super) fn if_condition(&self, node: &InferenceNode) -> Option<Condition> {
+        let mut outlet = *node.inputs.first()?;
+        let mut negated = false;
+        for _ in 0..MAX_STEPS {
+            let producer = self.source.node(outlet.node);
+            let is_input = self.source.inputs.contains(&outlet);
+            let op_type = if is_input { String::new() } else { self.op_type(producer) };
+            let condition = match op_type.as_str() {
+                "Identity" | "Cast" if producer.inputs.len() == 1 => {
+                    let input = producer.inputs[0];
+                    if self.fact_of(input).is_some_and(|f| f.datum_type == bool::datum_type()) {
+                        outlet = input;
+                        continue;
+                    }
+                    // A number cast to a boolean: whether it is not zero.
+                    Condition::Compare(self.operand(input), Cmp::Ne, Operand::Dim(TDim::Val(0)))
+                }
+                "Not" if producer.inputs.len() == 1 => {
+                    negated = !negated;
+                    outlet = producer.inputs[0];
+                    continue;
+                }
+                op => match Cmp::of_op(op) {
+                    Some(cmp) if producer.inputs.len() == 2 => {
+                        Condition::Compare(self.operand(producer.inputs[0]), cmp, self.operand(producer.inputs[1]))
+                    }
+                    _ => Condition::Flag { name: self.value_name(outlet), negated: false },
+                },
+            };
+            let condition = if negated { condition.negated() } else { condition };
+            return (!condition.on_symbols(|s| self.table.minted(s))).then_some(condition);
+        }
+        None
+    }
+
+    fn fact_of(&self, outlet: OutletId) -> Option<&TypedFact> {
+        self.target.outlet_fact(*self.mapping.get(&outlet)?).ok()
+    }
+
+    /// One side of a comparison: its single value as a dim when known, else its name.
+    fn operand(&self, outlet: OutletId) -> Operand {
+        let known = self.fact_of(outlet).and_then(|f| f.konst.as_ref()).and_then(|k| crate::dims::dims_of(k).ok());
+        match known.as_deref() {
+            Some([dim]) => Operand::Dim(dim.clone()),
+            _ => Operand::Named(self.value_name(outlet)),
+        }
+    }
+
+    /// A value's name: the graph input's, else its label, else its node's.
+    fn value_name(&self, outlet: OutletId) -> String {
+        let node = self.source.node(outlet.node);
+        if self.source.inputs.contains(&outlet) {
+            return node.name.clone();
+        }
+        self.source.outlet_label(outlet).map_or_else(|| node.name.clone(), str::to_string)
+    }
+}
