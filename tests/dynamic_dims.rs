@@ -67,6 +67,40 @@ fn an_assumption_names_an_unnamed_input_dim_as_it_prints() {
 }
 
 #[test]
+fn a_pad_by_run_time_amounts_keeps_the_dims_whose_pads_are_known() {
+    // torchvision pads its images by (0, pw, 0, ph, 0, 0), written as a vector reshaped to [3, 2],
+    // its rows reversed, transposed and flattened: [0, 0, 0, 0, ph, pw]. Here ph and pw are a run-time
+    // input's values; the channel axis, padded by the known zeros, keeps its 3.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(3), D::S("H"), D::S("W")])
+        .input("extra", DataType::Int64, &[D::N(2)])
+        .init_i64("zero", &[0])
+        .init_i64("one", &[1])
+        .init_i64("rows", &[-1, 2])
+        .init_i64("flat", &[-1])
+        .init_i64("last", &[-1])
+        .init_i64("before_first", &[i64::MIN + 1])
+        .node("Gather", "", "ph", &["extra", "zero"], &["h"], vec![("axis", A::I(0))])
+        .node("Gather", "", "pw", &["extra", "one"], &["w"], vec![("axis", A::I(0))])
+        .node("Concat", "", "torch_order", &["zero", "w", "zero", "h", "zero", "zero"], &["v"], vec![("axis", A::I(0))])
+        .node("Reshape", "", "pairs", &["v", "rows"], &["r"], vec![])
+        .node("Slice", "", "reverse", &["r", "last", "before_first", "zero", "last"], &["s"], vec![])
+        .node("Transpose", "", "swap", &["s"], &["t"], vec![("perm", A::Is(vec![1, 0]))])
+        .node("Reshape", "", "onnx_order", &["t", "flat"], &["pads"], vec![])
+        .node("Pad", "", "pad", &["x", "pads"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "pads"), "pads: int64 [6]");
+    assert_eq!(shape_of(&m, "y"), "y: float32 [3, pad_1, pad_2]");
+    let out = m.run(vec![Tensor::from(tract_ndarray::Array3::<f32>::ones((3, 2, 2))), tensor1(&[1i64, 2])]).unwrap();
+    let y = &out[0].1;
+    assert_eq!(y.shape(), &[3, 3, 4]);
+    let ones = y.to_plain_array_view::<f32>().unwrap().iter().filter(|v| **v == 1.0).count();
+    assert_eq!(ones, 12);
+}
+
+#[test]
 fn dynamo_dims_written_as_expressions_are_read() {
     let bytes = Builder::new(18)
         .input("x", DataType::Float, &[D::S("batch"), D::S("8*height")])

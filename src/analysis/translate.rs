@@ -345,19 +345,28 @@ impl Translator<'_> {
         Ok(())
     }
 
-    /// Follows integer vectors known in part, and gives a `Resize` sized by one the dims it knows.
+    /// Follows integer tensors known in part, and gives a `Resize` or `Pad` sized by one the dims it
+    /// knows.
     fn partial_values(&mut self, node: &InferenceNode, op_type: &str, outlets: &[OutletId]) -> TractResult<()> {
         let inputs: Vec<OutletId> = node.inputs.iter().filter_map(|o| self.mapping.get(o).copied()).collect();
+        let proto = self.nodes.get(node.name.as_str()).copied();
         if op_type == "Resize" && outlets.len() == 1 {
             // `sizes` is input 3; absent inputs before it are not the node's inputs.
-            let proto = self.nodes.get(node.name.as_str()).copied();
             if let Some(p) = proto.filter(|p| p.input.get(3).is_some_and(|n| !n.is_empty())) {
                 let ix = p.input[..3].iter().filter(|n| !n.is_empty()).count();
                 partial::refine_resize(&mut self.target, &self.partial, outlets[0], ix)?;
             }
         }
+        // A `Pad` of every axis (`pads` an input, no `axes`).
+        let every_axis = proto.is_some_and(|p| p.input.get(3).is_none_or(|a| a.is_empty()) && p.input.len() >= 2);
+        if op_type == "Pad" && outlets.len() == 1 && every_axis {
+            partial::refine_pad(&mut self.target, &self.partial, outlets[0])?;
+        }
         if let [output] = outlets {
-            if let Some(p) = partial::propagate(&self.target, &self.partial, op_type, &inputs, *output) {
+            let attr = |name: &str| -> Option<Vec<i64>> {
+                proto?.attribute.iter().find(|a| a.name == name).map(|a| a.ints.clone())
+            };
+            if let Some(p) = partial::propagate(&self.target, &self.partial, op_type, &attr, &inputs, *output) {
                 self.partial.insert(*output, p);
             }
         }
