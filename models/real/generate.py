@@ -65,6 +65,14 @@ MODELS = [
     ("faster_rcnn_torch_legacy", "torch"),
     ("ssdlite_torch_legacy", "torch"),
     ("retinanet_torch_legacy", "torch"),
+    ("t5_torch_legacy", "torch_lang"),
+    ("bart_torch_legacy", "torch_lang"),
+    ("bart_torch_dynamo", "torch_lang"),
+    ("wav2vec2_torch_legacy", "torch_lang"),
+    ("qwen2_torch_legacy", "torch_lang"),
+    ("qwen2_torch_dynamo", "torch_lang"),
+    ("gemma_torch_legacy", "torch_lang"),
+    ("gemma_torch_dynamo", "torch_lang"),
     ("keras_gpt_tf2onnx", "tf"),
     ("keras_convnet_tf2onnx", "tf"),
     ("ocr_det_paddle2onnx", "paddle"),
@@ -75,6 +83,7 @@ MODELS = [
 
 WORKER_MODULES = {
     "torch": "_torch_models",
+    "torch_lang": "_torch_lang_models",
     "tf": "_tf_models",
     "paddle": "_paddle_models",
     "wheel": "_wheel_models",
