@@ -1,5 +1,5 @@
 """Language and speech models of generate.py: transformers encoder-decoders (T5, BART), wav2vec2
-and grouped-query decoders (Qwen2, Gemma), from tiny configs with random weights.
+and grouped-query decoders (Qwen2, Gemma, Phi-3), from tiny configs with random weights.
 
 As in _torch_models (whose export helpers this module uses): nothing is downloaded, seeds are
 fixed, token ids are fed directly (no tokenizer), and onnxruntime's outputs are checked against
@@ -37,12 +37,14 @@ def seq2seq_inputs(rng):
     return inputs
 
 
-def t5():
+def t5(attention=None):
     from transformers import T5Config, T5ForConditionalGeneration
 
     cfg = T5Config(vocab_size=VOCAB, d_model=16, d_kv=4, d_ff=32, num_layers=2, num_decoder_layers=2, num_heads=4,
                    relative_attention_num_buckets=8, relative_attention_max_distance=32, dropout_rate=0.0,
                    pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, use_cache=False)
+    if attention is not None:
+        cfg._attn_implementation = attention
     return T5ForConditionalGeneration(cfg), (
         "T5 encoder-decoder (transformers T5ForConditionalGeneration, 2+2 layers, d_model 16, 4 heads of 4, "
         "d_ff 32, relative position buckets 8 (max distance 32) computed from the lengths at run time, "
@@ -63,9 +65,11 @@ def bart():
 SEQ2SEQ = {"t5": t5, "bart": bart}
 
 
-def seq2seq_model(name, family, dynamo):
+def seq2seq_model(name, family, dynamo, **config):
     rng = seeded(0)
-    model, what = SEQ2SEQ[family]()
+    model, what = SEQ2SEQ[family](**config)
+    if config.get("attention"):
+        what += f"; attention '{config['attention']}'"
     module = Outputs(model.eval(), SEQ2SEQ_INPUTS, SEQ2SEQ_OUTPUTS, use_cache=False)
     inputs = seq2seq_inputs(rng)
     ref = references(module, inputs)
@@ -91,30 +95,37 @@ def seq2seq_model(name, family, dynamo):
 # --- speech ------------------------------------------------------------------------------
 
 
-def wav2vec2():
+def wav2vec2(name, dynamo):
     from transformers import Wav2Vec2Config, Wav2Vec2Model
 
     rng = seeded(0)
     # feat_extract_norm="group": the first conv layer is followed by GroupNorm(32 groups, 32
-    # channels), which the exporter writes as Reshape(x, [0, 32, -1]) + InstanceNormalization.
+    # channels), which the TorchScript exporter writes as Reshape(x, [0, 32, -1]) +
+    # InstanceNormalization.
     cfg = Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                          conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
                          feat_extract_norm="group", num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
                          do_stable_layer_norm=False, apply_spec_augment=False, mask_time_prob=0.0,
                          vocab_size=VOCAB)
-    module = Outputs(Wav2Vec2Model(cfg).eval(), ["input_values"], ["last_hidden_state", "extract_features"])
+    out_names = ["last_hidden_state", "extract_features"]
+    module = Outputs(Wav2Vec2Model(cfg).eval(), ["input_values"], out_names)
     inputs = {s: {"input_values": rng.standard_normal((b, n), dtype=np.float32)}
               for s, (b, n) in {"a": (1, 400), "b": (2, 643)}.items()}
-    out_names = ["last_hidden_state", "extract_features"]
-    axes = {"input_values": {0: "batch", 1: "samples"}, "last_hidden_state": {0: "batch", 1: "frames"},
-            "extract_features": {0: "batch", 1: "frames"}}
-    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    if dynamo:
+        # the feature extractor needs at least 40 samples (one frame out of the third conv)
+        dims = {0: torch.export.Dim("batch", max=64), 1: torch.export.Dim("samples", min=40, max=1 << 20)}
+        onnx_model = export_dynamo(module, inputs["a"], out_names, {"input_values": dims})
+        exporter = dynamo_name(onnx_model)
+    else:
+        axes = {"input_values": {0: "batch", 1: "samples"}, "last_hidden_state": {0: "batch", 1: "frames"},
+                "extract_features": {0: "batch", 1: "frames"}}
+        onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+        exporter = legacy_name()
     what = ("wav2vec2 encoder (transformers Wav2Vec2Model, feat_extract_norm='group': conv feature extractor of 3 "
             "layers (32 channels, kernels 10/3/3, strides 5/2/2) with GroupNorm(32) after the first, positional "
             "conv (kernel 16, 4 groups), 2 layers, hidden 32, 2 heads) over raw samples; dynamic batch and "
             "samples")
-    return write_model("wav2vec2_torch_legacy", "wav2vec2", legacy_name(), what, onnx_model, inputs,
-                       references(module, inputs))
+    return write_model(name, "wav2vec2", exporter, what, onnx_model, inputs, references(module, inputs))
 
 
 # --- grouped-query decoders --------------------------------------------------------------
@@ -143,7 +154,20 @@ def gemma():
         "mask, vocab 100)")
 
 
-DECODERS = {"qwen2": qwen2, "gemma": gemma}
+def phi3():
+    from transformers import Phi3Config, Phi3ForCausalLM
+
+    cfg = Phi3Config(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                     original_max_position_embeddings=64, partial_rotary_factor=0.5, bos_token_id=0,
+                     eos_token_id=0, pad_token_id=0, use_cache=False)
+    return Phi3ForCausalLM(cfg), (
+        "Phi-3 decoder (transformers Phi3ForCausalLM, 2 layers, hidden 32, 4 query heads / 2 key-value heads "
+        "(GQA) from one fused qkv projection split at run time, fused gate/up MLP, rotary embeddings on half of "
+        "each head (partial_rotary_factor 0.5), causal mask, vocab 100)")
+
+
+DECODERS = {"qwen2": qwen2, "gemma": gemma, "phi3": phi3}
 DECODER_INPUTS = ["input_ids", "attention_mask"]
 
 
@@ -170,11 +194,18 @@ def decoder_model(name, family, dynamo):
 
 BUILDERS = {
     "t5_torch_legacy": lambda: seq2seq_model("t5_torch_legacy", "t5", dynamo=False),
+    # With T5's default attention ('sdpa') the dynamo exporter fails in its decomposition step
+    # ("Cannot view a tensor with shape [s21, s50, 4, 8] and strides (32*s50, 8, 8*s50, 1) as a
+    # tensor with shape (s21, s50, 32)"); the eager attention exports.
+    "t5_torch_dynamo": lambda: seq2seq_model("t5_torch_dynamo", "t5", dynamo=True, attention="eager"),
     "bart_torch_legacy": lambda: seq2seq_model("bart_torch_legacy", "bart", dynamo=False),
     "bart_torch_dynamo": lambda: seq2seq_model("bart_torch_dynamo", "bart", dynamo=True),
-    "wav2vec2_torch_legacy": wav2vec2,
+    "wav2vec2_torch_legacy": lambda: wav2vec2("wav2vec2_torch_legacy", dynamo=False),
+    "wav2vec2_torch_dynamo": lambda: wav2vec2("wav2vec2_torch_dynamo", dynamo=True),
     "qwen2_torch_legacy": lambda: decoder_model("qwen2_torch_legacy", "qwen2", dynamo=False),
     "qwen2_torch_dynamo": lambda: decoder_model("qwen2_torch_dynamo", "qwen2", dynamo=True),
     "gemma_torch_legacy": lambda: decoder_model("gemma_torch_legacy", "gemma", dynamo=False),
     "gemma_torch_dynamo": lambda: decoder_model("gemma_torch_dynamo", "gemma", dynamo=True),
+    "phi3_torch_legacy": lambda: decoder_model("phi3_torch_legacy", "phi3", dynamo=False),
+    "phi3_torch_dynamo": lambda: decoder_model("phi3_torch_dynamo", "phi3", dynamo=True),
 }
