@@ -61,6 +61,9 @@ pub struct Analysis {
     pub dtypes: HashMap<String, DatumType>,
     /// Names of the ONNX types that tract types stand for in this model (`bfloat16` for float16, ...).
     pub type_names: Vec<(DatumType, &'static str)>,
+    /// The symbolic dims of the values typed: never negative wherever the model runs (see
+    /// [`Analysis::shown_dim`]).
+    pub(crate) dims: std::collections::HashSet<TDim>,
 }
 
 /// The parts of a loaded model an analysis reads.
@@ -152,6 +155,7 @@ pub(crate) fn analyse(
         fallbacks: t.fallbacks,
         dtypes,
         type_names: vec![],
+        dims: t.dims,
     })
 }
 
@@ -210,6 +214,14 @@ pub(crate) fn check_assumption(text: &str) -> anyhow::Result<()> {
 }
 
 impl Analysis {
+    /// A dim as reported and written: simplified, and each `max(0,x)` whose `x` is the dim of another
+    /// value (never negative wherever the model runs) written `x`. wav2vec2's positional conv drops its
+    /// last frame with a `Slice`, whose length `max(0,samples/20-1)` is the conv's input length
+    /// `samples/20-1`.
+    pub(crate) fn shown_dim(&self, d: &TDim) -> TDim {
+        trivial::without_nonnegative_max(&d.clone().simplify(), &self.dims)
+    }
+
     /// The name of an element type as the model declares it.
     pub fn dtype_name(&self, dt: DatumType) -> String {
         match self.type_names.iter().find(|(p, _)| *p == dt) {
@@ -241,7 +253,7 @@ impl Analysis {
             }
             let Some(outlet) = self.outlets.get(name) else { continue };
             let fact = self.typed.outlet_fact(*outlet)?;
-            let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
+            let shape = fact.shape.iter().map(|d| self.shown_dim(d)).collect();
             let dtype = self.dtype(name)?;
             let dtype_name = self.dtype_name(dtype);
             facts.push(ValueFact { name: name.to_string(), dtype, shape, dtype_name });
