@@ -195,8 +195,9 @@ def decoder_model(name, family, dynamo):
 BUILDERS = {
     "t5_torch_legacy": lambda: seq2seq_model("t5_torch_legacy", "t5", dynamo=False),
     # With T5's default attention ('sdpa') the dynamo exporter fails in its decomposition step
-    # ("Cannot view a tensor with shape [s21, s50, 4, 8] and strides (32*s50, 8, 8*s50, 1) as a
-    # tensor with shape (s21, s50, 32)"); the eager attention exports.
+    # ("Cannot view a tensor with shape [s21, s50, 4, 4] and strides (16*s50, 4, 4*s50, 1) as a
+    # tensor with shape (s21, s50, 16)": the transposed attention output is viewed as if the
+    # contiguous() before it were not there); the eager attention exports.
     "t5_torch_dynamo": lambda: seq2seq_model("t5_torch_dynamo", "t5", dynamo=True, attention="eager"),
     "bart_torch_legacy": lambda: seq2seq_model("bart_torch_legacy", "bart", dynamo=False),
     "bart_torch_dynamo": lambda: seq2seq_model("bart_torch_dynamo", "bart", dynamo=True),
