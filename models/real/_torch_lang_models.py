@@ -196,8 +196,8 @@ BUILDERS = {
     "t5_torch_legacy": lambda: seq2seq_model("t5_torch_legacy", "t5", dynamo=False),
     # With T5's default attention ('sdpa') the dynamo exporter fails in its decomposition step
     # ("Cannot view a tensor with shape [s21, s50, 4, 4] and strides (16*s50, 4, 4*s50, 1) as a
-    # tensor with shape (s21, s50, 16)": the transposed attention output is viewed as if the
-    # contiguous() before it were not there); the eager attention exports.
+    # tensor with shape (s21, s50, 16)": the attention output, transposed back to [batch,
+    # sequence, heads, head_dim], merged into [batch, sequence, 16]); the eager attention exports.
     "t5_torch_dynamo": lambda: seq2seq_model("t5_torch_dynamo", "t5", dynamo=True, attention="eager"),
     "bart_torch_legacy": lambda: seq2seq_model("bart_torch_legacy", "bart", dynamo=False),
     "bart_torch_dynamo": lambda: seq2seq_model("bart_torch_dynamo", "bart", dynamo=True),
