@@ -597,3 +597,51 @@ fn a_requirement_true_for_every_input_is_not_reported() {
     assert!(reqs.is_empty(), "{reqs:?}");
     assert_eq!(shape_of(&m, "z"), "z: float32 [2*N, T-1]");
 }
+
+/// x[:, 1:] (`u`) through a Relu (`v`), with a second input `y: [N, T-1]` when `with_y`.
+fn slice_after_first(with_y: bool) -> Vec<u8> {
+    let mut b = Builder::new(13).input("x", DataType::Float, &[D::S("N"), D::S("T")]);
+    if with_y {
+        b = b.input("y", DataType::Float, &[D::S("N"), D::S("T-1")]).output("y");
+    }
+    b.init_i64("start", &[1])
+        .init_i64("end", &[i64::MAX])
+        .init_i64("axis", &[1])
+        .node("Slice", "", "cut", &["x", "start", "end", "axis"], &["u"], vec![])
+        .node("Relu", "", "relu", &["u"], &["v"], vec![])
+        .output("v")
+        .bytes()
+}
+
+#[test]
+fn a_max_with_zero_over_another_values_dim_is_reported_as_that_dim() {
+    // x[:, 1:] is [N, max(0,T-1)]. With `y` declared [N, T-1], T-1 is the dim of a value, never
+    // negative where the model runs: the slice reads [N, T-1] (wav2vec2's positional conv drops its
+    // last frame so). Without such a value the max stays: T may be 0.
+    let m = Model::load_bytes(&slice_after_first(true)).unwrap();
+    assert_eq!(shape_of(&m, "u"), "u: float32 [N, T-1]");
+    assert_eq!(shape_of(&m, "v"), "v: float32 [N, T-1]");
+    let m = Model::load_bytes(&slice_after_first(false)).unwrap();
+    assert_eq!(shape_of(&m, "u"), "u: float32 [N, max(0,T-1)]");
+    // fold writes the same dims
+    use prost::Message;
+    use sliceops::onnx::proto;
+    let folded = sliceops::fold::fold_bytes(&slice_after_first(true), None).unwrap();
+    let graph = proto::ModelProto::decode(&*folded).unwrap().graph.unwrap();
+    let v = graph.output.iter().find(|o| o.name.as_deref() == Some("v")).unwrap();
+    let Some(proto::type_proto::Value::TensorType(t)) = v.r#type.as_ref().unwrap().value.as_ref() else {
+        panic!("{v:?}")
+    };
+    let dims: Vec<String> = t
+        .shape
+        .as_ref()
+        .unwrap()
+        .dim
+        .iter()
+        .map(|d| match &d.value {
+            Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => p.clone(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(dims, ["N", "T-1"]);
+}

@@ -67,6 +67,9 @@ pub struct Analysis {
     /// The `If` conditions met that the analysis cannot decide and whose branches give different
     /// facts (each is a split of [`analyse_cases`]).
     pub(crate) undecided: Vec<condition::Met>,
+    /// The symbolic dims of the values typed: never negative wherever the model runs (see
+    /// [`Analysis::shown_dim`]).
+    pub(crate) dims: std::collections::HashSet<TDim>,
 }
 
 /// The parts of a loaded model an analysis reads.
@@ -185,6 +188,7 @@ fn analyse_choosing(
         dtypes,
         type_names: vec![],
         undecided: choices.met(),
+        dims: t.dims,
     })
 }
 
@@ -253,6 +257,14 @@ pub(crate) fn check_assumption(text: &str) -> anyhow::Result<()> {
 }
 
 impl Analysis {
+    /// A dim as reported and written: simplified, and each `max(0,x)` whose `x` is the dim of another
+    /// value (never negative wherever the model runs) written `x`. wav2vec2's positional conv drops its
+    /// last frame with a `Slice`, whose length `max(0,samples/20-1)` is the conv's input length
+    /// `samples/20-1`.
+    pub(crate) fn shown_dim(&self, d: &TDim) -> TDim {
+        trivial::without_nonnegative_max(&d.clone().simplify(), &self.dims)
+    }
+
     /// The name of an element type as the model declares it.
     pub fn dtype_name(&self, dt: DatumType) -> String {
         match self.type_names.iter().find(|(p, _)| *p == dt) {
@@ -284,7 +296,7 @@ impl Analysis {
             }
             let Some(outlet) = self.outlets.get(name) else { continue };
             let fact = self.typed.outlet_fact(*outlet)?;
-            let shape = fact.shape.iter().map(|d| d.clone().simplify()).collect();
+            let shape = fact.shape.iter().map(|d| self.shown_dim(d)).collect();
             let dtype = self.dtype(name)?;
             let dtype_name = self.dtype_name(dtype);
             facts.push(ValueFact { name: name.to_string(), dtype, shape, dtype_name });

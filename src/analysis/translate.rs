@@ -75,6 +75,8 @@ pub(super) struct Translated {
     /// Integer types the model declares for values tract holds as dims (symbolic shape values cast to
     /// `int32`, and what is computed from them), by outlet of the parsed model.
     pub dtypes: HashMap<OutletId, DatumType>,
+    /// The symbolic dims of the values typed (each one never negative wherever the model runs).
+    pub dims: HashSet<TDim>,
 }
 
 mod conv_dims;
@@ -164,6 +166,7 @@ pub(super) fn translate(
         requirements: t.requirements,
         table: t.table,
         dtypes: t.dtypes,
+        dims: t.dims,
     })
 }
 

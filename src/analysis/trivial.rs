@@ -15,6 +15,29 @@ pub(crate) fn holds_always(r: &Requirement, dims: &HashSet<TDim>) -> bool {
     a == b || (a - b).simplify().as_i64() == Some(0)
 }
 
+/// `d` with every `max(0,x)` whose `x` cannot be negative written `x`; `d` itself (not rewritten, so
+/// in the form it has) when it has no such `max`.
+pub(crate) fn without_nonnegative_max(d: &TDim, dims: &HashSet<TDim>) -> TDim {
+    if has_nonnegative_max(d, dims) {
+        without_max_zero(d, dims)
+    } else {
+        d.clone()
+    }
+}
+
+/// Whether `d` holds a `max(0,x)` whose `x` cannot be negative.
+fn has_nonnegative_max(d: &TDim, dims: &HashSet<TDim>) -> bool {
+    match d {
+        TDim::Max(terms) => {
+            matches!(terms.as_slice(), [TDim::Val(0), x] | [x, TDim::Val(0)] if dims.contains(x) || x.prove_positive_or_zero())
+                || terms.iter().any(|t| has_nonnegative_max(t, dims))
+        }
+        TDim::Min(terms) | TDim::Add(terms) | TDim::Mul(terms) => terms.iter().any(|t| has_nonnegative_max(t, dims)),
+        TDim::MulInt(_, x) | TDim::Div(x, _) => has_nonnegative_max(x, dims),
+        _ => false,
+    }
+}
+
 /// `d` with every `max(0,x)` whose `x` cannot be negative written `x`.
 fn without_max_zero(d: &TDim, dims: &HashSet<TDim>) -> TDim {
     let each = |terms: &[TDim]| terms.iter().map(|t| without_max_zero(t, dims)).collect::<Vec<_>>();

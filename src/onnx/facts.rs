@@ -84,7 +84,7 @@ impl Facts {
                 Fact {
                     datum_type: f.datum_type,
                     dtype_name: analysis.dtype_name(dtype),
-                    shape: f.shape.iter().map(|d| d.clone().simplify()).collect(),
+                    shape: f.shape.iter().map(|d| analysis.shown_dim(d)).collect(),
                     konst: f.konst.clone(),
                 },
             );

@@ -178,7 +178,7 @@ pub fn analysis_json(
         v.insert("name".into(), json!(name));
         if let Some(outlet) = analysis.outlets.get(name) {
             let fact = analysis.typed.outlet_fact(*outlet)?;
-            let shape: Vec<TDim> = fact.shape.iter().map(|d| d.clone().simplify()).collect();
+            let shape: Vec<TDim> = fact.shape.iter().map(|d| analysis.shown_dim(d)).collect();
             v.insert("dtype".into(), json!(analysis.dtype_name(analysis.dtype(name)?)));
             v.insert("shape".into(), json!(shape.iter().map(dim_json).collect::<Vec<_>>()));
             v.insert("dims".into(), json!(shape.iter().map(dim_tree).collect::<Vec<_>>()));
