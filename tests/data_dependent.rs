@@ -227,3 +227,65 @@ fn non_max_suppression_keeps_what_onnxruntime_keeps() {
     check_case("nms_many_boxes");
     check_case("nms_no_output");
 }
+
+/// `name min..max <= at_most` of each symbol a node of the model `bytes` mints, with `assume`.
+fn minted_in(bytes: &[u8], assume: &[&str]) -> Vec<String> {
+    let mut m = Model::load_bytes(bytes).unwrap();
+    for a in assume {
+        m.assume(a).unwrap();
+    }
+    let a = m.analyse().unwrap();
+    a.symbols
+        .iter()
+        .filter(|s| matches!(s.origin, sliceops::Origin::Node { .. }))
+        .map(|s| {
+            let at_most = s.at_most.as_ref().map(sliceops::format_dim).unwrap_or_default();
+            format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
+        })
+        .collect()
+}
+
+#[test]
+fn selections_and_run_time_ranges_are_named_after_their_node_and_bounded() {
+    use common::onnx_build::{Builder, A, D};
+    use tract_onnx::pb::tensor_proto::DataType;
+    // Compress along an axis keeps at most that axis; without one, at most every element.
+    let compress = |axis: Option<i64>| {
+        let attrs = axis.map_or(vec![], |a| vec![("axis", A::I(a))]);
+        Builder::new(17)
+            .input("x", DataType::Float, &[D::S("N"), D::N(3)])
+            .input("keep", DataType::Bool, &[D::S("K")])
+            .node("Compress", "", "select", &["x", "keep"], &["y"], attrs)
+            .output("y")
+            .bytes()
+    };
+    assert_eq!(minted_in(&compress(Some(0)), &[]), ["select_0 Some(0)..Some(1000000000) <= N"]);
+    assert_eq!(minted_in(&compress(Some(0)), &["N<=10"]), ["select_0 Some(0)..Some(10) <= N"]);
+    assert_eq!(minted_in(&compress(Some(-1)), &[]), ["select_1 Some(0)..Some(3) <= 3"]);
+    assert_eq!(minted_in(&compress(None), &[]), ["select_0 Some(0)..Some(1000000000) <= 3*N"]);
+    // Unique: the values kept, their first indices and counts share one bounded size.
+    let unique = Builder::new(17)
+        .input("x", DataType::Float, &[D::S("N")])
+        .node("Unique", "", "distinct", &["x"], &["y", "first", "inverse", "counts"], vec![("sorted", A::I(1))])
+        .output("y")
+        .output("first")
+        .output("inverse")
+        .output("counts")
+        .bytes();
+    assert_eq!(minted_in(&unique, &[]), ["distinct_0 Some(0)..Some(1000000000) <= N"]);
+    let m = Model::load_bytes(&unique).unwrap();
+    let out = m.run(vec![tensor1(&[3f32, 1., 3., 2., 5.])]).unwrap();
+    assert_eq!(out[0].1, tensor1(&[1f32, 2., 3., 5.]));
+    assert_eq!(out[3].1, tensor1(&[1i64, 1, 2, 1]));
+    // A Range to a run-time limit: its length is named after it (nothing bounds it but the limit).
+    let range = Builder::new(17)
+        .input("limit", DataType::Int64, &[])
+        .init("start", DataType::Int64, &[], 0i64.to_le_bytes().to_vec())
+        .init("one", DataType::Int64, &[], 1i64.to_le_bytes().to_vec())
+        .node("Range", "", "steps", &["start", "limit", "one"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    assert_eq!(minted_in(&range, &[]), ["steps Some(0)..Some(1000000000) <= "]);
+    let m = Model::load_bytes(&range).unwrap();
+    assert_eq!(m.run(vec![tensor0(4i64)]).unwrap()[0].1, tensor1(&[0i64, 1, 2, 3]));
+}

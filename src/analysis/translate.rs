@@ -341,11 +341,45 @@ impl Translator<'_> {
                             reason: why,
                         };
                         self.table.record(&self.target.symbols, &sym, origin)?;
+                        if *d == TDim::Sym(sym.clone()) {
+                            if let Some(bound) = self.selection_bound(node, &op_type, slot, axis) {
+                                // As for the sizes of `minted.rs`: only a sum or product is asserted.
+                                if minted::is_polynomial(&bound) {
+                                    let _ = self.target.symbols.add_assertion(format!("{sym}<={bound}"));
+                                }
+                                self.table.set_at_most(&sym.to_string(), bound);
+                            }
+                        }
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// The bound of a size a selecting node makes when it runs: a `Compress` or `Unique` keeps at most
+    /// the length of its axis, or its input's element count without one.
+    fn selection_bound(&self, node: &InferenceNode, op_type: &str, slot: usize, axis: usize) -> Option<TDim> {
+        let proto = self.nodes.get(node.name.as_str()).copied()?;
+        let input = self.fact_of(*node.inputs.first()?)?;
+        let rank = input.rank() as i64;
+        let along = match proto.attribute.iter().find(|a| a.name == "axis") {
+            Some(a) => Some(usize::try_from(if a.i < 0 { a.i + rank } else { a.i }).ok()?),
+            None => None,
+        };
+        let selected_axis = match (op_type, slot) {
+            ("Compress", 0) | ("Unique", 0) => along.unwrap_or(0),
+            // A Unique's first indices and counts: one per value kept.
+            ("Unique", 1 | 3) => 0,
+            _ => return None,
+        };
+        if axis != selected_axis {
+            return None;
+        }
+        Some(match along {
+            Some(a) => input.shape.get(a)?.clone(),
+            None => input.shape.iter().fold(TDim::Val(1), |n, d| n * d.clone()).simplify(),
+        })
     }
 
     /// Follows integer tensors known in part, and gives a `Resize` or `Pad` sized by one the dims it
@@ -863,7 +897,9 @@ impl Translator<'_> {
         }
         let result = result.and_then(|outlets| {
             for (symbol, bound) in minted::name_minted(&mut self.target, mark, &node.name)? {
-                self.table.set_at_most(&symbol.to_string(), bound);
+                if let Some(bound) = bound {
+                    self.table.set_at_most(&symbol.to_string(), bound);
+                }
             }
             self.check_symbolic_values(node, op_type, attr("fmod") == Some(1), &outlets)?;
             self.follow_rationals(node, op_type, proto, &outlets)?;

@@ -47,7 +47,8 @@ impl Translator<'_> {
         None
     }
 
-    fn fact_of(&self, outlet: OutletId) -> Option<&TypedFact> {
+    /// The typed fact of a value of the graph being translated, once translated.
+    pub(super) fn fact_of(&self, outlet: OutletId) -> Option<&TypedFact> {
         self.target.outlet_fact(*self.mapping.get(&outlet)?).ok()
     }
 

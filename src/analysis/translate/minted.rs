@@ -1,19 +1,24 @@
 //! Sizes a node makes when it runs (a `NonZero` count, the `k` of a `TopK` whose `k` is a run-time
-//! value, the boxes a `NonMaxSuppression` keeps), named after their node and bounded by what the op
-//! implies: `0 <= count <= ` the input's element count, `k <=` the length of the axis, the boxes kept
-//! at most batches times classes times boxes.
+//! value, the boxes a `NonMaxSuppression` keeps, the length of a `Range` over run-time bounds), named
+//! after their node and bounded by what the op implies: `0 <= count <= ` the input's element count,
+//! `k <=` the length of the axis, the boxes kept at most batches times classes times boxes (a
+//! `Range`'s length has no bound but its bounds').
 //!
 //! tract's builders name them `x`, `k`, ... whatever the node; each is renamed here as the node is
 //! translated (its op rebuilt with the new symbol), before anything reads it.
 
 use tract_onnx::prelude::*;
-use tract_onnx::tract_core::ops::array::Topk;
+use tract_onnx::tract_core::ops::array::{Range, Topk};
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
 use tract_onnx_opl::non_zero::NonZero;
 
 /// Renames the sizes minted by the nodes of `target` from `from` on (the translation of the graph node
 /// `node`) after that node; each new symbol with the bound its op implies, for the symbol table.
-pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> TractResult<Vec<(Symbol, TDim)>> {
+pub(super) fn name_minted(
+    target: &mut TypedModel,
+    from: usize,
+    node: &str,
+) -> TractResult<Vec<(Symbol, Option<TDim>)>> {
     let mut named = vec![];
     let prefix = crate::symbolic::symbol_name(node);
     for id in from..target.nodes.len() {
@@ -24,12 +29,14 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
         let inputs: Vec<TypedFact> = target.node_input_facts(id)?.into_iter().cloned().collect();
         let volume = |f: &TypedFact| f.shape.iter().fold(TDim::Val(1), |acc, d| acc * d.clone()).simplify();
         let op = &target.nodes[id].op;
-        let (new_op, symbol, bound): (Box<dyn TypedOp>, Symbol, TDim) = if let Some(nz) = op.downcast_ref::<NonZero>() {
+        let (new_op, symbol, bound): (Box<dyn TypedOp>, Symbol, Option<TDim>) = if let Some(nz) =
+            op.downcast_ref::<NonZero>()
+        {
             if nz.count.to_string().starts_with(&prefix) {
                 continue;
             }
             let s = target.symbols.new_with_prefix(&prefix);
-            (Box::new(NonZero { count: s.clone() }), s, volume(&inputs[0]))
+            (Box::new(NonZero { count: s.clone() }), s, Some(volume(&inputs[0])))
         } else if let Some(t) = op.downcast_ref::<Topk>() {
             let runtime_k = inputs.get(1).is_some_and(|k| k.konst.is_none());
             if !runtime_k || t.fallback_k.to_string().starts_with(&prefix) {
@@ -37,7 +44,7 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
             }
             let Some(axis_len) = inputs[0].shape.get(t.axis).cloned() else { continue };
             let s = target.symbols.new_with_prefix(&format!("{prefix}_k"));
-            (Box::new(Topk { axis: t.axis, largest: t.largest, fallback_k: TDim::Sym(s.clone()) }), s, axis_len)
+            (Box::new(Topk { axis: t.axis, largest: t.largest, fallback_k: TDim::Sym(s.clone()) }), s, Some(axis_len))
         } else if let Some(n) = op.downcast_ref::<NonMaxSuppression>() {
             if n.num_selected_indices_symbol.to_string().starts_with(&prefix) {
                 continue;
@@ -49,7 +56,15 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
                 has_score_threshold: n.has_score_threshold,
             };
             // One box per batch, class and candidate box at most: the scores' element count.
-            (Box::new(op), s, volume(&inputs[1]))
+            (Box::new(op), s, Some(volume(&inputs[1])))
+        } else if op.downcast_ref::<Range>().is_some() {
+            // A length from run-time bounds: tract names it `range`; no bound follows from the op.
+            let Some(TDim::Sym(len)) = target.nodes[id].outputs[0].fact.shape.first() else { continue };
+            if len.to_string().starts_with(&prefix) {
+                continue;
+            }
+            let s = target.symbols.new_with_prefix(&prefix);
+            (Box::new(Range::new(TDim::Sym(s.clone()))), s, None)
         } else {
             continue;
         };
@@ -68,7 +83,7 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
         // `SymbolTable::finish`): tract proves such terms against every assertion, and doing so for
         // an assertion holding one recurses without end; asserting its largest value instead doubled
         // the plan time of long chains of selections (every proof scans every assertion).
-        if is_polynomial(&bound) {
+        if let Some(bound) = bound.as_ref().filter(|b| is_polynomial(b)) {
             let _ = target.symbols.add_assertion(format!("{symbol}<={bound}"));
         }
         named.push((symbol, bound));
@@ -78,7 +93,7 @@ pub(super) fn name_minted(target: &mut TypedModel, from: usize, node: &str) -> T
 
 /// Whether `dim` is built of integers, symbols, sums and products only (what tract can subtract and
 /// simplify without proving anything), walked with an explicit stack.
-fn is_polynomial(dim: &TDim) -> bool {
+pub(super) fn is_polynomial(dim: &TDim) -> bool {
     let mut todo = vec![dim];
     while let Some(d) = todo.pop() {
         match d {
