@@ -1,14 +1,13 @@
 //! Sizes a node makes when it runs (a `NonZero` count, the `k` of a `TopK` whose `k` is a run-time
-//! value, the boxes a `NonMaxSuppression` keeps, the length of a `Range` over run-time bounds), named
-//! after their node and bounded by what the op implies: `0 <= count <= ` the input's element count,
-//! `k <=` the length of the axis, the boxes kept at most batches times classes times boxes (a
-//! `Range`'s length has no bound but its bounds').
+//! value, the boxes a `NonMaxSuppression` keeps), named after their node and bounded by what the op
+//! implies: `0 <= count <= ` the input's element count, `k <=` the length of the axis, the boxes kept
+//! at most batches times classes times boxes.
 //!
 //! tract's builders name them `x`, `k`, ... whatever the node; each is renamed here as the node is
 //! translated (its op rebuilt with the new symbol), before anything reads it.
 
 use tract_onnx::prelude::*;
-use tract_onnx::tract_core::ops::array::{Range, Topk};
+use tract_onnx::tract_core::ops::array::Topk;
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
 use tract_onnx_opl::non_zero::NonZero;
 
@@ -57,14 +56,6 @@ pub(super) fn name_minted(
             };
             // One box per batch, class and candidate box at most: the scores' element count.
             (Box::new(op), s, Some(volume(&inputs[1])))
-        } else if op.downcast_ref::<Range>().is_some() {
-            // A length from run-time bounds: tract names it `range`; no bound follows from the op.
-            let Some(TDim::Sym(len)) = target.nodes[id].outputs[0].fact.shape.first() else { continue };
-            if len.to_string().starts_with(&prefix) {
-                continue;
-            }
-            let s = target.symbols.new_with_prefix(&prefix);
-            (Box::new(Range::new(TDim::Sym(s.clone()))), s, None)
         } else {
             continue;
         };
