@@ -113,7 +113,7 @@ impl Poly {
         for (m, c) in &self.terms {
             let mut term = TDim::Val(i64::try_from(*c).ok()?);
             for a in m {
-                term = term * self.atoms.get(a)?.clone();
+                term *= self.atoms.get(a)?.clone();
             }
             sum += term;
         }
