@@ -668,7 +668,13 @@ def yolos():
                       image_size=[64, 96], patch_size=16, num_detection_tokens=10, num_labels=4,
                       use_mid_position_embeddings=False)
     out_names = ["logits", "pred_boxes"]
-    module = Outputs(YolosForObjectDetection(cfg).eval(), ["pixel_values"], out_names)
+    model = YolosForObjectDetection(cfg).eval()
+    # transformers initializes the tokens and position embeddings to zeros: drawn as trained ones
+    # would be, so that equal zero tensors do not stand for distinct weights.
+    emb = model.vit.embeddings
+    for p in (emb.cls_token, emb.detection_tokens, emb.position_embeddings):
+        torch.nn.init.normal_(p, std=0.02)
+    module = Outputs(model, ["pixel_values"], out_names)
     inputs = image_inputs(rng, "pixel_values", {"a": (1, 64, 96), "b": (2, 96, 64)})
     axes = {"pixel_values": {0: "batch", 2: "height", 3: "width"}, **{n: {0: "batch"} for n in out_names}}
     onnx_model = export_legacy(module, inputs["a"], out_names, axes)
