@@ -828,9 +828,11 @@ impl Translator<'_> {
             for added in &self.target.nodes[mark..] {
                 if let Some(r) = added.op_as::<crate::ops::ReshapeAs>() {
                     let op = op_type.to_string();
+                    // In the form their printed text reads back to (tract simplifies a product of
+                    // sums such as `8*batch*(M+1)` one way when built, another way when parsed).
                     reqs.push(Requirement {
-                        kept: r.kept.clone(),
-                        other: r.other.clone(),
+                        kept: read_back(&r.kept),
+                        other: read_back(&r.other),
                         node: node.name.clone(),
                         op,
                     });
@@ -1405,4 +1407,13 @@ fn rollback(model: &mut TypedModel, mark: usize) {
     model.outlet_labels.retain(|o, _| o.node < mark);
     model.inputs.retain(|o| o.node < mark);
     model.outputs.retain(|o| o.node < mark);
+}
+
+/// `d` as its printed text parses, when that gives the same values (else `d`).
+fn read_back(d: &TDim) -> TDim {
+    let Some(scope) = d.find_scope() else { return d.clone() };
+    match crate::symbolic::parse_dim(&scope, &crate::dims::format_dim(d)) {
+        Ok(again) if crate::dims::same_values(d, &again) => again,
+        _ => d.clone(),
+    }
 }
