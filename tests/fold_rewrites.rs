@@ -867,3 +867,59 @@ fn ints_of(t: &sliceops::onnx::proto::TensorProto) -> Option<Vec<i64>> {
         _ => None,
     }
 }
+
+/// A `Loop` over `acc += c; scan = acc * d`, `c` and `d` `Constant` nodes of its body.
+fn loop_with_body_constants() -> Vec<u8> {
+    let konst = |name: &str, v: [f32; 2]| {
+        let t = tract_onnx::pb::TensorProto {
+            dims: vec![2],
+            data_type: DataType::Float as i32,
+            float_data: v.to_vec(),
+            name: name.into(),
+            ..Default::default()
+        };
+        ("value", A::T(t))
+    };
+    let body = Builder::new(13)
+        .input("i", DataType::Int64, &[])
+        .input("cond", DataType::Bool, &[])
+        .input("acc", F, &[D::N(2)])
+        .node("Identity", "", "keep", &["cond"], &["cond_out"], vec![])
+        .node("Constant", "", "c", &[], &["c"], vec![konst("c", [1.5, -2.0])])
+        .node("Constant", "", "d", &[], &["d"], vec![konst("d", [3.0, 0.5])])
+        .node("Add", "", "add", &["acc", "c"], &["acc_out"], vec![])
+        .node("Mul", "", "mul", &["acc_out", "d"], &["scan"], vec![])
+        .output("cond_out")
+        .output("acc_out")
+        .output("scan")
+        .graph("body");
+    Builder::new(13)
+        .input("M", DataType::Int64, &[])
+        .input("x", F, &[D::N(2)])
+        .init("yes", DataType::Bool, &[], vec![1])
+        .node("Loop", "", "loop", &["M", "yes", "x"], &["acc", "scans"], vec![("body", A::G(body))])
+        .output("acc")
+        .output("scans")
+        .bytes()
+}
+
+#[test]
+fn constants_of_a_loop_body_become_its_initializers() {
+    let bytes = loop_with_body_constants();
+    let (model, report) = folded(&bytes, false);
+    let body = model.graph.as_ref().unwrap().node[0].attribute[0].g.as_ref().unwrap();
+    let body_ops: Vec<&str> = body.node.iter().map(|n| n.op_type.as_deref().unwrap_or_default()).collect();
+    assert_eq!(body_ops, ["Identity", "Add", "Mul"]);
+    let names: Vec<&str> = body.initializer.iter().map(|t| t.name.as_deref().unwrap_or_default()).collect();
+    assert_eq!(names, ["c", "d"]);
+    assert_eq!(changes(&report, "Constant of a Loop or Scan body made an initializer"), 2);
+    let inputs = [tensor0(3i64), tensor1(&[1.0f32, 2.0])];
+    assert_same_outputs(&bytes, &model, &inputs);
+    // acc = x + 3c = [5.5, -4]; the last scan row is acc * d = [16.5, -2].
+    let out = run(&encode(&model), &inputs);
+    let acc = out[0].1.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+    assert_eq!(acc, [5.5, -4.0]);
+    let scans = out[1].1.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+    assert_eq!(out[1].1.shape(), [3, 2]);
+    assert_eq!(scans[4..], [16.5, -2.0]);
+}

@@ -477,6 +477,214 @@ def retinanet():
                        references(module, inputs))
 
 
+# --- segmentation ------------------------------------------------------------------------
+
+
+class OutField(torch.nn.Module):
+    """Returns one field of a model's dict or output object (torchvision segmentation models return
+    {"out": ...}; transformers ones an output object)."""
+
+    def __init__(self, model, field):
+        super().__init__()
+        self.m = model
+        self.field = field
+        self.eval()
+
+    def forward(self, x):
+        out = self.m(x)
+        return out[self.field] if isinstance(out, dict) else getattr(out, self.field)
+
+
+def tiny_mobilenet_v3_features():
+    """torchvision's MobileNetV3-Large layout (the one its segmentation builders use) at width 0.1, with
+    the reduced tail and the last stage dilated (output stride 16): 28k weights."""
+    from torchvision.models import mobilenetv3
+
+    settings, last = mobilenetv3._mobilenet_v3_conf("mobilenet_v3_large", width_mult=0.1, reduced_tail=True,
+                                                     dilated=True)
+    return mobilenetv3.MobileNetV3(settings, last).features
+
+
+def segmentation_axes(in_name, out_name):
+    return {in_name: {0: "batch", 2: "height", 3: "width"}, out_name: {0: "batch", 2: "height", 3: "width"}}
+
+
+def deeplabv3():
+    import torchvision
+    from torchvision.models._utils import IntermediateLayerGetter
+    from torchvision.models.segmentation.deeplabv3 import ASPP, DeepLabV3
+
+    rng = seeded(0)
+    features = tiny_mobilenet_v3_features()
+    channels = features[-1].out_channels
+    backbone = IntermediateLayerGetter(features, return_layers={str(len(features) - 1): "out"})
+    # DeepLabHead's layers (ASPP with rates 12/24/36, 3x3 conv, BN, ReLU, 1x1 classifier) at 16
+    # channels instead of its fixed 256.
+    head = torch.nn.Sequential(
+        ASPP(channels, [12, 24, 36], out_channels=16), torch.nn.Conv2d(16, 16, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.Conv2d(16, 3, 1))
+    module = OutField(DeepLabV3(backbone, head).eval(), "out")
+    inputs = image_inputs(rng, "image")
+    onnx_model = export_legacy(module, inputs["a"], ["out"], segmentation_axes("image", "out"))
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} DeepLabV3 (random init): MobileNetV3-Large "
+            "features at width 0.1 with the reduced, dilated tail (output stride 16), ASPP with atrous rates "
+            "12/24/36 (dilated 3x3 convs) and image pooling at 16 channels, 3 classes, bilinear upsampling to "
+            "the input size; dynamic batch, height and width")
+    return write_model("deeplabv3_torch_legacy", "deeplabv3", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def lraspp():
+    import torchvision
+    from torchvision.models import mobilenetv3
+    from torchvision.models.segmentation.lraspp import _lraspp_mobilenetv3
+
+    rng = seeded(0)
+    settings, last = mobilenetv3._mobilenet_v3_conf("mobilenet_v3_large", width_mult=0.1, reduced_tail=True,
+                                                     dilated=True)
+    # torchvision's own LRASPP builder (low / high features, the 128-channel head) on the tiny backbone
+    module = OutField(_lraspp_mobilenetv3(mobilenetv3.MobileNetV3(settings, last), 3).eval(), "out")
+    inputs = image_inputs(rng, "image")
+    onnx_model = export_legacy(module, inputs["a"], ["out"], segmentation_axes("image", "out"))
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} LRASPP (random init, torchvision's "
+            "_lraspp_mobilenetv3 builder): MobileNetV3-Large features at width 0.1 with the reduced, dilated "
+            "tail, the lite R-ASPP head (global-pool scale branch, low-level classifier), 3 classes, "
+            "bilinear upsampling to run-time sizes; dynamic batch, height and width")
+    return write_model("lraspp_torch_legacy", "lraspp", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def segformer_model():
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    cfg = SegformerConfig(num_channels=3, num_encoder_blocks=4, depths=[1, 1, 1, 1], sr_ratios=[8, 4, 2, 1],
+                          hidden_sizes=[8, 16, 16, 24], patch_sizes=[7, 3, 3, 3], strides=[4, 2, 2, 2],
+                          num_attention_heads=[1, 1, 2, 2], mlp_ratios=[2, 2, 2, 2], decoder_hidden_size=16,
+                          num_labels=3)
+    what = ("Segformer (transformers SegformerForSemanticSegmentation, random init: 4 stages of depth 1, "
+            "hidden 8/16/16/24, efficient attention with spatial reduction 8/4/2/1 (strided convs), Mix-FFN "
+            "depthwise convs, all-MLP decoder with bilinear upsampling to the first stage's size, 3 classes); "
+            "logits at 1/4 of the input; dynamic batch, height and width")
+    return SegformerForSemanticSegmentation(cfg).eval(), what
+
+
+def segformer(dynamo):
+    rng = seeded(0)
+    model, what = segformer_model()
+    module = OutField(model, "logits")
+    inputs = image_inputs(rng, "pixel_values")
+    ref = references(module, inputs)
+    if dynamo:
+        dims = {0: torch.export.Dim("batch", max=64), 2: torch.export.Dim("height", min=32, max=1024),
+                3: torch.export.Dim("width", min=32, max=1024)}
+        # traced at batch 2: at batch 1 the export specializes the batch dim to 1
+        onnx_model = export_dynamo(module, inputs["b"], ["logits"], {"pixel_values": dims})
+        name, exporter = "segformer_torch_dynamo", dynamo_name(onnx_model)
+    else:
+        axes = {"pixel_values": {0: "batch", 2: "height", 3: "width"},
+                "logits": {0: "batch", 2: "logits_height", 3: "logits_width"}}
+        onnx_model = export_legacy(module, inputs["a"], ["logits"], axes)
+        name, exporter = "segformer_torch_legacy", legacy_name()
+    return write_model(name, "segformer", exporter, what, onnx_model, inputs, ref)
+
+
+# --- instance detection: masks and keypoints, transformer detector --------------------------
+
+
+def rcnn_inputs(rng):
+    return {s: {"image": rng.random((3, h, w), dtype=np.float32)} for s, (h, w) in
+            {"a": (64, 96), "b": (120, 80)}.items()}
+
+
+def mask_rcnn():
+    import torchvision
+    from torchvision.models.detection import MaskRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+    from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
+    from torchvision.ops import MultiScaleRoIAlign
+
+    rng = seeded(0)
+    anchors = AnchorGenerator(sizes=((16,), (32,), (64,)), aspect_ratios=((0.5, 1.0, 2.0),) * 3)
+    detector = MaskRCNN(
+        tiny_fpn_backbone(), num_classes=None, min_size=64, max_size=128,
+        rpn_anchor_generator=anchors, rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=30,
+        box_roi_pool=MultiScaleRoIAlign(featmap_names=["0", "1"], output_size=4, sampling_ratio=2),
+        box_head=TwoMLPHead(8 * 4 * 4, 32), box_predictor=FastRCNNPredictor(32, 4), box_detections_per_img=5,
+        mask_roi_pool=MultiScaleRoIAlign(featmap_names=["0", "1"], output_size=7, sampling_ratio=2),
+        mask_head=MaskRCNNHeads(8, [8, 8], 1), mask_predictor=MaskRCNNPredictor(8, 8, 4),
+    ).eval()
+    out_names = ["boxes", "labels", "scores", "masks"]
+    module = FirstImage(detector, out_names)
+    inputs = rcnn_inputs(rng)
+    axes = {"image": {1: "height", 2: "width"}, **{n: {0: "detections"} for n in out_names}}
+    axes["masks"] = {0: "detections", 2: "height", 3: "width"}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} MaskRCNN (random init): the Faster R-CNN "
+            "export's backbone, FPN, RPN and box head (5 detections), a mask branch (MultiScaleRoIAlign 7x7, "
+            "MaskRCNNHeads 2 x 8 channels, ConvTranspose x2, 4 classes) and the masks pasted into the image "
+            "(a Loop over the detections); data-dependent box counts; dynamic height and width, one image")
+    return write_model("mask_rcnn_torch_legacy", "mask_rcnn", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def keypoint_rcnn():
+    import torchvision
+    from torchvision.models.detection import KeypointRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+    from torchvision.models.detection.keypoint_rcnn import KeypointRCNNHeads, KeypointRCNNPredictor
+    from torchvision.ops import MultiScaleRoIAlign
+
+    rng = seeded(0)
+    anchors = AnchorGenerator(sizes=((16,), (32,), (64,)), aspect_ratios=((0.5, 1.0, 2.0),) * 3)
+    detector = KeypointRCNN(
+        tiny_fpn_backbone(), num_classes=None, min_size=64, max_size=128,
+        rpn_anchor_generator=anchors, rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=30,
+        box_roi_pool=MultiScaleRoIAlign(featmap_names=["0", "1"], output_size=4, sampling_ratio=2),
+        box_head=TwoMLPHead(8 * 4 * 4, 32), box_predictor=FastRCNNPredictor(32, 2), box_detections_per_img=8,
+        keypoint_roi_pool=MultiScaleRoIAlign(featmap_names=["0", "1"], output_size=7, sampling_ratio=2),
+        keypoint_head=KeypointRCNNHeads(8, [8, 8]), keypoint_predictor=KeypointRCNNPredictor(8, 5),
+    ).eval()
+    out_names = ["boxes", "labels", "scores", "keypoints", "keypoints_scores"]
+    module = FirstImage(detector, out_names)
+    inputs = rcnn_inputs(rng)
+    axes = {"image": {1: "height", 2: "width"}, **{n: {0: "detections"} for n in out_names}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = (f"torchvision {torchvision.__version__.split('+')[0]} KeypointRCNN (random init): the Faster "
+            "R-CNN export's backbone, FPN, RPN and box head (2 classes, 8 detections), a keypoint branch "
+            "(MultiScaleRoIAlign 7x7, KeypointRCNNHeads 2 x 8 channels, ConvTranspose + bilinear x2, 5 "
+            "keypoints) and the heatmap-to-keypoint step (a Loop over the detections); data-dependent box "
+            "counts; dynamic height and width, one image")
+    return write_model("keypoint_rcnn_torch_legacy", "keypoint_rcnn", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
+def yolos():
+    from transformers import YolosConfig, YolosForObjectDetection
+
+    rng = seeded(0)
+    cfg = YolosConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                      image_size=[64, 96], patch_size=16, num_detection_tokens=10, num_labels=4,
+                      use_mid_position_embeddings=False)
+    out_names = ["logits", "pred_boxes"]
+    model = YolosForObjectDetection(cfg).eval()
+    # transformers initializes the tokens and position embeddings to zeros: drawn as trained ones
+    # would be, so that equal zero tensors do not stand for distinct weights.
+    emb = model.vit.embeddings
+    for p in (emb.cls_token, emb.detection_tokens, emb.position_embeddings):
+        torch.nn.init.normal_(p, std=0.02)
+    module = Outputs(model, ["pixel_values"], out_names)
+    inputs = image_inputs(rng, "pixel_values", {"a": (1, 64, 96), "b": (2, 96, 64)})
+    axes = {"pixel_values": {0: "batch", 2: "height", 3: "width"}, **{n: {0: "batch"} for n in out_names}}
+    onnx_model = export_legacy(module, inputs["a"], out_names, axes)
+    what = ("YOLOS detector (transformers YolosForObjectDetection, random init: patch 16, hidden 32, 2 layers, "
+            "2 heads, 10 detection tokens, 4 labels): the position embedding resized (bicubic) to the patch "
+            "grid at run time, class and box MLP heads; dynamic batch, height and width (multiples of 16)")
+    return write_model("yolos_torch_legacy", "yolos", legacy_name(), what, onnx_model, inputs,
+                       references(module, inputs))
+
+
 BUILDERS = {
     "gpt2_torch_legacy": lambda: text_model("gpt2_torch_legacy", "gpt2", dynamo=False),
     "gpt2_torch_dynamo": lambda: text_model("gpt2_torch_dynamo", "gpt2", dynamo=True),
@@ -495,4 +703,11 @@ BUILDERS = {
     "faster_rcnn_torch_legacy": faster_rcnn,
     "ssdlite_torch_legacy": ssdlite,
     "retinanet_torch_legacy": retinanet,
+    "deeplabv3_torch_legacy": deeplabv3,
+    "lraspp_torch_legacy": lraspp,
+    "segformer_torch_legacy": lambda: segformer(dynamo=False),
+    "segformer_torch_dynamo": lambda: segformer(dynamo=True),
+    "mask_rcnn_torch_legacy": mask_rcnn,
+    "keypoint_rcnn_torch_legacy": keypoint_rcnn,
+    "yolos_torch_legacy": yolos,
 }

@@ -860,9 +860,12 @@ impl Translator<'_> {
             Some(o) => Some(o),
             None => match self.symbolic_mod(node, op_type, attr("fmod") == Some(1))? {
                 Some(o) => Some(o),
-                None => match self.symbolic_reduce(node, op_type, proto)? {
+                None => match self.symbolic_div(node, op_type)? {
                     Some(o) => Some(o),
-                    None => self.symbolic_equal(node, op_type, &mut undecided)?,
+                    None => match self.symbolic_reduce(node, op_type, proto)? {
+                        Some(o) => Some(o),
+                        None => self.symbolic_equal(node, op_type, &mut undecided)?,
+                    },
                 },
             },
         };
@@ -912,9 +915,11 @@ impl Translator<'_> {
             for added in &self.target.nodes[mark..] {
                 if let Some(r) = added.op_as::<crate::ops::ReshapeAs>() {
                     let op = op_type.to_string();
+                    // In the form their printed text reads back to (tract simplifies a product of
+                    // sums such as `8*batch*(M+1)` one way when built, another way when parsed).
                     reqs.push(Requirement {
-                        kept: r.kept.clone(),
-                        other: r.other.clone(),
+                        kept: read_back(&r.kept),
+                        other: read_back(&r.other),
                         node: node.name.clone(),
                         op,
                     });
@@ -1130,6 +1135,50 @@ impl Translator<'_> {
         }
         let shape: Vec<usize> = if a.rank() == 1 || b.rank() == 1 { vec![len] } else { vec![] };
         let t = tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into_tensor();
+        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+    }
+
+    /// Integer `Div` of symbolic dims, written exactly: by a positive constant
+    /// ([`crate::dims::truncated_div`]; ONNX truncates toward zero where tract's dim division floors,
+    /// so tract's value of `(height - 1) / 4` was wrong at `height = 0` and refused), or by a symbolic
+    /// dim that divides it exactly ([`crate::dims::divide_exact`]: torch's dynamo exporter divides
+    /// `8*batch*h*w` by `8*batch`). Checked by evaluation.
+    fn symbolic_div(&mut self, node: &InferenceNode, op_type: &str) -> TractResult<Option<OutletId>> {
+        if op_type != "Div" || node.inputs.len() != 2 {
+            return Ok(None);
+        }
+        let konst = |o: &OutletId| self.target.outlet_fact(self.mapping[o]).ok().and_then(|f| f.konst.clone());
+        let (Some(a), Some(b)) = (konst(&node.inputs[0]), konst(&node.inputs[1])) else { return Ok(None) };
+        if !a.datum_type().is_tdim()
+            || !(b.datum_type().is_integer() || b.datum_type().is_tdim())
+            || a.rank() > 1
+            || b.rank() > 1
+        {
+            return Ok(None);
+        }
+        let (Ok(a_dims), Ok(b_dims)) = (crate::dims::dims_of(&a), crate::dims::dims_of(&b)) else { return Ok(None) };
+        if a_dims.iter().all(|d| d.as_i64().is_some()) || (a_dims.len() != b_dims.len() && b_dims.len() != 1) {
+            return Ok(None);
+        }
+        let len = a_dims.len().max(b_dims.len());
+        let at = |v: &[TDim], i: usize| if v.len() == 1 { v[0].clone() } else { v[i].clone() };
+        let mut out = Vec::with_capacity(len);
+        for i in 0..len {
+            let (num, den) = (at(&a_dims, i), at(&b_dims, i));
+            // A symbolic divisor: only an exact quotient (`8*B*X / (8*B)`), the same truncated or floored.
+            let q = match den.as_i64() {
+                Some(k) => crate::dims::truncated_div(&num, k),
+                None => crate::dims::divide_exact(&num, &den),
+            };
+            let Some(q) = q else { return Ok(None) };
+            out.push(q);
+        }
+        let shape: Vec<usize> = if a.rank() == 1 || b.rank() == 1 { vec![len] } else { vec![] };
+        let t = tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into_tensor();
+        if !super::verify::holds("Div", false, &[&a, &b], &t) {
+            return Ok(None);
+        }
+        let t = t.cast_to_dt(a.datum_type())?.into_owned();
         Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
     }
 
@@ -1445,4 +1494,13 @@ fn rollback(model: &mut TypedModel, mark: usize) {
     model.outlet_labels.retain(|o, _| o.node < mark);
     model.inputs.retain(|o| o.node < mark);
     model.outputs.retain(|o| o.node < mark);
+}
+
+/// `d` as its printed text parses, when that gives the same values (else `d`).
+fn read_back(d: &TDim) -> TDim {
+    let Some(scope) = d.find_scope() else { return d.clone() };
+    match crate::symbolic::parse_dim(&scope, &crate::dims::format_dim(d)) {
+        Ok(again) if crate::dims::same_values(d, &again) => again,
+        _ => d.clone(),
+    }
 }

@@ -12,7 +12,7 @@ use tract_onnx::prelude::*;
 /// Whether `r` holds for every value of the inputs, `dims` being the dims of the values typed.
 pub(crate) fn holds_always(r: &Requirement, dims: &HashSet<TDim>) -> bool {
     let (a, b) = (without_max_zero(&r.kept, dims), without_max_zero(&r.other, dims));
-    a == b || (a - b).simplify().as_i64() == Some(0)
+    a == b || (a.clone() - b.clone()).simplify().as_i64() == Some(0) || crate::dims::poly::equal(&a, &b)
 }
 
 /// `d` with every `max(0,x)` whose `x` cannot be negative written `x`; `d` itself (not rewritten, so

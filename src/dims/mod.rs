@@ -2,6 +2,7 @@
 //! division by an integer) and two-argument `min(a,b)` / `max(a,b)`, constants last: `N-2`,
 //! `(N+1)/2`, `min(N,3)`, `max(0,N-2)`.
 
+pub(crate) mod poly;
 mod quasi;
 mod values;
 
@@ -183,7 +184,7 @@ pub(crate) fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
             return Some(q);
         }
     }
-    None
+    poly::divide(num, den)
 }
 
 /// `num / den` for a single-term `den`, when it divides every term of `num` exactly: wav2vec2's
@@ -191,11 +192,11 @@ pub(crate) fn divide_exact(num: &TDim, den: &TDim) -> Option<TDim> {
 fn divide_each_term(num: &TDim, den: &TDim) -> Option<TDim> {
     let terms = sum_terms(num);
     if terms.len() < 2 {
-        return None;
+        return poly::divide(num, den);
     }
     let mut q = TDim::Val(0);
     for term in &terms {
-        let Ok((part, 1)) = term.maybe_div(den) else { return None };
+        let Ok((part, 1)) = term.maybe_div(den) else { return poly::divide(num, den) };
         q += part;
     }
     let q = q.simplify();
@@ -254,6 +255,25 @@ pub(crate) fn modulo(e: &TDim, k: i64) -> Option<TDim> {
             Some(TDim::Val(c0) - t.clone() + ((t.clone() - c0 + (k - 1)) / k as u64) * k)
         }
         _ => None,
+    }
+}
+
+/// ONNX's integer `Div` of a symbolic `a` by a constant `k >= 1`, which truncates toward zero, as a
+/// dim (whose `/` is floor division): `a/k` when `a >= 0` for every value of its symbols, and
+/// `max(0, a/k)` when `a >= 1-k` (there the floor of a negative `a/k` is -1 where the truncation is
+/// 0): the torch dynamo exporter's `floordiv(height - 1, 4)` is `max(0, (height+3)/4-1)`.
+/// `None` when `a` may be lower. The caller checks the result by evaluation.
+pub(crate) fn truncated_div(a: &TDim, k: i64) -> Option<TDim> {
+    if k < 1 {
+        return None;
+    }
+    let floor = a.clone() / k as u64;
+    if at_least(a, 0) {
+        Some(floor)
+    } else if at_least(a, 1 - k) {
+        Some(TDim::Max(vec![TDim::Val(0), floor]))
+    } else {
+        None
     }
 }
 
@@ -452,6 +472,11 @@ impl Linear {
             TDim::MulInt(k, x) => {
                 let inner = Linear::bound(x, if *k >= 0 { low } else { !low })?;
                 inner.scale(i128::from(*k), 1)?
+            }
+            // max(c, ..) >= c and min(c, ..) <= c: a constant term bounds it on that side.
+            TDim::Max(terms) | TDim::Min(terms) if low == matches!(d, TDim::Max(_)) => {
+                let c = terms.iter().find_map(TDim::as_i64)?;
+                Linear { coefs: Default::default(), constant: (i128::from(c), 1) }
             }
             TDim::Div(a, k) => {
                 let k = i128::from(*k);

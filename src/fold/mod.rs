@@ -18,8 +18,10 @@
 //! - `dead`: what nothing reads goes;
 //! - `branches`: an `If` whose condition is known becomes the branch it takes; then every `If`
 //!   branch is folded as a model of its own, with what is known of the outer values it reads;
+//! - `body_constants`: the `Constant` nodes of `Loop` and `Scan` bodies become their initializers;
 //! - `annotate`: a type and shape on every value.
 
+mod body_constants;
 mod branches;
 mod constants;
 mod cse;
@@ -182,7 +184,12 @@ fn fold_model(mut model: proto::ModelProto, scope: &Scope) -> anyhow::Result<(pr
     if branches_changed? {
         facts = rounds(&mut model, &mut report)?;
     }
+    let ir4 = model.ir_version.is_some_and(|v| v >= 4);
     let graph = model.graph.as_mut().ok_or_else(|| anyhow::anyhow!("not a valid ONNX model: it has no graph"))?;
+    if ir4 {
+        let depth_left = branches::MAX_DEPTH.saturating_sub(scope.depth);
+        body_constants::body_constants(graph, depth_left, &mut report);
+    }
     report.unshaped.splice(0..0, crate::onnx::annotate(graph, &facts));
     report.nodes_after = graph.node.len();
     report.all_nodes_after = count_nodes(graph);

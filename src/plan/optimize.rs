@@ -21,7 +21,7 @@ use tract_onnx::tract_core::optim::{Optimizer, TypedPass};
 
 use super::fuse_chain::Fuse;
 use super::names::NameIndex;
-use super::passes::{direct_conv, hard_swish, layer_norm, small_matmul};
+use super::passes::{direct_conv, hard_swish, layer_norm, self_product, small_matmul};
 use crate::plan::passes::sweep::Sweep;
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
@@ -62,13 +62,22 @@ pub(crate) fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResul
 
 /// The model decluttered (tract's `declutter` passes), in place.
 pub(crate) fn declutter(model: &mut TypedModel) -> TractResult<()> {
-    run_optimizer(&Optimizer::declutter(), model).context("decluttering")
+    run_optimizer(&guarded(Optimizer::declutter()), model).context("decluttering")
+}
+
+/// `optimizer` with its `declutter` passes replaced by [`self_product::Declutter`] (tract's, with
+/// integer squares kept off its float-only `Square`).
+fn guarded(mut optimizer: Optimizer) -> Optimizer {
+    for pass in optimizer.passes.iter_mut().filter(|p| format!("{p:?}") == "declutter") {
+        *pass = Box::<self_product::Declutter>::default();
+    }
+    optimizer
 }
 
 /// tract's codegen passes, its `fuse` pass replaced by [`Fuse`] (the same rewrites, except that a full
 /// elementwise chain grows no further: the rest of its run forms new chains).
 fn codegen() -> Optimizer {
-    let mut optimizer = Optimizer::codegen();
+    let mut optimizer = guarded(Optimizer::codegen());
     for pass in optimizer.passes.iter_mut().filter(|p| format!("{p:?}") == "fuse") {
         *pass = Box::new(Fuse::default());
     }

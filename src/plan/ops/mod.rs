@@ -22,6 +22,7 @@ pub(crate) mod maxpool;
 mod nms;
 pub(crate) mod pair_extremum;
 pub(crate) mod resize;
+pub(crate) mod self_product;
 pub(crate) mod softmax;
 
 use tract_onnx::prelude::*;
@@ -46,6 +47,7 @@ pub(crate) use maxpool::PlaneMaxPool;
 pub(crate) use nms::BoxNms;
 pub(crate) use pair_extremum::PairExtremum;
 pub(crate) use resize::RowResize;
+pub(crate) use self_product::SelfProduct;
 pub(crate) use softmax::AxisSoftmax;
 
 /// Replaces, in an optimized `model`, every tract op one of ours runs faster (see the module docs);
