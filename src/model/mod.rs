@@ -417,7 +417,8 @@ impl Model {
             let deps =
                 guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
             memory::check_values(&optimized)?;
-            guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps, true))
+            let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
+            guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true))
         })
     }
 
@@ -446,7 +447,8 @@ impl Model {
         let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
         let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
         memory::check_values(&optimized)?;
-        guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps, true)).map(Some)
+        let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
+        guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true)).map(Some)
     }
 
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
