@@ -1,5 +1,6 @@
 //! One thread budget for running a plan: tract's kernels (matrix products, convolutions, elementwise
-//! ops over large tensors) and sliceops' copy kernel share it.
+//! ops over large tensors), sliceops' convolution and matrix kernels (`DirectConv`, `SmallMatMul`:
+//! [`pool`]) and its copy kernel share it.
 //!
 //! A plan made with a budget of `n` threads carries both halves of it:
 //!
@@ -9,9 +10,11 @@
 //!   which sliceops' slicing ops read from their evaluation context and hand to the copy kernel
 //!   (`kernel::with_threads`), so a copy never uses more threads than the budget.
 //!
-//! A plan made without a budget runs as tract runs by default (its process-wide executor, normally
-//! single-threaded) and the copy kernel splits large outputs over all cores. Nested plans (`If`, `Scan`
-//! and `Loop` bodies) use tract's default executor and copy with all cores.
+//! A plan made without a setting gets a budget of all physical cores when its work is large
+//! ([`default_budget`]); otherwise it has none and runs as tract runs by default (its process-wide
+//! executor, normally single-threaded) and the copy kernel splits large outputs over all cores.
+//! Nested plans (`If`, `Scan` and `Loop` bodies) use tract's default executor and copy with all
+//! cores.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

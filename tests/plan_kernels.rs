@@ -1170,9 +1170,13 @@ fn a_nan_stays_nan_through_a_products_clamp() {
 /// calls whose blocks interleave (a batch axis between rows and columns) split by rows; a constant
 /// operand, a bias and a clamp inside. At 1 thread the definition's values within float32 rounding;
 /// at 2 and 8 threads the same bits as at 1.
+/// One product split over threads: its equation, the operands' shapes, whether the second is
+/// constant, and the shape of a bias (empty for none).
+type SplitCase = (&'static str, [&'static [usize]; 2], bool, &'static [usize]);
+
 #[test]
 fn small_products_split_over_threads_keep_their_bits() {
-    let cases: [(&str, [&[usize]; 2], bool, &[usize]); 4] = [
+    let cases: [SplitCase; 4] = [
         ("mk,kn->mn", [&[101, 257], &[257, 77]], true, &[77]),
         ("bmk,bkn->bmn", [&[5, 37, 129], &[5, 129, 83]], false, &[]),
         ("cbmk,cbkn->mn", [&[3, 1, 99, 130], &[3, 1, 130, 70]], false, &[]),

@@ -307,10 +307,13 @@ struct Operands<'a> {
 }
 
 /// Multiply-adds one thread is given at least before a product is split over the plan's threads
-/// (`--threads`): below it, handing the work to the pool and waiting for it costs more than the
-/// second thread saves. Measured on single `MatMul` models, 2 cores (see docs/performance.md,
-/// "Threads in our kernels").
-const MACS_PER_THREAD: usize = 1 << 18;
+/// (`--threads`): about 40 µs of one core's work, so that handing it to the pool and waiting for it
+/// costs little. With it only the largest products this op takes (2 to 4 million multiply-adds)
+/// split, in two: on this 2-core machine under three other engineers' builds (load average 13),
+/// `benches/thread_split.py` measured 2 threads at 1.32 and 1.18 of one thread's time on 1 and 2
+/// million multiply-adds (a second thread rarely found a free core), so the threshold is set high
+/// (docs/performance.md, "Threads in our kernels").
+const MACS_PER_THREAD: usize = 1 << 20;
 
 impl SmallMatMul {
     /// Where the sums of `call` start, for its rows from `r0` on.
@@ -385,8 +388,8 @@ impl SmallMatMul {
             return false;
         }
         let span = (m - 1) * self.c[0] + n;
-        let apart = self.calls.iter().all(|c| c.first && c.last)
-            && self.calls.windows(2).all(|w| w[0].c + span <= w[1].c);
+        let apart =
+            self.calls.iter().all(|c| c.first && c.last) && self.calls.windows(2).all(|w| w[0].c + span <= w[1].c);
         let calls = self.calls.len();
         let threads = crate::threads::split(Some(pool), macs, MACS_PER_THREAD, calls);
         if apart && threads > 1 {
