@@ -25,12 +25,23 @@ one, summed by op type). Op types are each runtime's own: onnxruntime's are ONNX
 fusions: `FusedConv`, `LayerNormalization`, ...), sliceops' are tract's ops after optimization
 (`OptMatMul`, `Conv`, `Softmax`, ...), so the two columns line up by what they compute, not by name.
 
+With `--corpus bench`, it times the generated corpus of full-size networks instead
+(`models/bench/`, written by `benches/bench_corpus.py`, git-ignored): every model at batch 1 and 8,
+at one thread and at all cores (`os.cpu_count()`; onnxruntime `intra_op_num_threads`, sliceops
+`--threads`), both runtimes side by side, model by model, and prints the four-column table of
+sliceops / onnxruntime (batch 1/8 x one thread/all cores) with the times and the geometric means.
+`--check` first runs `sliceops run` on each and compares its outputs with onnxruntime's saved ones
+(largest difference over the largest magnitude of the expected output); `--cpu-time` takes the
+one-thread columns in CPU time per run instead of wall time (what a loaded machine disturbs least).
+
 Usage:
     python3 -m venv /tmp/benchvenv && /tmp/benchvenv/bin/pip install -r benches/requirements.txt
     cargo build --release
     /tmp/benchvenv/bin/python benches/ort_whole_models.py [--runs 50] [--sizes a,b] [--models swin,yolo]
     /tmp/benchvenv/bin/python benches/ort_whole_models.py --threads 1,2   # sliceops 2 threads vs 1
     /tmp/benchvenv/bin/python benches/ort_whole_models.py --profile swin_torch_legacy [--top 15]
+    /work/venv-torch/bin/python benches/bench_corpus.py && \
+        /tmp/benchvenv/bin/python benches/ort_whole_models.py --corpus bench --runs 5 [--check]
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -244,6 +256,129 @@ def print_profiles(binary: Path, model_info: dict, size: str, threads: int | Non
 
 
 # ---------------------------------------------------------------------------------------------------
+# The generated corpus (models/bench/)
+# ---------------------------------------------------------------------------------------------------
+
+BENCH = REPO / "models" / "bench"
+
+
+def check_outputs(binary: Path, folder: Path, outputs: list[str]) -> str:
+    """`sliceops run` on the saved input against onnxruntime's saved outputs: the largest difference
+    over the largest magnitude of the expected values, per output, or why it did not run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run([str(binary), "run", str(folder / "model.onnx"), "--input",
+                              f"x={folder / 'inputs' / 'x.npy'}", "--output-dir", tmp],
+                             capture_output=True, text=True, timeout=1800)
+        if res.returncode != 0:
+            return "run failed: " + (res.stderr.strip().splitlines() or ["?"])[-1][:120]
+        notes = []
+        for name in outputs:
+            want = np.load(folder / "expected" / f"{name}.npy")
+            got_path = Path(tmp) / f"{name}.npy"
+            if not got_path.exists():
+                notes.append(f"{name}: missing")
+                continue
+            got = np.load(got_path)
+            if got.shape != want.shape:
+                notes.append(f"{name}: shape {list(got.shape)} vs {list(want.shape)}")
+                continue
+            if want.size == 0:
+                notes.append(f"{name}: empty, same")
+                continue
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64)).max()
+            scale = max(float(np.abs(want.astype(np.float64)).max()), 1e-30)
+            notes.append(f"{name}: {diff / scale:.1e}")
+        return ", ".join(notes)
+
+
+def cpu_ort(model: Path, feeds: dict, runs: int, warmup: int) -> float | str:
+    """onnxruntime's CPU seconds per run on one thread (`time.process_time` around the runs): what a
+    loaded machine disturbs least, for one-thread figures only."""
+    try:
+        sess = ort_session(model, 1)
+        for _ in range(warmup):
+            sess.run(None, feeds)
+        t0 = time.process_time()
+        for _ in range(runs):
+            sess.run(None, feeds)
+        return (time.process_time() - t0) / runs
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        return "error: " + str(e).strip().splitlines()[0][:120]
+
+
+def cpu_sliceops(binary: Path, model: Path, inputs: dict[str, Path], runs: int) -> float | str:
+    """sliceops' CPU seconds per run on one thread: the difference of the CPU times of `bench` with
+    `runs + 1` and with 1 timed run, over `runs` (load, planning and warm-up cancel out)."""
+    def cpu(n: int) -> float | str:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        report = run_sliceops(binary, ["bench", *sliceops_args(model, inputs), "--runs", str(n), "--threads", "1",
+                                       "--format", "json"])
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if isinstance(report, str):
+            return report
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    one, more = cpu(1), cpu(runs + 1)
+    if isinstance(one, str) or isinstance(more, str):
+        return one if isinstance(one, str) else more
+    return (more - one) / runs
+
+
+def run_corpus(binary: Path, runs: int, warmup: int, only: str | None, check: bool, cpu: bool) -> None:
+    manifest_path = BENCH / "manifest.json"
+    if not manifest_path.exists():
+        sys.exit(f"error: {manifest_path} not found; write the corpus with benches/bench_corpus.py first")
+    models = json.loads(manifest_path.read_text())["models"]
+    if only:
+        wanted = [w.strip() for w in only.split(",") if w.strip()]
+        models = [m for m in models if any(w in m["name"] for w in wanted)]
+    cores = os.cpu_count() or 1
+    columns = [(b, t) for b in (1, 8) for t in (1, cores)]
+    rows, checks = [], []
+    for info in models:
+        row = {"model": info["name"]}
+        for batch, threads in columns:
+            folder = BENCH / info["name"] / f"b{batch}"
+            if str(batch) not in info["batches"]:
+                continue
+            if check and threads == 1:
+                checks.append(f"{info['name']} b{batch}: "
+                              + check_outputs(binary, folder, info["batches"][str(batch)]["outputs"]))
+                print(checks[-1], file=sys.stderr)
+            inputs = {"x": folder / "inputs" / "x.npy"}
+            feeds = {"x": np.load(inputs["x"])}
+            print(f"{info['name']} b{batch} {threads}t...", file=sys.stderr)
+            if cpu and threads == 1:
+                o = cpu_ort(folder / "model.onnx", feeds, runs, warmup)
+                s = cpu_sliceops(binary, folder / "model.onnx", inputs, runs)
+            else:
+                o = time_ort(folder / "model.onnx", feeds, threads, runs, warmup)
+                s = time_sliceops(binary, folder / "model.onnx", inputs, threads, runs)
+            row[f"b{batch}_{threads}t"] = (o, s)
+        rows.append(row)
+    labels = [f"b{b}, {t} thread" + ("" if t == 1 else "s") for b, t in columns]
+    how = "one thread: CPU time per run; all cores: median wall time" if cpu else "median wall time"
+    print(f"\n{cores} cores, load average {os.getloadavg()[0]:.1f}; sliceops / onnxruntime (ms: onnxruntime, "
+          f"sliceops), {runs} runs ({how})\n")
+    print("| model | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        cells = [row["model"]]
+        for (b, t), label in zip(columns, labels):
+            o, s = row.get(f"b{b}_{t}t", ("-", "-"))
+            r = fmt_ratio(s, o)
+            if r != "-":
+                ratios[label].append(s / o)
+            cells.append(f"{r} ({fmt_ms(o)}, {fmt_ms(s)})" if r != "-" else f"- ({o if isinstance(o, str) else fmt_ms(o)}; {s if isinstance(s, str) else fmt_ms(s)})")
+        print("| " + " | ".join(cells) + " |")
+    gm = [f"{float(np.exp(np.mean(np.log(ratios[l])))):.2f}" if ratios[l] else "-" for l in labels]
+    print("| geometric mean | " + " | ".join(gm) + " |")
+    for c in checks:
+        print(f"\n- check {c}", end="")
+    print()
+
+
+# ---------------------------------------------------------------------------------------------------
 # Main
 # ---------------------------------------------------------------------------------------------------
 
@@ -292,6 +427,11 @@ def main() -> int:
     p.add_argument("--profile", metavar="MODEL", help="also print both runtimes' time per op type for this model")
     p.add_argument("--top", type=int, default=15, help="op types shown per runtime with --profile")
     p.add_argument("--json", type=Path, help="also write the rows to this file")
+    p.add_argument("--corpus", choices=["real", "bench"], default="real",
+                   help="real: the exports of models/real/ (default); bench: the generated models/bench/")
+    p.add_argument("--check", action="store_true", help="with --corpus bench: compare `sliceops run` with onnxruntime")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="with --corpus bench: one-thread columns in CPU time per run (a loaded machine)")
     args = p.parse_args()
 
     if ort is None:
@@ -300,6 +440,9 @@ def main() -> int:
     if not binary.is_file():
         sys.exit(f"error: sliceops binary not found at {binary}; build it with `cargo build --release` "
                  "or pass --sliceops PATH")
+    if args.corpus == "bench":
+        run_corpus(binary, args.runs, args.warmup, args.models, args.check, args.cpu_time)
+        return 0
     manifest = json.loads((REAL / "manifest.json").read_text())["models"]
     if args.models:
         wanted = [w.strip() for w in args.models.split(",") if w.strip()]

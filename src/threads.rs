@@ -1,5 +1,6 @@
 //! One thread budget for running a plan: tract's kernels (matrix products, convolutions, elementwise
-//! ops over large tensors) and sliceops' copy kernel share it.
+//! ops over large tensors), sliceops' convolution and matrix kernels (`DirectConv`, `SmallMatMul`:
+//! [`pool`]) and its copy kernel share it.
 //!
 //! A plan made with a budget of `n` threads carries both halves of it:
 //!
@@ -9,9 +10,11 @@
 //!   which sliceops' slicing ops read from their evaluation context and hand to the copy kernel
 //!   (`kernel::with_threads`), so a copy never uses more threads than the budget.
 //!
-//! A plan made without a budget runs as tract runs by default (its process-wide executor, normally
-//! single-threaded) and the copy kernel splits large outputs over all cores. Nested plans (`If`, `Scan`
-//! and `Loop` bodies) use tract's default executor and copy with all cores.
+//! A plan made without a setting gets a budget of all physical cores when its work is large
+//! ([`default_budget`]); otherwise it has none and runs as tract runs by default (its process-wide
+//! executor, normally single-threaded) and the copy kernel splits large outputs over all cores.
+//! Nested plans (`If`, `Scan` and `Loop` bodies) use tract's default executor and copy with all
+//! cores.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,6 +33,55 @@ pub(crate) struct ThreadBudget(pub usize);
 /// The budget installed for the turn being evaluated, if the plan has one.
 pub(crate) fn budget(ctx: &EvalContext) -> Option<usize> {
     ctx.shared.and_then(|shared| shared.get::<ThreadBudget>()).map(|b| b.0)
+}
+
+/// The plan's thread pool for the turn being evaluated, shared with tract's kernels: `None` without a
+/// budget or with a budget of one thread (then our kernels run on the calling thread).
+pub(crate) fn pool(ctx: &EvalContext) -> Option<Arc<rayon::ThreadPool>> {
+    match budget(ctx).map(executor) {
+        Some(Executor::MultiThread(pool)) => Some(pool),
+        _ => None,
+    }
+}
+
+/// How many of a pool's threads a kernel splits `macs` multiply-adds over, at least `least` to a
+/// thread and at most one thread per unit of `units` (1 without a pool: the caller's thread alone).
+pub(crate) fn split(pool: Option<&rayon::ThreadPool>, macs: usize, least: usize, units: usize) -> usize {
+    pool.map_or(1, |p| p.current_num_threads().min(macs / least.max(1))).min(units).max(1)
+}
+
+/// Multiply-adds of one run from which a plan made without a thread budget gets one of all physical
+/// cores ([`default_budget`]); below it, tract's default single-threaded executor. See
+/// docs/performance.md, "Default threads", for the figures behind it.
+pub(crate) const DEFAULT_PARALLEL_MACS: u64 = 1 << 27;
+
+/// The thread budget of a plan made without one, for a run of `macs` multiply-adds: all physical
+/// cores for large work, none (tract's default executor, one thread) for small work or one core.
+pub(crate) fn default_budget(macs: u64) -> Option<usize> {
+    let cores = physical_cores();
+    (macs >= DEFAULT_PARALLEL_MACS && cores > 1).then_some(cores)
+}
+
+/// The physical cores among those this process may use: the logical ones, less the second thread
+/// of each core where the system says its cores run two (Linux's `/sys` topology).
+pub(crate) fn physical_cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        let logical = available();
+        let read = |path: &str| std::fs::read_to_string(path).ok().map(|s| s.trim().to_string());
+        let Some(siblings) = read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") else {
+            return logical;
+        };
+        // "0", "0-1" or "0,8": how many logical CPUs share cpu0's core.
+        let per_core: usize = siblings
+            .split(',')
+            .map(|part| match part.split_once('-') {
+                Some((a, b)) => b.parse::<usize>().unwrap_or(0).saturating_sub(a.parse().unwrap_or(0)) + 1,
+                None => 1,
+            })
+            .sum();
+        (logical / per_core.max(1)).max(1)
+    })
 }
 
 /// The cores this process may use.

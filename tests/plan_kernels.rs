@@ -1164,3 +1164,71 @@ fn a_nan_stays_nan_through_a_products_clamp() {
     assert!(y[..4].iter().all(|v| v.is_nan()), "{y:?}");
     assert_eq!(&y[4..], &[3.0, 0.0, 6.0, 0.0]);
 }
+
+/// A product large enough to be split over threads (2 to 3 million multiply-adds): one call split
+/// by rows, calls writing apart split by calls, calls adding into one block (two depth axes) and
+/// calls whose blocks interleave (a batch axis between rows and columns) split by rows; a constant
+/// operand, a bias and a clamp inside. At 1 thread the definition's values within float32 rounding;
+/// at 2 and 8 threads the same bits as at 1.
+/// One product split over threads: its equation, the operands' shapes, whether the second is
+/// constant, and the shape of a bias (empty for none).
+type SplitCase = (&'static str, [&'static [usize]; 2], bool, &'static [usize]);
+
+#[test]
+fn small_products_split_over_threads_keep_their_bits() {
+    let cases: [SplitCase; 4] = [
+        ("mk,kn->mn", [&[101, 257], &[257, 77]], true, &[77]),
+        ("bmk,bkn->bmn", [&[5, 37, 129], &[5, 129, 83]], false, &[]),
+        ("cbmk,cbkn->mn", [&[3, 1, 99, 130], &[3, 1, 130, 70]], false, &[]),
+        ("bmk,bkn->mbn", [&[4, 45, 120], &[4, 120, 96]], false, &[]),
+    ];
+    for (equation, shapes, constant, bias) in cases {
+        let values = |shape: &[usize], seed: usize| -> Vec<f32> {
+            (0..shape.iter().product::<usize>()).map(|i| ((i * 37 + seed * 11) % 41) as f32 / 16.0 - 1.25).collect()
+        };
+        let xs = [values(shapes[0], 1), values(shapes[1], 2)];
+        let dims = |s: &[usize]| s.iter().map(|&d| D::N(d as i64)).collect::<Vec<_>>();
+        let mut b = Builder::new(13).input("a", DataType::Float, &dims(shapes[0]));
+        let mut fed = vec![tensor1(&xs[0]).into_shape(shapes[0]).unwrap()];
+        if constant {
+            let d: Vec<i64> = shapes[1].iter().map(|&d| d as i64).collect();
+            b = b.init_f32("b", &d, &xs[1]);
+        } else {
+            b = b.input("b", DataType::Float, &dims(shapes[1]));
+            fed.push(tensor1(&xs[1]).into_shape(shapes[1]).unwrap());
+        }
+        let x64 = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
+        let (shape, mut want, magnitude, terms) = einsum_reference(equation, shapes, [&x64(&xs[0]), &x64(&xs[1])]);
+        b = b.node("Einsum", "", "mm", &["a", "b"], &["p"], vec![("equation", A::S(equation))]);
+        let mut last = "p";
+        if !bias.is_empty() {
+            let values: Vec<f32> = (0..bias[0]).map(|j| (j % 7) as f32 * 0.5 - 1.5).collect();
+            for (flat, w) in want.iter_mut().enumerate() {
+                *w += values[flat % bias[0]] as f64;
+            }
+            b = b.init_f32("bias", &[bias[0] as i64], &values).node("Add", "", "add", &["p", "bias"], &["q"], vec![]);
+            b = b.node("Relu", "", "relu", &["q"], &["y"], vec![]);
+            want.iter_mut().for_each(|w| *w = w.max(0.0));
+            last = "y";
+        }
+        let mut m = Model::load_bytes(&b.output(last).bytes()).unwrap();
+        let mut runs = vec![];
+        for threads in [1, 2, 8] {
+            m.set_threads(Some(threads)).unwrap();
+            let plan = m.plan_for(&fed).unwrap();
+            let names: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
+            assert!(names.iter().any(|n| n == "SmallMatMul"), "{equation}: {names:?}");
+            let y = m.run(fed.clone()).unwrap().remove(0).1;
+            assert_eq!(y.shape(), shape, "{equation}");
+            runs.push(y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec());
+        }
+        for (i, (g, w)) in runs[0].iter().zip(&want).enumerate() {
+            let bound = (terms as f64 + 3.0) * f32::EPSILON as f64 * (magnitude[i] + 2.0);
+            assert!((*g as f64 - w).abs() <= bound, "{equation} at {i}: {g} vs {w}");
+        }
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for (threads, run) in [2, 8].into_iter().zip(&runs[1..]) {
+            assert!(bits(run) == bits(&runs[0]), "{equation}: {threads} threads differ from 1");
+        }
+    }
+}

@@ -407,8 +407,9 @@ class Session:
 
     Args:
         model: an ``onnx.ModelProto``, its bytes, or a path.
-        threads: the thread budget of sliceops' kernels and tract's together (None: tract
-            single-threaded, sliceops' copies over all cores; the command line's ``--threads``).
+        threads: the thread budget of sliceops' kernels and tract's together (None: all
+            physical cores for a model of at least 2^27 multiply-adds a run, else tract
+            single-threaded and sliceops' copies over all cores; the command line's ``--threads``).
 
     Raises:
         ValueError: the model cannot be read, or the thread budget is 0 or too large.

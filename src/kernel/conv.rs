@@ -266,7 +266,7 @@ impl PackedConv {
     }
 
     /// Taps per output channel in the weights: `c_in / group·kh·kw` (depthwise, `kh·kw`).
-    fn taps(&self) -> usize {
+    pub(crate) fn taps(&self) -> usize {
         let (_, c_in, _) = self.runs();
         let per_channel = if self.depthwise { 1 } else { c_in };
         per_channel * self.kh * self.kw
@@ -373,6 +373,17 @@ pub(crate) fn conv2d(
     output: &mut [f32],
     pool: Option<&ThreadPool>,
 ) -> Result<(), String> {
+    conv2d_split(geo, conv, input, output, pool.map(|p| (p, MACS_PER_THREAD)))
+}
+
+/// [`conv2d`] over the threads of `pool` with at least `least` multiply-adds a thread.
+fn conv2d_split(
+    geo: &ConvGeometry,
+    conv: &PackedConv,
+    input: &[f32],
+    output: &mut [f32],
+    pool: Option<(&ThreadPool, usize)>,
+) -> Result<(), String> {
     if [geo.c_in, geo.c_out, geo.kh, geo.kw] != [conv.c_in, conv.c_out, conv.kh, conv.kw] {
         return Err(format!("convolution geometry {geo:?} does not match its kernel {:?}", conv.dims()));
     }
@@ -387,20 +398,60 @@ pub(crate) fn conv2d(
     let prepared_len = steps.iter().map(|s| s.sizes.prepared).max().unwrap_or(0);
     let wide_len = steps.iter().map(|s| s.sizes.wide).max().unwrap_or(0) * geo.c_out;
     crate::kernel::check_allocation(prepared_len as u64 + wide_len as u64, 4).map_err(|e| e.to_string())?;
+    let lens = [prepared_len, wide_len];
+    let (runs, _, c_out) = conv.runs();
+    let image_macs: usize = steps.iter().map(|s| runs * c_out * s.offsets.len() * s.sizes.pixels).sum();
+    let macs = image_macs.saturating_mul(geo.batch);
+    let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(geo.batch).max(1);
+    match pool {
+        // Whole images per thread when there are at least as many as threads: each thread lays out
+        // and sums its own images in its own scratch, so the layout and compaction run in parallel
+        // too, with one hand-off per thread instead of one per image.
+        Some((pool, _)) if threads > 1 && geo.batch >= pool.current_num_threads() => {
+            let (image_in, image_out) = (geo.c_in * geo.h * geo.w, geo.c_out * geo.oh * geo.ow);
+            pool.scope(|scope| {
+                let (mut input, mut output) = (input, output);
+                for t in 0..threads {
+                    let count = geo.batch * (t + 1) / threads - geo.batch * t / threads;
+                    let (mine_in, rest_in) = input.split_at(count * image_in);
+                    let (mine_out, rest_out) = std::mem::take(&mut output).split_at_mut(count * image_out);
+                    (input, output) = (rest_in, rest_out);
+                    let (geo, steps) = (ConvGeometry { batch: count, ..*geo }, &steps);
+                    scope.spawn(move |_| {
+                        with_scratch(lens, |buffers| {
+                            convolve(&geo, steps, conv, mine_in, mine_out, buffers, kernel, None)
+                        })
+                    });
+                }
+            });
+        }
+        _ => with_scratch(lens, |buffers| convolve(geo, &steps, conv, input, output, buffers, kernel, pool)),
+    }
+    Ok(())
+}
+
+/// Runs `f` with this thread's scratch buffers (the prepared input, the output in the kernel's
+/// layout) of at least `[prepared, wide]` floats, kept for the next convolution unless large; fresh
+/// buffers if this thread's are in use (a convolution run from inside another on the same thread).
+fn with_scratch(lens: [usize; 2], f: impl FnOnce((&mut [f32], &mut [f32]))) {
     SCRATCH.with(|scratch| {
-        let (prepared, wide) = &mut *scratch.borrow_mut();
+        let mut fresh = (Vec::new(), Vec::new());
+        let mut kept = scratch.try_borrow_mut();
+        let (prepared, wide) = match kept.as_deref_mut() {
+            Ok(buffers) => buffers,
+            Err(_) => &mut fresh,
+        };
         // `prepare` writes every element the kernel reads for an output pixel, and the kernel every
         // element of `wide` compacted: what an earlier call left needs no clearing.
-        prepared.resize(prepared_len, 0.0);
-        wide.resize(wide_len, 0.0);
-        convolve(geo, &steps, conv, input, output, (prepared, wide), kernel, pool.map(|p| (p, MACS_PER_THREAD)));
+        prepared.resize(lens[0], 0.0);
+        wide.resize(lens[1], 0.0);
+        f((prepared, wide));
         for buffer in [prepared, wide] {
             if buffer.len() > SCRATCH_KEPT {
                 *buffer = Vec::new();
             }
         }
     });
-    Ok(())
 }
 
 /// The steps of `geo` by `conv`: its parts ([`conv_parts::parts`]) with their sizes and taps.
@@ -496,8 +547,9 @@ fn convolve(
     }
 }
 
-/// Multiply-adds one thread is given at least before the sums are split over threads (about 40 µs
-/// on one core of an AVX2 machine).
+/// Multiply-adds one thread is given at least before a convolution is split over threads (about
+/// 40 µs on one core of an AVX2 machine): whole images per thread for a batch of at least as many
+/// images as threads, else blocks of output channels of each image.
 const MACS_PER_THREAD: usize = 1 << 21;
 
 /// The sums of one step's prepared image `x` into `wide` (`[c_out][wide]`), run after run (group
@@ -671,7 +723,11 @@ fn prepare(
                     match sw {
                         1 => inside.copy_from_slice(&src[start..][..inside.len()]),
                         2 => {
-                            let src = &src[start..];
+                            // The source cut to the elements read, so the loop has no bounds
+                            // checks and vectorizes (a stride-2 depthwise convolution's layout
+                            // was most of its time with them).
+                            let n = inside.len();
+                            let src = &src[start..start + 2 * n - 1];
                             for (j, o) in inside.iter_mut().enumerate() {
                                 *o = src[2 * j];
                             }
@@ -1296,20 +1352,20 @@ mod tests {
                 assert!(close(got, want, k), "{name} {geo:?} group {group} output {i}: {got} vs {want:?}");
             }
         }
-        // Threads: every unit of work its own job where there are enough (one multiply-add a thread).
-        for threads in [1, 2, 8] {
-            let mut prepared = vec![f32::NAN; prepared_len];
-            let mut wide = vec![f32::NAN; wide_len];
-            let mut out = vec![f32::NAN; outputs];
-            let pool = Some((test_pool(threads), 1));
-            convolve(geo, &steps, &packed, &x, &mut out, (&mut prepared, &mut wide), kernel, pool);
-            for (i, (&got, &want)) in out.iter().zip(&expected).enumerate() {
-                assert!(close(got, want, k), "{threads} threads {geo:?} group {group} output {i}: {got} vs {want:?}");
-            }
+        // Threads: every unit of work its own job where there are enough (one multiply-add a
+        // thread): whole images per thread when the batch has as many as the pool has threads, else
+        // blocks of output channels; the same bits as on one thread, which follows the definition.
+        let mut one = vec![f32::NAN; outputs];
+        conv2d(geo, &packed, &x, &mut one, None).unwrap();
+        for (i, (&got, &want)) in one.iter().zip(&expected).enumerate() {
+            assert!(close(got, want, k), "one thread {geo:?} group {group} output {i}: {got} vs {want:?}");
         }
-        let mut out = vec![f32::NAN; outputs];
-        conv2d(geo, &packed, &x, &mut out, Some(test_pool(2))).unwrap();
-        assert!(out.iter().zip(&expected).all(|(&got, &want)| close(got, want, k)));
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for threads in [1, 2, 8] {
+            let mut out = vec![f32::NAN; outputs];
+            conv2d_split(geo, &packed, &x, &mut out, Some((test_pool(threads), 1))).unwrap();
+            assert!(bits(&out) == bits(&one), "{threads} threads {geo:?} group {group}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! their own order).
 
 /// Rows of one tile.
-const ROWS: usize = 4;
+pub(crate) const ROWS: usize = 4;
 /// Float32 lanes of one vector.
 const LANES: usize = 8;
 /// Columns of the widest tile, and of `B`'s tiles: two vectors.

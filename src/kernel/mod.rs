@@ -22,7 +22,7 @@ pub(crate) use conv::{conv2d, ConvGeometry, PackedConv};
 pub use copy::copy_view;
 pub(crate) use half_softmax::{softmax_f16, softmax_row_f16, softmax_row_f32};
 pub(crate) use layer_norm::layer_norm_rows;
-pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS};
+pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS, ROWS};
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
 pub(crate) use tensor::check_allocation;

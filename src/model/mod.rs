@@ -436,7 +436,8 @@ impl Model {
             let deps =
                 guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
             memory::check_values(&optimized)?;
-            guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps, true))
+            let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
+            guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true))
         })
     }
 
@@ -465,15 +466,18 @@ impl Model {
         let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
         let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
         memory::check_values(&optimized)?;
-        guard("planning the model", || crate::threads::plan_ordered(optimized, self.threads, &deps, true)).map(Some)
+        let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
+        guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true)).map(Some)
     }
 
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
     /// (plans made before are dropped). `Some(n)`: tract's kernels run on `n` threads (its
     /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
-    /// `None`, the default: tract's own default executor (single-threaded unless the process set
-    /// another) and copies split over all cores (docs/performance.md, "Whole models", compares
-    /// both settings on the real exports). (The budget is shared by tract's executor and our copy kernel.)
+    /// `None`, the default: a budget of all physical cores for a plan of at least
+    /// 2^27 multiply-adds a run (`DEFAULT_PARALLEL_MACS`, counted by `plan::work::macs`),
+    /// else tract's own default executor (single-threaded unless the process set another) and
+    /// copies split over all cores (docs/performance.md, "Default threads", has the figures). The
+    /// budget is shared by tract's executor, our convolution and matrix kernels and the copy kernel.
     ///
     /// A budget of 0 threads, or of more than 1024 (`MAX_THREADS`), is an error and leaves the
     /// setting as it was.

@@ -11,6 +11,7 @@ pub(crate) mod names;
 pub(crate) mod ops;
 pub(crate) mod optimize;
 pub(crate) mod passes;
+pub(crate) mod work;
 
 pub(crate) use ops::use_our_kernels;
 pub(crate) use ops::{DirectConv, RowLayerNorm, SmallMatMul};

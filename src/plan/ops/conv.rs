@@ -53,6 +53,13 @@ impl TypedOp for DirectConv {
         self.pool_spec.output_facts(inputs)
     }
 
+    /// One multiply-add per output value and tap (the plan's work, for the default thread budget).
+    fn cost(&self, inputs: &[&TypedFact]) -> TractResult<TVec<(Cost, TDim)>> {
+        let output = self.output_facts(inputs)?;
+        let values: TDim = output[0].shape.iter().product();
+        Ok(tvec!((Cost::FMA(f32::datum_type()), values * self.packed.taps())))
+    }
+
     as_op!();
 }
 

@@ -24,7 +24,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::axes::{AxesMapping, Axis};
 use tract_onnx::tract_core::internal::*;
 
-use crate::kernel::{matmul_f32, Gemm, Init, COLS};
+use crate::kernel::{matmul_f32, Gemm, Init, COLS, ROWS};
 
 /// Kernel calls the op makes at most; past that a model's batch loops are better left to tract.
 const MAX_CALLS: usize = 4096;
@@ -299,6 +299,155 @@ impl SmallMatMul {
     }
 }
 
+/// The operands of one evaluation: the first input, the second (or its panels), the bias.
+struct Operands<'a> {
+    a: &'a [f32],
+    b: &'a [f32],
+    bias: Option<&'a [f32]>,
+}
+
+/// Multiply-adds one thread is given at least before a product is split over the plan's threads
+/// (`--threads`): about 40 µs of one core's work, so that handing it to the pool and waiting for it
+/// costs little. With it only the largest products this op takes (2 to 4 million multiply-adds)
+/// split, in two: on this 2-core machine under three other engineers' builds (load average 13),
+/// `benches/thread_split.py` measured 2 threads at 1.32 and 1.18 of one thread's time on 1 and 2
+/// million multiply-adds (a second thread rarely found a free core), so the threshold is set high
+/// (docs/performance.md, "Threads in our kernels").
+const MACS_PER_THREAD: usize = 1 << 20;
+
+impl SmallMatMul {
+    /// Where the sums of `call` start, for its rows from `r0` on.
+    fn init<'a>(&self, call: &Call, r0: usize, bias: Option<&'a [f32]>) -> Init<'a> {
+        match (call.first, bias) {
+            (false, _) => Init::Accumulate,
+            (true, Some(bias)) => {
+                let [row, col] = self.bias_steps;
+                Init::Bias { values: &bias[call.bias + r0 * row..], row, col }
+            }
+            (true, None) => Init::Zero,
+        }
+    }
+
+    /// Rows `r0..r1` of `call` into `c`, which starts at the call's row `r0` (its columns contiguous,
+    /// the second operand read where it is: not gathered).
+    fn call_rows(&self, call: &Call, [r0, r1]: [usize; 2], ops: &Operands<'_>, c: &mut [f32]) {
+        let gemm = Gemm { m: r1 - r0, ..self.gemm() };
+        matmul_f32(&gemm, &ops.a[call.a + r0 * self.a[0]..], &ops.b[call.b..], c, self.init(call, r0, ops.bias));
+    }
+
+    /// Every call in turn on the calling thread.
+    fn calls_in_turn(&self, ops: &Operands<'_>, c: &mut [f32]) {
+        let gemm = self.gemm();
+        let (k, n) = (self.k, self.n);
+        let gather = self.panels.is_none() && self.b[1] != 1;
+        let scatter = self.c[1] != 1;
+        let mut b_block = vec![0f32; if gather { k * n } else { 0 }];
+        let mut c_block = vec![0f32; if scatter { self.m * n } else { 0 }];
+        for call in &self.calls {
+            let init = self.init(call, 0, ops.bias);
+            let b_at: &[f32] = if gather {
+                for (p, row) in b_block.chunks_exact_mut(n).enumerate() {
+                    for (j, x) in row.iter_mut().enumerate() {
+                        *x = ops.b[call.b + p * self.b[0] + j * self.b[1]];
+                    }
+                }
+                &b_block
+            } else {
+                &ops.b[call.b..]
+            };
+            if scatter {
+                matmul_f32(&gemm, &ops.a[call.a..], b_at, &mut c_block, init);
+                if call.last {
+                    for (i, row) in c_block.chunks_exact(n).enumerate() {
+                        for (j, x) in row.iter().enumerate() {
+                            c[call.c + i * self.c[0] + j * self.c[1]] = *x;
+                        }
+                    }
+                }
+            } else {
+                matmul_f32(&gemm, &ops.a[call.a..], b_at, &mut c[call.c..], init);
+            }
+        }
+    }
+
+    /// The calls split over the threads of `pool` when the work is large enough
+    /// ([`MACS_PER_THREAD`]) and the output's columns are contiguous and the second operand is read
+    /// in place: runs of whole calls per thread where the calls write apart (each its own output
+    /// block, in increasing order), else each output block's rows in tiles of [`ROWS`] per thread.
+    /// Every output value is summed by the same kernel steps in the same order as on one thread,
+    /// so the result is the same, bit for bit. `false` when it leaves the work to the caller.
+    fn split(&self, ops: &Operands<'_>, c: &mut [f32], pool: Option<&rayon::ThreadPool>) -> bool {
+        let gathered = self.panels.is_none() && self.b[1] != 1;
+        let Some(pool) = pool.filter(|_| self.c[1] == 1 && !gathered) else {
+            return false;
+        };
+        let (m, k, n) = (self.m, self.k, self.n);
+        let per_call = m * k * n;
+        let macs = per_call.saturating_mul(self.calls.len());
+        if crate::threads::split(Some(pool), macs, MACS_PER_THREAD, usize::MAX) < 2 {
+            return false;
+        }
+        let span = (m - 1) * self.c[0] + n;
+        let apart =
+            self.calls.iter().all(|c| c.first && c.last) && self.calls.windows(2).all(|w| w[0].c + span <= w[1].c);
+        let calls = self.calls.len();
+        let threads = crate::threads::split(Some(pool), macs, MACS_PER_THREAD, calls);
+        if apart && threads > 1 {
+            // Whole calls: thread `t` takes calls `j0..j1` and the output from the first one's block
+            // to the next thread's first block.
+            pool.scope(|scope| {
+                let mut rest = &mut c[self.calls[0].c..];
+                let mut at = self.calls[0].c;
+                for t in 0..threads {
+                    let (j0, j1) = (calls * t / threads, calls * (t + 1) / threads);
+                    let end = if j1 == calls { at + rest.len() } else { self.calls[j1].c };
+                    let (mine, others) = std::mem::take(&mut rest).split_at_mut(end - at);
+                    let base = at;
+                    (rest, at) = (others, end);
+                    scope.spawn(move |_| {
+                        for call in &self.calls[j0..j1] {
+                            self.call_rows(call, [0, m], ops, &mut mine[call.c - base..]);
+                        }
+                    });
+                }
+            });
+            return true;
+        }
+        // Rows: one output block (the calls from a first to a last) at a time, its rows split.
+        let tiles = m.div_ceil(ROWS);
+        let mut start = 0;
+        while start < calls {
+            let end = start + self.calls[start..].iter().position(|c| c.last).map_or(calls - start, |p| p + 1);
+            let group = &self.calls[start..end];
+            let threads =
+                crate::threads::split(Some(pool), per_call.saturating_mul(group.len()), MACS_PER_THREAD, tiles);
+            let block = &mut c[group[0].c..][..span];
+            if threads < 2 {
+                for call in group {
+                    self.call_rows(call, [0, m], ops, block);
+                }
+            } else {
+                pool.scope(|scope| {
+                    let mut rest = block;
+                    for t in 0..threads {
+                        let (r0, r1) = ((tiles * t / threads * ROWS).min(m), (tiles * (t + 1) / threads * ROWS).min(m));
+                        let len = if r1 == m { rest.len() } else { (r1 - r0) * self.c[0] };
+                        let (mine, others) = std::mem::take(&mut rest).split_at_mut(len);
+                        rest = others;
+                        scope.spawn(move |_| {
+                            for call in group {
+                                self.call_rows(call, [r0, r1], ops, mine);
+                            }
+                        });
+                    }
+                });
+            }
+            start = end;
+        }
+        true
+    }
+}
+
 /// The role of `axis` in the product, or `None` if it has none (an axis repeated in one input,
 /// summed over one input alone, of other lengths than 1 and one other, or broadcast in the output).
 fn role(axis: &Axis, slots: [InOut; 3], dims: [&[usize]; 3]) -> Option<Role> {
@@ -387,13 +536,19 @@ impl TypedOp for SmallMatMul {
         Ok(tvec!(f32::fact(&*self.output)))
     }
 
+    /// The multiply-adds of every call (the plan's work, for the default thread budget).
+    fn cost(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<(Cost, TDim)>> {
+        let macs = self.calls.len().saturating_mul(self.m).saturating_mul(self.k).saturating_mul(self.n);
+        Ok(tvec!((Cost::FMA(f32::datum_type()), macs.to_dim())))
+    }
+
     as_op!();
 }
 
 impl EvalOp for SmallMatMul {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         ensure!(inputs.len() == self.inputs.len(), "SmallMatMul takes {} inputs", self.inputs.len());
         for (t, shape) in inputs.iter().zip(&self.inputs) {
             ensure!(
@@ -414,43 +569,10 @@ impl EvalOp for SmallMatMul {
         let mut c_tensor = Tensor::zero::<f32>(&self.output)?;
         let mut c_plain = c_tensor.try_as_plain_ram_mut()?;
         let c = c_plain.as_slice_mut::<f32>()?;
-        let gemm = self.gemm();
-        let (k, n) = (self.k, self.n);
-        let gather = self.panels.is_none() && self.b[1] != 1;
-        let scatter = self.c[1] != 1;
-        let mut b_block = vec![0f32; if gather { k * n } else { 0 }];
-        let mut c_block = vec![0f32; if scatter { self.m * n } else { 0 }];
-        for call in &self.calls {
-            let init = match (call.first, bias) {
-                (false, _) => Init::Accumulate,
-                (true, Some(bias)) => {
-                    let [row, col] = self.bias_steps;
-                    Init::Bias { values: &bias[call.bias..], row, col }
-                }
-                (true, None) => Init::Zero,
-            };
-            let b_at: &[f32] = if gather {
-                for (p, row) in b_block.chunks_exact_mut(n).enumerate() {
-                    for (j, x) in row.iter_mut().enumerate() {
-                        *x = b[call.b + p * self.b[0] + j * self.b[1]];
-                    }
-                }
-                &b_block
-            } else {
-                &b[call.b..]
-            };
-            if scatter {
-                matmul_f32(&gemm, &a[call.a..], b_at, &mut c_block, init);
-                if call.last {
-                    for (i, row) in c_block.chunks_exact(n).enumerate() {
-                        for (j, x) in row.iter().enumerate() {
-                            c[call.c + i * self.c[0] + j * self.c[1]] = *x;
-                        }
-                    }
-                }
-            } else {
-                matmul_f32(&gemm, &a[call.a..], b_at, &mut c[call.c..], init);
-            }
+        let pool = crate::threads::pool(ctx);
+        let operands = Operands { a, b, bias };
+        if !self.split(&operands, c, pool.as_deref()) {
+            self.calls_in_turn(&operands, c);
         }
         if let Some([low, high]) = self.clamp.map(|b| b.map(f32::from_bits)) {
             // Comparisons, not `max`/`min`, so that NaN stays NaN.
