@@ -13,7 +13,7 @@ pub(crate) mod optimize;
 pub(crate) mod passes;
 
 pub(crate) use ops::use_our_kernels;
-pub(crate) use ops::{DirectConv, RowLayerNorm, SmallMatMul};
+pub(crate) use ops::{DirectConv, ExactDiv, RowLayerNorm, SmallMatMul};
 
 #[cfg(test)]
 mod tests;
