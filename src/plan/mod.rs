@@ -14,7 +14,7 @@ pub(crate) mod passes;
 pub(crate) mod work;
 
 pub(crate) use ops::use_our_kernels;
-pub(crate) use ops::{DirectConv, RowLayerNorm, SmallMatMul};
+pub(crate) use ops::{DirectConv, ExactDiv, RowLayerNorm, SmallMatMul};
 
 #[cfg(test)]
 mod tests;

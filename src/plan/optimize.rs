@@ -21,12 +21,12 @@ use tract_onnx::tract_core::optim::{Optimizer, TypedPass};
 
 use super::fuse_chain::Fuse;
 use super::names::NameIndex;
-use super::passes::{direct_conv, hard_swish, layer_norm, self_product, small_matmul};
+use super::passes::{direct_conv, exact_div, hard_swish, layer_norm, self_product, small_matmul};
 use crate::plan::passes::sweep::Sweep;
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
 /// rewrites of the plan (decomposed hard swish, small convolutions, layer norms, small matrix products)
-/// between the two.
+/// between the two, and the float divisions no fusion took back as exact ones (`passes::exact_div`).
 ///
 /// With the environment variable `SLICEOPS_NO_REWRITES` set (to anything but an empty string), the
 /// rewrites are left out: the plan is tract's own (as [`optimize_with`] `false` makes it), to compare
@@ -40,6 +40,7 @@ pub(crate) fn optimize(model: TypedModel) -> TractResult<TypedModel> {
 /// without them it is the model tract's `into_optimized` makes, our kernels in place of some of its
 /// ops (see [`crate::plan::use_our_kernels`]).
 pub(crate) fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResult<TypedModel> {
+    let divisions = exact_div::divisions(&model);
     declutter(&mut model)?;
     if rewrites {
         let patterns = Optimizer {
@@ -54,6 +55,9 @@ pub(crate) fn optimize_with(mut model: TypedModel, rewrites: bool) -> TractResul
         run_optimizer(&patterns, &mut model)
             .context("rewriting decomposed activations, convolutions, layer norms and small products")?;
     }
+    // Correct results, not speed: with or without our rewrites.
+    let exact = Optimizer { passes: vec![Box::new(exact_div::Restore::new(divisions))], steps: None };
+    run_optimizer(&exact, &mut model).context("putting back exact divisions")?;
     run_optimizer(&codegen(), &mut model).context("optimizing")?;
     crate::plan::use_our_kernels(&mut model).context("putting our kernels in the plan")?;
     model.properties.insert(TRACT_STAGE.to_string(), rctensor0("optimized".to_string()));

@@ -113,18 +113,20 @@ fn apply(op: Arith, out: &mut [f32], a: &[f32], b: &[f32]) {
     }
 }
 
-/// How the output is walked: runs of its trailing axes, and the inputs' strides for the others.
-struct Plan {
-    out_shape: Vec<usize>,
+/// How the output is walked: runs of its trailing axes, and the inputs' strides for the others
+/// (also [`super::ExactDiv`]'s walk).
+pub(crate) struct Plan {
+    /// The output's shape.
+    pub(crate) out_shape: Vec<usize>,
     /// The length of a run (the product of the trailing axes neither input broadcasts).
-    run: usize,
+    pub(crate) run: usize,
     /// The outer axes: their lengths and each input's stride (0 where it broadcasts).
     outer: Vec<(usize, usize, usize)>,
 }
 
 impl Plan {
     /// The plan for inputs of shapes `a` and `b` (one rank), if they broadcast.
-    fn of(a: &[usize], b: &[usize]) -> Option<Plan> {
+    pub(crate) fn of(a: &[usize], b: &[usize]) -> Option<Plan> {
         let out_shape: Vec<usize> = a
             .iter()
             .zip(b)
@@ -152,8 +154,13 @@ impl Plan {
         Some(Plan { out_shape, run, outer })
     }
 
+    /// The number of values of the output.
+    pub(crate) fn len(&self) -> usize {
+        self.out_shape.iter().product()
+    }
+
     /// The inputs' offsets of each run, in output order.
-    fn offsets(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+    pub(crate) fn offsets(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let count: usize = self.outer.iter().map(|&(n, _, _)| n).product();
         let mut index = vec![0usize; self.outer.len()];
         let (mut oa, mut ob) = (0usize, 0usize);

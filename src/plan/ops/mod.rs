@@ -5,7 +5,7 @@
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
 //! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]). Float32 max, min
 //! and sigmoid that would drop NaN run as [`ScalarSteps`], [`PairExtremum`] and [`NanActivation`]
-//! (sigmoid and tanh), which keep it.
+//! (sigmoid and tanh), which keep it, as do float `ReduceMax`/`ReduceMin` ([`NanReduce`]).
 //! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
 //! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
 //! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
@@ -14,6 +14,7 @@
 
 pub(crate) mod broadcast;
 pub(crate) mod conv;
+pub(crate) mod exact_div;
 pub(crate) mod fitted;
 pub(crate) mod int_pow;
 pub(crate) mod keep_nan;
@@ -21,6 +22,7 @@ pub(crate) mod matmul;
 pub(crate) mod maxpool;
 mod nms;
 pub(crate) mod pair_extremum;
+pub(crate) mod reduce_nan;
 pub(crate) mod resize;
 pub(crate) mod self_product;
 pub(crate) mod softmax;
@@ -31,7 +33,7 @@ use tract_onnx::tract_core::ops::binary::{OptBinByScalar, OptBinChain, OptBinUni
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
-use tract_onnx::tract_core::ops::nn::Softmax;
+use tract_onnx::tract_core::ops::nn::{Reduce, Softmax};
 
 use crate::slicing::PlannedView;
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
@@ -39,6 +41,7 @@ use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
 pub(crate) use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub(crate) use broadcast::BroadcastBin;
 pub(crate) use conv::DirectConv;
+pub(crate) use exact_div::ExactDiv;
 pub(crate) use fitted::NanActivation;
 pub(crate) use int_pow::CubePow;
 pub(crate) use keep_nan::ScalarSteps;
@@ -46,6 +49,7 @@ pub(crate) use matmul::SmallMatMul;
 pub(crate) use maxpool::PlaneMaxPool;
 pub(crate) use nms::BoxNms;
 pub(crate) use pair_extremum::PairExtremum;
+pub(crate) use reduce_nan::NanReduce;
 pub(crate) use resize::RowResize;
 pub(crate) use self_product::SelfProduct;
 pub(crate) use softmax::AxisSoftmax;
@@ -66,9 +70,11 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             PlaneMaxPool::replacing(pool).map(|op| Box::new(op) as _)
         } else if let Some(ew) = node.op_as::<ElementWiseOp>() {
             let Some(&input) = node.inputs.first() else { continue };
-            match CubePow::replacing(ew) {
-                Some(op) => Some(Box::new(op) as _),
-                None => NanActivation::replacing(ew, model.outlet_fact(input)?).map(|op| Box::new(op) as _),
+            let fact = model.outlet_fact(input)?;
+            if let Some(op) = CubePow::replacing(ew) {
+                Some(Box::new(op) as _)
+            } else {
+                NanActivation::replacing(ew, fact).map(|op| Box::new(op) as _)
             }
         } else if node.op_is::<OptBinByScalar>() || node.op_is::<OptBinChain>() {
             ScalarSteps::replacing(model, node)?.map(|op| Box::new(op) as _)
@@ -82,6 +88,8 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             } else {
                 BroadcastBin::replacing(bin, model.outlet_fact(*a)?, model.outlet_fact(*b)?).map(|op| Box::new(op) as _)
             }
+        } else if let (Some(reduce), [input]) = (node.op_as::<Reduce>(), &*node.inputs) {
+            NanReduce::replacing(reduce, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else if let Some(nms) = node.op_as::<NonMaxSuppression>() {
             Some(Box::new(BoxNms { stock: nms.clone() }))
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
