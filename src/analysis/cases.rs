@@ -95,7 +95,11 @@ pub(crate) fn analyse_cases(
     let mut queue: VecDeque<Vec<Outcome>> = VecDeque::from([vec![first.holds.clone()], vec![first.fails.clone()]]);
     let mut cases = vec![];
     while let Some(when) = queue.pop_front() {
-        let analysis = super::analyse_choosing(source, binding, assumptions, options, &when)?;
+        // The outcomes add to the merged analysis, which stands alone when one of them cannot be
+        // analysed at all (a node refusing its inputs in that outcome): no partial set of outcomes.
+        let Ok(analysis) = super::analyse_choosing(source, binding, assumptions, options, &when) else {
+            return Ok(vec![]);
+        };
         let next = analysis.undecided.iter().find(|m| !when.iter().any(|w| m.has(w))).cloned();
         match next {
             // Splitting this outcome in two adds one.
