@@ -294,14 +294,20 @@ impl Analysis {
             if !seen.insert(name) {
                 continue;
             }
-            let Some(outlet) = self.outlets.get(name) else { continue };
-            let fact = self.typed.outlet_fact(*outlet)?;
-            let shape = fact.shape.iter().map(|d| self.shown_dim(d)).collect();
-            let dtype = self.dtype(name)?;
-            let dtype_name = self.dtype_name(dtype);
-            facts.push(ValueFact { name: name.to_string(), dtype, shape, dtype_name });
+            facts.extend(self.value_fact(name)?);
         }
         Ok(facts)
+    }
+
+    /// The fact of one named value as reports give it (its declared type, its dims as shown), or
+    /// `None` when the value is unknown or not in the model.
+    pub fn value_fact(&self, name: &str) -> anyhow::Result<Option<ValueFact>> {
+        let Some(outlet) = self.outlets.get(name) else { return Ok(None) };
+        let fact = self.typed.outlet_fact(*outlet)?;
+        let shape = fact.shape.iter().map(|d| self.shown_dim(d)).collect();
+        let dtype = self.dtype(name)?;
+        let dtype_name = self.dtype_name(dtype);
+        Ok(Some(ValueFact { name: name.to_string(), dtype, shape, dtype_name }))
     }
 }
 

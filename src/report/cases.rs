@@ -30,11 +30,8 @@ pub(crate) fn shape_text(shape: &[TDim]) -> String {
 }
 
 fn fact_in(analysis: &Analysis, name: &str) -> Option<Result<(String, Vec<TDim>), String>> {
-    if let Some(outlet) = analysis.outlets.get(name) {
-        let fact = analysis.typed.outlet_fact(*outlet).ok()?;
-        let shape = fact.shape.iter().map(|d| analysis.shown_dim(d)).collect();
-        let dtype = analysis.dtype_name(analysis.dtype(name).ok()?);
-        return Some(Ok((dtype, shape)));
+    if let Some(fact) = analysis.value_fact(name).ok()? {
+        return Some(Ok((fact.dtype_name, fact.shape)));
     }
     analysis.unknown.get(name).map(|why| Err(why.clone()))
 }

@@ -176,12 +176,11 @@ pub fn analysis_json(
         let producer = producers.get(name).map(|(node, op)| json!({"node": node, "op": op}));
         let mut v = serde_json::Map::new();
         v.insert("name".into(), json!(name));
-        if let Some(outlet) = analysis.outlets.get(name) {
+        if let (Some(outlet), Some(f)) = (analysis.outlets.get(name), analysis.value_fact(name)?) {
             let fact = analysis.typed.outlet_fact(*outlet)?;
-            let shape: Vec<TDim> = fact.shape.iter().map(|d| analysis.shown_dim(d)).collect();
-            v.insert("dtype".into(), json!(analysis.dtype_name(analysis.dtype(name)?)));
-            v.insert("shape".into(), json!(shape.iter().map(dim_json).collect::<Vec<_>>()));
-            v.insert("dims".into(), json!(shape.iter().map(dim_tree).collect::<Vec<_>>()));
+            v.insert("dtype".into(), json!(f.dtype_name));
+            v.insert("shape".into(), json!(f.shape.iter().map(dim_json).collect::<Vec<_>>()));
+            v.insert("dims".into(), json!(f.shape.iter().map(dim_tree).collect::<Vec<_>>()));
             if let Some(dims) = fact.konst.as_deref().and_then(shape_value) {
                 v.insert("value".into(), json!(dims.iter().map(dim_json).collect::<Vec<_>>()));
             }
