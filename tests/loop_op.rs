@@ -191,6 +191,46 @@ fn a_carried_value_may_grow() {
     assert_eq!(run(&bytes, vec![floats(&[1], &[7.0])])[0], floats(&[4], &[7.0, 1.0, 1.0, 1.0]));
 }
 
+/// The pattern of torchvision's mask and keypoint pasting: `acc` starts empty (`x[0:0]`, of shape
+/// `[0, n]`) and every iteration of a loop counted by `x`'s rows appends row `i` twice.
+fn appending_rows() -> Vec<u8> {
+    let body = Builder::new(13)
+        .input("i", DataType::Int64, &[])
+        .input("c", DataType::Bool, &[])
+        .input("acc", DataType::Float, &[D::Unset, D::Unset])
+        .init("yes", DataType::Bool, &[], vec![1])
+        .init_i64("zero", &[0])
+        .node("Identity", "", "cond", &["yes"], &["c_out"], vec![])
+        .node("Gather", "", "row", &["x", "i"], &["row"], vec![("axis", A::I(0))])
+        .node("Unsqueeze", "", "unsq", &["row", "zero"], &["row1"], vec![])
+        .node("Concat", "", "cat", &["acc", "row1", "row1"], &["acc_out"], vec![("axis", A::I(0))])
+        .output("c_out")
+        .output("acc_out")
+        .graph("body");
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::S("m"), D::S("n")])
+        .init_i64("zero", &[0])
+        .init_i64("first", &[0])
+        .node("Slice", "", "empty", &["x", "zero", "zero", "first"], &["acc0"], vec![])
+        .node("Shape", "", "shape", &["x"], &["sh"], vec![])
+        .init("at", DataType::Int64, &[], 0i64.to_le_bytes().to_vec())
+        .node("Gather", "", "rows", &["sh", "at"], &["M"], vec![("axis", A::I(0))])
+        .node("Loop", "", "loop", &["M", "", "acc0"], &["acc"], vec![("body", A::G(body))])
+        .output("acc")
+        .bytes()
+}
+
+#[test]
+fn a_carried_dim_growing_by_the_same_step_in_a_counted_loop_is_exact() {
+    // Two rows an iteration, as many iterations as x has rows; the other dim stays n.
+    assert_eq!(inferred(&appending_rows(), &["acc"]), ["F32 [2*m, n]"]);
+    let x = floats(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let expected = floats(&[6, 2], &[1.0, 2.0, 1.0, 2.0, 3.0, 4.0, 3.0, 4.0, 5.0, 6.0, 5.0, 6.0]);
+    assert_eq!(run(&appending_rows(), vec![x]), [expected]);
+    // No iteration: the empty start comes back.
+    assert_eq!(run(&appending_rows(), vec![floats(&[0, 2], &[])]), [floats(&[0, 2], &[])]);
+}
+
 #[test]
 fn malformed_loops_are_errors_naming_the_node() {
     // The body returns one value fewer than it must.

@@ -5,8 +5,9 @@
 //! number (an `int64` scalar), the condition (a `bool` scalar), the loop-carried values, then the
 //! outer values it reads. When its carried outputs have the facts of its carried inputs (loop
 //! invariant shapes), the body is typed once; when some dims change between iterations, those dims
-//! are made symbols and the body is typed again; failing that, it is translated when it runs, for
-//! the shapes each iteration gives it (plans cached by signature).
+//! are made symbols and the body is typed again (a dim that then grows by an amount free of the
+//! body's own symbols ends at `start + trips*step` when the trip count is known); failing that, it
+//! is translated when it runs, for the shapes each iteration gives it (plans cached by signature).
 //!
 //! Termination, as onnxruntime and onnx's reference run it: the loop runs while the condition holds
 //! (`true` when `cond` is not given) and fewer than `M` iterations ran (no bound when `M` is not

@@ -14,6 +14,32 @@ fn describe(f: &TypedFact) -> String {
     format!("{:?} of shape {:?}", f.datum_type, f.shape.dims())
 }
 
+/// How a carried value's shape changes in one iteration, for a body typed with a symbol for each dim
+/// that changes (`general`): per axis, `None` where the dim stays, else what one iteration adds to it
+/// (an expression of the outer model's symbols only). `None` as a whole when some dim changes in
+/// another way (the body then runs as translated per iteration).
+fn growth(general: &TypedFact, out: &TypedFact, known: &HashSet<Symbol>) -> Option<Vec<Option<TDim>>> {
+    if general.datum_type != out.datum_type || general.rank() != out.rank() {
+        return None;
+    }
+    general
+        .shape
+        .iter()
+        .zip(out.shape.iter())
+        .map(|(g, o)| {
+            if g == o {
+                return Some(None);
+            }
+            let TDim::Sym(s) = g else { return None };
+            if known.contains(s) {
+                return None;
+            }
+            let step = (o.clone() - g.clone()).simplify();
+            step.symbols().iter().all(|x| known.contains(x)).then_some(Some(step))
+        })
+        .collect()
+}
+
 /// The facts of a translated body's outputs.
 fn output_facts(t: &Translated) -> TractResult<Vec<TypedFact>> {
     t.typed.outputs.iter().map(|o| t.typed.outlet_fact(*o).cloned()).collect()
@@ -47,6 +73,8 @@ impl Translator<'_> {
         let prefix = crate::symbolic::symbol_name(&node.name);
         let symbols = self.target.symbols.clone();
         let fresh = |what: String| TDim::Sym(symbols.new_with_prefix(&format!("{prefix}_{what}")));
+        // Per carried value and axis, what one iteration adds to a dim that changes (when typed).
+        let mut growing: Vec<Vec<Option<TDim>>> = vec![];
         let first_try = self.branch_with(&op.body, &op.graph, body_facts(&carried_in), false);
         let (body, outline) = match first_try {
             Ok(t) => {
@@ -69,12 +97,17 @@ impl Translator<'_> {
                     let second = self.branch_with(&op.body, &op.graph, body_facts(&general), false);
                     let typed = second.ok().and_then(|t| {
                         let outs = output_facts(&t).ok()?;
-                        let holds = outs.len() == 1 + n + k && (0..n).all(|i| outs[1 + i] == general[i]);
-                        holds.then_some((t, outs))
+                        if outs.len() != 1 + n + k {
+                            return None;
+                        }
+                        let steps =
+                            (0..n).map(|i| growth(&general[i], &outs[1 + i], &known)).collect::<Option<Vec<_>>>()?;
+                        Some((t, outs, steps))
                     });
                     match typed {
-                        Some((t, outs)) => {
+                        Some((t, outs, steps)) => {
                             self.keep_findings(&t, &known);
+                            growing = steps;
                             (Branch::Typed { model: Arc::new(t.typed), plan: Default::default() }, outs)
                         }
                         None => (self.deferred(op, "the loop-carried shapes change between iterations".into()), outs),
@@ -102,23 +135,25 @@ impl Translator<'_> {
         // them (one iteration's shapes say nothing of the next's).
         let typed = matches!(body, Branch::Typed { .. });
         let outer_only = |d: &TDim| -> bool { typed && d.symbols().iter().all(|s| known.contains(s)) };
+        let trips = self.trip_count(op, &facts, &body);
         let mut out_facts: TVec<TypedFact> = tvec![];
         for (i, f) in outline[1..1 + n].iter().enumerate() {
             let dims: TVec<TDim> = (f.shape.iter().zip(carried_in[i].shape.iter()))
                 .enumerate()
-                .map(
-                    |(axis, (d, initial))| {
-                        if typed && d == initial {
-                            d.clone()
-                        } else {
-                            fresh(format!("{i}_{axis}"))
+                .map(|(axis, (d, initial))| {
+                    let step = growing.get(i).and_then(|g| g[axis].as_ref());
+                    match (step, &trips) {
+                        _ if typed && d == initial => d.clone(),
+                        // A dim growing by the same amount at every iteration of a counted loop.
+                        (Some(step), Some(trips)) if typed => {
+                            (initial.clone() + trips.clone() * step.clone()).simplify()
                         }
-                    },
-                )
+                        _ => fresh(format!("{i}_{axis}")),
+                    }
+                })
                 .collect();
             out_facts.push(f.datum_type.fact(&*dims));
         }
-        let trips = self.trip_count(op, &facts, &body);
         for (j, f) in outline[1 + n..].iter().enumerate() {
             let slot = n + j;
             let mut dims: TVec<TDim> = tvec![trips.clone().unwrap_or_else(|| fresh(format!("{slot}_0")))];
