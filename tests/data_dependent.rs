@@ -237,7 +237,7 @@ fn minted_in(bytes: &[u8], assume: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn selections_are_named_after_their_node_and_bounded() {
+fn selections_and_run_time_ranges_are_named_after_their_node_and_bounded() {
     use common::onnx_build::{Builder, A, D};
     use tract_onnx::pb::tensor_proto::DataType;
     // Compress along an axis keeps at most that axis; without one, at most every element.
@@ -268,4 +268,15 @@ fn selections_are_named_after_their_node_and_bounded() {
     let out = m.run(vec![tensor1(&[3f32, 1., 3., 2., 5.])]).unwrap();
     assert_eq!(out[0].1, tensor1(&[1f32, 2., 3., 5.]));
     assert_eq!(out[3].1, tensor1(&[1i64, 1, 2, 1]));
+    // A Range to a run-time limit: its length is named after it (nothing bounds it but the limit).
+    let range = Builder::new(17)
+        .input("limit", DataType::Int64, &[])
+        .init("start", DataType::Int64, &[], 0i64.to_le_bytes().to_vec())
+        .init("one", DataType::Int64, &[], 1i64.to_le_bytes().to_vec())
+        .node("Range", "", "steps", &["start", "limit", "one"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    assert_eq!(minted_in(&range, &[]), ["steps Some(0)..Some(1000000000) <= "]);
+    let m = Model::load_bytes(&range).unwrap();
+    assert_eq!(m.run(vec![tensor0(4i64)]).unwrap()[0].1, tensor1(&[0i64, 1, 2, 3]));
 }

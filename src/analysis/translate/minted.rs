@@ -1,13 +1,14 @@
 //! Sizes a node makes when it runs (a `NonZero` count, the `k` of a `TopK` whose `k` is a run-time
-//! value, the boxes a `NonMaxSuppression` keeps), named after their node and bounded by what the op
-//! implies: `0 <= count <= ` the input's element count, `k <=` the length of the axis, the boxes kept
-//! at most batches times classes times boxes.
+//! value, the boxes a `NonMaxSuppression` keeps, the length of a `Range` over run-time bounds), named
+//! after their node and bounded by what the op implies: `0 <= count <= ` the input's element count,
+//! `k <=` the length of the axis, the boxes kept at most batches times classes times boxes (a
+//! `Range`'s length has no bound but its bounds').
 //!
 //! tract's builders name them `x`, `k`, ... whatever the node; each is renamed here as the node is
 //! translated (its op rebuilt with the new symbol), before anything reads it.
 
 use tract_onnx::prelude::*;
-use tract_onnx::tract_core::ops::array::Topk;
+use tract_onnx::tract_core::ops::array::{Range, Topk};
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
 use tract_onnx_opl::non_zero::NonZero;
 
@@ -56,6 +57,15 @@ pub(super) fn name_minted(
             };
             // One box per batch, class and candidate box at most: the scores' element count.
             (Box::new(op), s, Some(volume(&inputs[1])))
+        } else if op.downcast_ref::<Range>().is_some() {
+            // A length tract could not compute from the bounds is a symbol it mints as `range`; one
+            // that is a dim the model already has (`Range(0, T, 1)`) is exact and stays.
+            let Some(TDim::Sym(len)) = target.nodes[id].outputs[0].fact.shape.first() else { continue };
+            if !len.to_string().starts_with("range") || known_before(target, from, len) {
+                continue;
+            }
+            let s = target.symbols.new_with_prefix(&prefix);
+            (Box::new(Range::new(TDim::Sym(s.clone()))), s, None)
         } else {
             continue;
         };
@@ -111,4 +121,13 @@ mod tests {
         assert!(!p("N/2"));
         assert!(!p("max(N,1)*C"));
     }
+}
+
+/// Whether `symbol` appears in the facts of a node before `from` (a dim the model had before the
+/// node being translated, not one its translation minted).
+fn known_before(target: &TypedModel, from: usize, symbol: &Symbol) -> bool {
+    target.nodes[..from.min(target.nodes.len())]
+        .iter()
+        .flat_map(|n| n.outputs.iter())
+        .any(|o| o.fact.shape.iter().any(|d| d.symbols().contains(symbol)))
 }
