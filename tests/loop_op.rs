@@ -134,6 +134,39 @@ fn output_facts_follow_from_the_body() {
     assert_eq!(out[1], floats(&[3, 3], &[0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 6.0, 6.0, 6.0]));
 }
 
+/// The sizes a model's nodes mint, with their bounds: `name min..max <= at_most`.
+fn minted(bytes: &[u8]) -> Vec<String> {
+    let a = Model::load_bytes(bytes).unwrap().analyse().unwrap();
+    a.symbols
+        .iter()
+        .filter(|s| matches!(s.origin, sliceops::Origin::Node { .. }))
+        .map(|s| {
+            let at_most = s.at_most.as_ref().map(sliceops::format_dim).unwrap_or_default();
+            format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
+        })
+        .collect()
+}
+
+#[test]
+fn an_iteration_count_known_only_when_running_is_bounded() {
+    // M a dim, the condition a run-time value: at most M iterations.
+    let bytes = Builder::new(13)
+        .input("cond", DataType::Bool, &[])
+        .input("x", DataType::Float, &[D::S("n")])
+        .input("w", DataType::Float, &[D::S("n")])
+        .node("Shape", "", "shape", &["x"], &["M"], vec![])
+        .node("Loop", "", "loop", &["M", "cond", "x"], &["acc", "scans"], vec![("body", A::G(counting_body(false)))])
+        .output("acc")
+        .output("scans")
+        .bytes();
+    assert_eq!(inferred(&bytes, &["scans"]), ["F32 [loop_1_0, n]"]);
+    assert_eq!(minted(&bytes), ["loop_1_0 Some(0)..Some(1000000000) <= n"]);
+    // M a run-time value: at most the iterations a Loop makes.
+    assert_eq!(minted(&counting(false)), ["loop_1_0 Some(0)..Some(4194304) <= 4194304"]);
+    // A while loop with no M: the same.
+    assert_eq!(minted(&doubling()), ["loop_1_0 Some(0)..Some(4194304) <= 4194304"]);
+}
+
 /// `while v < limit: v *= 2`, scanning v; `limit` read from the outer graph, no trip count.
 fn doubling() -> Vec<u8> {
     let body = Builder::new(13)

@@ -136,6 +136,13 @@ impl Translator<'_> {
         let typed = matches!(body, Branch::Typed { .. });
         let outer_only = |d: &TDim| -> bool { typed && d.symbols().iter().all(|s| known.contains(s)) };
         let trips = self.trip_count(op, &facts, &body);
+        // Without an exact count, a loop still runs at most `M` times (when `M` is a dim) and at
+        // most MAX_ITERATIONS: the bound of the symbols standing for its count.
+        let most_trips = match (&trips, self.trip_limit(op, &facts)) {
+            (None, Some(m)) => Some(m),
+            (None, None) => Some(TDim::Val(crate::analysis::MAX_ITERATIONS as i64)),
+            (Some(_), _) => None,
+        };
         let mut out_facts: TVec<TypedFact> = tvec![];
         for (i, f) in outline[1..1 + n].iter().enumerate() {
             let dims: TVec<TDim> = (f.shape.iter().zip(carried_in[i].shape.iter()))
@@ -156,7 +163,14 @@ impl Translator<'_> {
         }
         for (j, f) in outline[1 + n..].iter().enumerate() {
             let slot = n + j;
-            let mut dims: TVec<TDim> = tvec![trips.clone().unwrap_or_else(|| fresh(format!("{slot}_0")))];
+            let count = trips.clone().unwrap_or_else(|| {
+                let count = fresh(format!("{slot}_0"));
+                if let Some(bound) = &most_trips {
+                    self.table.set_at_most(&count.to_string(), bound.clone());
+                }
+                count
+            });
+            let mut dims: TVec<TDim> = tvec![count];
             for (axis, d) in f.shape.iter().enumerate() {
                 dims.push(if outer_only(d) { d.clone() } else { fresh(format!("{slot}_{}", axis + 1)) });
             }
@@ -233,22 +247,27 @@ impl Translator<'_> {
         }
     }
 
+    /// `M` when it is known before running: a constant (at least 0), or a dim (`Shape(x)[0]`) proved
+    /// non-negative. The loop runs at most that many times.
+    fn trip_limit(&self, op: &LoopBody, facts: &[TypedFact]) -> Option<TDim> {
+        if !op.has_m {
+            return None;
+        }
+        match crate::dims::dims_of(facts[0].konst.as_ref()?).ok()?.as_slice() {
+            [d] => match d.as_i64() {
+                Some(v) => Some(TDim::Val(v.max(0))),
+                None if d.prove_positive_or_zero() => Some(d.clone()),
+                None => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The number of iterations, when known before running: `M` (at least 0) when it is a constant
     /// or a dim,
     /// `cond` is absent or a constant true and the typed body's condition output is a constant true.
     fn trip_count(&self, op: &LoopBody, facts: &[TypedFact], body: &Branch) -> Option<TDim> {
-        if !op.has_m {
-            return None;
-        }
-        // A constant, or a dim (`Shape(x)[0]`) proved non-negative.
-        let m = match crate::dims::dims_of(facts[0].konst.as_ref()?).ok()?.as_slice() {
-            [d] => match d.as_i64() {
-                Some(v) => TDim::Val(v.max(0)),
-                None if d.prove_positive_or_zero() => d.clone(),
-                None => return None,
-            },
-            _ => return None,
-        };
+        let m = self.trip_limit(op, facts)?;
         if op.has_cond {
             let cond = facts[1].konst.as_ref()?.cast_to_scalar::<bool>().ok()?;
             if !cond {
