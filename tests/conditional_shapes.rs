@@ -253,3 +253,50 @@ fn fold_shapes_both_branches() {
         assert!(!["y", "z"].contains(&name.as_str()) || dims.is_empty(), "{name}: {dims:?}");
     }
 }
+
+/// `y = If(N == 1 and M == 1, squeeze(x), x)` over `x: [N, M]` (`Or` and `<` in place of `And` and
+/// `==` when `or`).
+fn squeeze_when_both_one(or: bool) -> Vec<u8> {
+    let then_branch = Builder::new(13)
+        .init_i64("axes", &[0, 1])
+        .node("Squeeze", "", "squeeze", &["x", "axes"], &["then_y"], vec![])
+        .output("then_y")
+        .graph("then");
+    let else_branch =
+        Builder::new(13).node("Identity", "", "same", &["x"], &["else_y"], vec![]).output("else_y").graph("else");
+    let (join, cmp) = if or { ("Or", "Less") } else { ("And", "Equal") };
+    Builder::new(13)
+        .input("x", DataType::Float, &[D::S("N"), D::S("M")])
+        .init_i64("zero", &[0])
+        .init_i64("one", &[1])
+        .init_i64("two", &[2])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "rows", &["s", "zero"], &["n"], vec![])
+        .node("Gather", "", "cols", &["s", "one"], &["m"], vec![])
+        .node(cmp, "", "rows_one", &["n", if or { "two" } else { "one" }], &["c0"], vec![])
+        .node(cmp, "", "cols_one", &["m", if or { "two" } else { "one" }], &["c1"], vec![])
+        .node(join, "", "both", &["c0", "c1"], &["c"], vec![])
+        .if_node("branch", "c", &["y"], then_branch, else_branch)
+        .output("y")
+        .bytes()
+}
+
+#[test]
+fn a_condition_joining_comparisons_is_split_as_a_whole() {
+    let m = Model::load_bytes(&squeeze_when_both_one(false)).unwrap();
+    // In the outcome where both hold, both are assumed (the squeezed value is a scalar).
+    assert_eq!(outcomes(&m, "y"), ["N == 1 and M == 1 -> float32 []", "N != 1 or M != 1 -> float32 [N, M]"]);
+    assert_eq!(m.run(vec![f32s(&[1, 1], vec![5.])]).unwrap()[0].1, tensor0(5f32));
+    assert_eq!(m.run(vec![arange_f32(&[1, 3])]).unwrap()[0].1.shape(), &[1, 3]);
+    // An assumption deciding one part decides an `And` it makes false, not one it leaves open.
+    let mut m = Model::load_bytes(&squeeze_when_both_one(false)).unwrap();
+    m.assume("N==2").unwrap();
+    assert!(m.cases().unwrap().is_empty());
+    let mut m = Model::load_bytes(&squeeze_when_both_one(false)).unwrap();
+    m.assume("N==1").unwrap();
+    assert_eq!(outcomes(&m, "y").len(), 2);
+    // `Or`: its negation is the `And` of the negated parts, and both of those are assumed.
+    let m = Model::load_bytes(&squeeze_when_both_one(true)).unwrap();
+    let whens: Vec<Vec<String>> = m.cases().unwrap().iter().map(|c| c.when.clone()).collect();
+    assert_eq!(whens, [vec!["N < 2 or M < 2".to_string()], vec!["N >= 2 and M >= 2".to_string()]]);
+}

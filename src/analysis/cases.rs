@@ -49,16 +49,18 @@ impl Choices {
     }
 
     /// Whether `condition` holds: decided by the assumptions, else as this case takes it.
+    /// (An `And` or `Or` is decided as a whole, else by its parts.)
     pub(super) fn decide(&self, condition: &Condition) -> Option<bool> {
-        if let Some(known) = condition.decided(&self.fixed) {
-            return Some(known);
-        }
-        let text = condition.text();
-        if self.holds.contains(&text) {
-            return Some(true);
-        }
-        let negated = condition.negated().text();
-        self.holds.contains(&negated).then_some(false)
+        let whole = |c: &Condition| -> Option<bool> {
+            if let Some(known) = c.decided(&self.fixed) {
+                return Some(known);
+            }
+            if self.holds.contains(&c.text()) {
+                return Some(true);
+            }
+            self.holds.contains(&c.negated().text()).then_some(false)
+        };
+        whole(condition).or_else(|| condition.decide_by(&whole))
     }
 
     /// How many conditions were met so far (where [`Choices::meet`] puts one met later, so that an

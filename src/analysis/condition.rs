@@ -1,5 +1,6 @@
 //! The condition of an `If` the analysis cannot decide, in words a user can read and assume:
-//! `input_d0 == 1` (a dim against a number), `sr == 16000` (an input's value against a number).
+//! `input_d0 == 1` (a dim against a number), `sr == 16000` (an input's value against a number),
+//! `h == 1 and w == 1` (an `And` or `Or` of such).
 //!
 //! Two `If` nodes that test the same thing get the same text, so that a case of the analysis
 //! ([`super::cases`]) takes the same branch at both.
@@ -83,8 +84,9 @@ impl Cmp {
 pub(crate) struct Outcome {
     /// What holds: `input_d0 == 1`.
     pub text: String,
-    /// Whether it compares dims only, so that it can be assumed.
-    pub assumable: bool,
+    /// The comparisons of dims that hold in this outcome, each one assumption (`h == 1` and
+    /// `w == 1` for `h == 1 and w == 1`; none for `h != 1 or w != 1`).
+    pub assumes: Vec<String>,
 }
 
 /// An undecided condition met: what holds in each branch.
@@ -115,6 +117,10 @@ pub(crate) enum Condition {
         /// Whether the condition is that it is false.
         negated: bool,
     },
+    /// Every one of these holds (`And`).
+    All(Vec<Condition>),
+    /// At least one of these holds (`Or`).
+    Any(Vec<Condition>),
 }
 
 impl Condition {
@@ -123,27 +129,79 @@ impl Condition {
         match self {
             Condition::Compare(a, c, b) => Condition::Compare(a.clone(), c.negated(), b.clone()),
             Condition::Flag { name, negated } => Condition::Flag { name: name.clone(), negated: !negated },
+            // De Morgan: not (a and b) is (not a) or (not b).
+            Condition::All(parts) => Condition::Any(parts.iter().map(Condition::negated).collect()),
+            Condition::Any(parts) => Condition::All(parts.iter().map(Condition::negated).collect()),
         }
     }
 
     /// Its two outcomes as text (while the symbols it names print by name).
     pub(crate) fn met(&self) -> Met {
-        let outcome = |c: &Condition| Outcome { text: c.text(), assumable: c.on_dims() };
+        let outcome = |c: &Condition| Outcome { text: c.text(), assumes: c.assumes() };
         Met { holds: outcome(self), fails: outcome(&self.negated()) }
     }
 
-    /// The condition as text: `input_d0 == 1`, `sr != 16000`, `flag`, `not flag`.
+    /// The condition as text: `input_d0 == 1`, `sr != 16000`, `flag`, `not flag`, `h == 1 and
+    /// (w == 1 or flag)`.
     pub(crate) fn text(&self) -> String {
+        let joined = |parts: &[Condition], word: &str| -> String {
+            let texts: Vec<String> = parts
+                .iter()
+                .map(|p| match p {
+                    Condition::All(_) | Condition::Any(_) => format!("({})", p.text()),
+                    _ => p.text(),
+                })
+                .collect();
+            texts.join(word)
+        };
         match self {
             Condition::Compare(a, c, b) => format!("{} {} {}", a.text(), c.symbol(), b.text()),
             Condition::Flag { name, negated: false } => name.clone(),
             Condition::Flag { name, negated: true } => format!("not {name}"),
+            Condition::All(parts) => joined(parts, " and "),
+            Condition::Any(parts) => joined(parts, " or "),
+        }
+    }
+
+    /// The comparisons of dims that hold whenever this condition does, as assumptions: a
+    /// comparison's own (not `!=`, which an assumption cannot say), every part's of an `And`, none of
+    /// an `Or` of several.
+    pub(crate) fn assumes(&self) -> Vec<String> {
+        match self {
+            Condition::Compare(..) if self.on_dims() => vec![self.text()],
+            Condition::All(parts) => parts.iter().flat_map(Condition::assumes).collect(),
+            Condition::Any(parts) if parts.len() == 1 => parts[0].assumes(),
+            _ => vec![],
+        }
+    }
+
+    /// Whether the condition holds as far as `known` decides its comparisons and flags (`None`
+    /// where it does not): an `And` false as soon as one part is, an `Or` true as soon as one is.
+    pub(crate) fn decide_by(&self, known: &dyn Fn(&Condition) -> Option<bool>) -> Option<bool> {
+        match self {
+            Condition::All(parts) | Condition::Any(parts) => {
+                let all = matches!(self, Condition::All(_));
+                let mut undecided = false;
+                for p in parts {
+                    match p.decide_by(known) {
+                        // The part that settles it: a false one for `And`, a true one for `Or`.
+                        Some(v) if v != all => return Some(v),
+                        Some(_) => {}
+                        None => undecided = true,
+                    }
+                }
+                (!undecided).then_some(all)
+            }
+            _ => known(self),
         }
     }
 
     /// Whether the condition holds, where what the scope assumes about its symbols decides it
     /// (`fixed`: symbols the user's assumptions set equal to a number).
     pub(crate) fn decided(&self, fixed: &[(Symbol, i64)]) -> Option<bool> {
+        if matches!(self, Condition::All(_) | Condition::Any(_)) {
+            return self.decide_by(&|c| c.decided(fixed));
+        }
         let Condition::Compare(Operand::Dim(a), cmp, Operand::Dim(b)) = self else { return None };
         let mut diff = a.clone() - b.clone();
         for (sym, value) in fixed {
@@ -179,13 +237,14 @@ impl Condition {
 
     /// Whether the condition is on sizes only a run knows (symbols nodes mint): cases on those are
     /// not worth a split (an empty selection against a full one), the merged facts say it.
-    pub(crate) fn on_symbols(&self, minted: impl Fn(&str) -> bool) -> bool {
+    pub(crate) fn on_symbols(&self, minted: &dyn Fn(&str) -> bool) -> bool {
         match self {
             Condition::Compare(a, _, b) => [a, b].iter().any(|o| match o {
                 Operand::Dim(d) => d.symbols().iter().any(|s| minted(&s.to_string())),
                 Operand::Named(_) => false,
             }),
             Condition::Flag { .. } => false,
+            Condition::All(parts) | Condition::Any(parts) => parts.iter().any(|p| p.on_symbols(minted)),
         }
     }
 }

@@ -131,8 +131,8 @@ fn analyse_choosing(
         }
     }
     // A case's condition on dims is an assumption of the case (one on values only selects branches).
-    for c in when.iter().filter(|c| c.assumable) {
-        if let Ok(parsed) = add_assumption(&scope, &c.text) {
+    for text in when.iter().flat_map(|c| &c.assumes) {
+        if let Ok(parsed) = add_assumption(&scope, text) {
             fixed.extend(parsed.iter().filter_map(fixed_symbol));
         }
     }

@@ -1,6 +1,6 @@
 //! What an `If` tests, read back from the nodes that compute its condition: a comparison of two
 //! values (each a dim expression where the analysis knows it, else the value's name), through
-//! `Not`, `Cast` and `Identity`.
+//! `Not`, `Cast` and `Identity`, and `And`/`Or` of such.
 
 use super::super::condition::{Cmp, Condition, Operand};
 use super::Translator;
@@ -13,9 +13,16 @@ const MAX_STEPS: usize = 16;
 impl Translator<'_> {
     /// The condition of the `If` node (its first input), when it is not a size only a run knows.
     pub(super) fn if_condition(&self, node: &InferenceNode) -> Option<Condition> {
-        let mut outlet = *node.inputs.first()?;
+        let condition = self.condition_at(*node.inputs.first()?, &mut 0)?;
+        (!condition.on_symbols(&|s| self.table.minted(s))).then_some(condition)
+    }
+
+    /// The condition a boolean value holds, following at most [`MAX_STEPS`] nodes in all (`steps`
+    /// counts them across the parts of an `And` or `Or`).
+    fn condition_at(&self, mut outlet: OutletId, steps: &mut usize) -> Option<Condition> {
         let mut negated = false;
-        for _ in 0..MAX_STEPS {
+        while *steps < MAX_STEPS {
+            *steps += 1;
             let producer = self.source.node(outlet.node);
             let is_input = self.source.inputs.contains(&outlet);
             let op_type = if is_input { String::new() } else { self.op_type(producer) };
@@ -34,6 +41,19 @@ impl Translator<'_> {
                     outlet = producer.inputs[0];
                     continue;
                 }
+                "And" | "Or" if producer.inputs.len() == 2 => {
+                    let scalar = |o: &OutletId| self.fact_of(*o).is_some_and(|f| f.shape.volume().as_i64() == Some(1));
+                    let parts: Option<Vec<Condition>> = if producer.inputs.iter().all(scalar) {
+                        producer.inputs.iter().map(|&i| self.condition_at(i, steps)).collect()
+                    } else {
+                        None
+                    };
+                    match parts {
+                        Some(parts) if op_type == "And" => Condition::All(parts),
+                        Some(parts) => Condition::Any(parts),
+                        None => Condition::Flag { name: self.value_name(outlet), negated: false },
+                    }
+                }
                 op => match Cmp::of_op(op) {
                     Some(cmp) if producer.inputs.len() == 2 => {
                         Condition::Compare(self.operand(producer.inputs[0]), cmp, self.operand(producer.inputs[1]))
@@ -41,8 +61,7 @@ impl Translator<'_> {
                     _ => Condition::Flag { name: self.value_name(outlet), negated: false },
                 },
             };
-            let condition = if negated { condition.negated() } else { condition };
-            return (!condition.on_symbols(|s| self.table.minted(s))).then_some(condition);
+            return Some(if negated { condition.negated() } else { condition });
         }
         None
     }

@@ -107,6 +107,15 @@ pub(super) fn is_polynomial(dim: &TDim) -> bool {
     true
 }
 
+/// Whether `symbol` appears in the facts of a node before `from` (a dim the model had before the
+/// node being translated, not one its translation minted).
+fn known_before(target: &TypedModel, from: usize, symbol: &Symbol) -> bool {
+    target.nodes[..from.min(target.nodes.len())]
+        .iter()
+        .flat_map(|n| n.outputs.iter())
+        .any(|o| o.fact.shape.iter().any(|d| d.symbols().contains(symbol)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,13 +130,4 @@ mod tests {
         assert!(!p("N/2"));
         assert!(!p("max(N,1)*C"));
     }
-}
-
-/// Whether `symbol` appears in the facts of a node before `from` (a dim the model had before the
-/// node being translated, not one its translation minted).
-fn known_before(target: &TypedModel, from: usize, symbol: &Symbol) -> bool {
-    target.nodes[..from.min(target.nodes.len())]
-        .iter()
-        .flat_map(|n| n.outputs.iter())
-        .any(|o| o.fact.shape.iter().any(|d| d.symbols().contains(symbol)))
 }
