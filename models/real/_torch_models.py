@@ -294,6 +294,51 @@ def yolov8():
     return write_model("yolov8_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs, ref)
 
 
+def yolov8_nms():
+    import ultralytics
+    import yaml
+    from ultralytics import YOLO
+    from ultralytics.nn.tasks import yaml_model_load
+
+    rng = seeded(0)
+    # The network of yolov8() (yolov8n.yaml at width 0.0625, 4 classes) exported with its NMS in the
+    # graph. Default initialisation makes every anchor score alike (the variance dies out over the
+    # layers), which leaves the order of equal scores to the runtime; convolutions drawn with
+    # He-normal weights (the DFL projection kept) and class biases N(0, 1) give distinct scores.
+    cfg = yaml_model_load("yolov8n.yaml")
+    cfg = {k: v for k, v in cfg.items() if k not in ("yaml_file", "scale")}
+    cfg["scales"] = {"n": [0.33, 0.0625, 1024]}
+    cfg["nc"] = 4
+    inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "yolov8n.yaml")  # the file name selects scale "n"
+        with open(path, "w") as f:
+            yaml.safe_dump(cfg, f)
+        yolo = YOLO(path)
+        head = yolo.model.model[-1]
+        for module in yolo.model.modules():
+            if isinstance(module, torch.nn.Conv2d) and module is not head.dfl.conv:
+                torch.nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        for branch in head.cv3:
+            torch.nn.init.normal_(branch[-1].bias, 0.0, 1.0)
+        out = yolo.export(format="onnx", dynamic=True, simplify=False, imgsz=64, device="cpu", verbose=False,
+                          nms=True)
+        with open(out, "rb") as f:
+            onnx_bytes = f.read()
+        os.remove(out)
+    import onnx
+    opset = onnx.load_from_string(onnx_bytes).opset_import[0].version
+    what = ("YOLOv8 detector with its post-processing in the graph (ultralytics yolov8n.yaml, width multiplier "
+            "0.0625, 4 classes, random init): the network of yolov8_ultralytics, then score threshold 0.25 "
+            "(NonZero, GatherND), NonMaxSuppression (IoU 0.7) and ScatterND into a padded [batch, 300, 6] "
+            "of boxes, score and class; dynamic batch, height and width (multiples of 32)")
+    exporter = (f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True, nms=True) -> "
+                f"torch.onnx legacy (TorchScript) {TORCH_VERSION} opset {opset}")
+    # No framework reference: ultralytics' eager NMS differs from the graph's in the order of ties
+    # only, so the committed outputs are onnxruntime's (at two sizes, as for every export).
+    return write_model("yolov8_nms_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs)
+
+
 def timm_vit():
     import timm
 
@@ -698,6 +743,7 @@ BUILDERS = {
     "vit_torch_dynamo": vit,
     "speech2text_torch_legacy": speech2text,
     "yolov8_ultralytics": yolov8,
+    "yolov8_nms_ultralytics": yolov8_nms,
     "timm_vit_dynamo": timm_vit,
     "timm_efficientnet_same_legacy": timm_efficientnet,
     "faster_rcnn_torch_legacy": faster_rcnn,

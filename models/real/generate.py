@@ -60,6 +60,7 @@ MODELS = [
     ("vit_torch_dynamo", "torch"),
     ("speech2text_torch_legacy", "torch"),
     ("yolov8_ultralytics", "torch"),
+    ("yolov8_nms_ultralytics", "torch"),
     ("timm_vit_dynamo", "torch"),
     ("timm_efficientnet_same_legacy", "torch"),
     ("faster_rcnn_torch_legacy", "torch"),
