@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::minted_in;
 use prost::Message;
 use sliceops::onnx::proto;
 use sliceops::Model;
@@ -217,23 +218,6 @@ fn non_max_suppression_keeps_what_onnxruntime_keeps() {
     // max_output_boxes_per_class = 0, which ONNX defines as no output (tract's own op kept every box).
     check_case("nms_many_boxes");
     check_case("nms_no_output");
-}
-
-/// `name min..max <= at_most` of each symbol a node of the model `bytes` mints, with `assume`.
-fn minted_in(bytes: &[u8], assume: &[&str]) -> Vec<String> {
-    let mut m = Model::load_bytes(bytes).unwrap();
-    for a in assume {
-        m.assume(a).unwrap();
-    }
-    let a = m.analyse().unwrap();
-    a.symbols
-        .iter()
-        .filter(|s| matches!(s.origin, sliceops::Origin::Node { .. }))
-        .map(|s| {
-            let at_most = s.at_most.as_ref().map(sliceops::format_dim).unwrap_or_default();
-            format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
-        })
-        .collect()
 }
 
 #[test]

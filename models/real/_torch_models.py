@@ -258,85 +258,81 @@ def speech2text():
                        references(module, inputs))
 
 
-def yolov8():
-    import onnx
-    import ultralytics
+def yolov8_export(prepare=None, **options):
+    """ultralytics' own yolov8.yaml at scale n, with the width multiplier cut from 0.25 to 0.0625 and
+    4 classes to keep the file small; built from the yaml with random weights, `prepare(yolo)` applied,
+    then exported (dynamic batch, height and width; `options` passed to the export). Returns the YOLO
+    object and the ONNX bytes."""
     import yaml
     from ultralytics import YOLO
     from ultralytics.nn.tasks import yaml_model_load
 
-    rng = seeded(0)
-    # ultralytics' own yolov8.yaml at scale n, with the width multiplier cut from 0.25 to
-    # 0.0625 and 4 classes to keep the file small; built from the yaml, random weights.
     cfg = yaml_model_load("yolov8n.yaml")
     cfg = {k: v for k, v in cfg.items() if k not in ("yaml_file", "scale")}
     cfg["scales"] = {"n": [0.33, 0.0625, 1024]}
     cfg["nc"] = 4
-    inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "yolov8n.yaml")  # the file name selects scale "n"
         with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
         yolo = YOLO(path)
-        out = yolo.export(format="onnx", dynamic=True, simplify=False, imgsz=64, device="cpu", verbose=False)
+        if prepare is not None:
+            prepare(yolo)
+        out = yolo.export(format="onnx", dynamic=True, simplify=False, imgsz=64, device="cpu", verbose=False,
+                          **options)
         with open(out, "rb") as f:
             onnx_bytes = f.read()
         os.remove(out)
+    return yolo, onnx_bytes
+
+
+def yolov8_exporter(onnx_bytes, options):
+    import onnx
+    import ultralytics
+
+    opset = onnx.load_from_string(onnx_bytes).opset_import[0].version
+    return (f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True{options}) -> "
+            f"torch.onnx legacy (TorchScript) {TORCH_VERSION} opset {opset}")
+
+
+def yolov8():
+    rng = seeded(0)
+    inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
+    yolo, onnx_bytes = yolov8_export()
     # the exported network in eval mode: its first output is the exported one
     ref = {s: [yolo.model.eval()(torch.from_numpy(feeds["images"]))[0].detach().numpy()]
            for s, feeds in inputs.items()}
-    opset = onnx.load_from_string(onnx_bytes).opset_import[0].version
     what = ("YOLOv8 detector (ultralytics yolov8n.yaml, width multiplier 0.0625, 4 classes, random init): "
             "C2f backbone with stride 32, SPPF, nearest x2 upsampling + concat neck, DFL box head with "
             "anchors made from the feature-map sizes; dynamic batch, height and width (multiples of 32)")
-    exporter = (f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True) -> "
-                f"torch.onnx legacy (TorchScript) {TORCH_VERSION} opset {opset}")
-    return write_model("yolov8_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs, ref)
+    return write_model("yolov8_ultralytics", "yolov8", yolov8_exporter(onnx_bytes, ""), what, onnx_bytes, inputs,
+                       ref)
 
 
 def yolov8_nms():
-    import ultralytics
-    import yaml
-    from ultralytics import YOLO
-    from ultralytics.nn.tasks import yaml_model_load
-
     rng = seeded(0)
-    # The network of yolov8() (yolov8n.yaml at width 0.0625, 4 classes) exported with its NMS in the
-    # graph. Default initialisation makes every anchor score alike (the variance dies out over the
-    # layers), which leaves the order of equal scores to the runtime; convolutions drawn with
-    # He-normal weights (the DFL projection kept) and class biases N(0, 1) give distinct scores.
-    cfg = yaml_model_load("yolov8n.yaml")
-    cfg = {k: v for k, v in cfg.items() if k not in ("yaml_file", "scale")}
-    cfg["scales"] = {"n": [0.33, 0.0625, 1024]}
-    cfg["nc"] = 4
     inputs = image_inputs(rng, "images", {"a": (1, 64, 96), "b": (2, 96, 64)})
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "yolov8n.yaml")  # the file name selects scale "n"
-        with open(path, "w") as f:
-            yaml.safe_dump(cfg, f)
-        yolo = YOLO(path)
+
+    def distinct_scores(yolo):
+        # Default initialisation makes every anchor score alike (the variance dies out over the
+        # layers), which leaves the order of equal scores to the runtime; convolutions drawn with
+        # He-normal weights (the DFL projection kept) and class biases N(0, 1) give distinct scores.
         head = yolo.model.model[-1]
         for module in yolo.model.modules():
             if isinstance(module, torch.nn.Conv2d) and module is not head.dfl.conv:
                 torch.nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
         for branch in head.cv3:
             torch.nn.init.normal_(branch[-1].bias, 0.0, 1.0)
-        out = yolo.export(format="onnx", dynamic=True, simplify=False, imgsz=64, device="cpu", verbose=False,
-                          nms=True)
-        with open(out, "rb") as f:
-            onnx_bytes = f.read()
-        os.remove(out)
-    import onnx
-    opset = onnx.load_from_string(onnx_bytes).opset_import[0].version
+
+    _, onnx_bytes = yolov8_export(distinct_scores, nms=True)
     what = ("YOLOv8 detector with its post-processing in the graph (ultralytics yolov8n.yaml, width multiplier "
             "0.0625, 4 classes, random init): the network of yolov8_ultralytics, then score threshold 0.25 "
             "(NonZero, GatherND), NonMaxSuppression (IoU 0.7) and ScatterND into a padded [batch, 300, 6] "
             "of boxes, score and class; dynamic batch, height and width (multiples of 32)")
-    exporter = (f"ultralytics {ultralytics.__version__} export(format='onnx', dynamic=True, nms=True) -> "
-                f"torch.onnx legacy (TorchScript) {TORCH_VERSION} opset {opset}")
     # No framework reference: ultralytics' eager NMS differs from the graph's in the order of ties
     # only, so the committed outputs are onnxruntime's (at two sizes, as for every export).
-    return write_model("yolov8_nms_ultralytics", "yolov8", exporter, what, onnx_bytes, inputs)
+    return write_model("yolov8_nms_ultralytics", "yolov8", yolov8_exporter(onnx_bytes, ", nms=True"), what,
+                       onnx_bytes, inputs)
 
 
 def timm_vit():

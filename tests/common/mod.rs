@@ -29,6 +29,24 @@ pub fn inferred(bytes: &[u8], names: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// The sizes the nodes of the model `bytes` mint, with their bounds, under the assumptions `assume`:
+/// `name min..max <= at_most`.
+pub fn minted_in(bytes: &[u8], assume: &[&str]) -> Vec<String> {
+    let mut m = sliceops::Model::load_bytes(bytes).unwrap();
+    for a in assume {
+        m.assume(a).unwrap();
+    }
+    let a = m.analyse().unwrap();
+    a.symbols
+        .iter()
+        .filter(|s| matches!(s.origin, sliceops::Origin::Node { .. }))
+        .map(|s| {
+            let at_most = s.at_most.as_ref().map(sliceops::format_dim).unwrap_or_default();
+            format!("{} {:?}..{:?} <= {at_most}", s.name, s.min, s.max)
+        })
+        .collect()
+}
+
 /// The error loading or typing the model `bytes`, as text (panics if it is accepted).
 pub fn load_error(bytes: &[u8]) -> String {
     match sliceops::Model::load_bytes(bytes).and_then(|m| m.typed()) {
