@@ -212,24 +212,25 @@ fn a_carried_value_may_grow() {
 }
 
 /// The pattern of torchvision's mask and keypoint pasting: `acc` starts empty (`x[0:0]`, of shape
-/// `[0, n]`) and every iteration of a loop counted by `x`'s rows appends row `i` twice.
-fn appending_rows() -> Vec<u8> {
+/// `[0, n]`) and every iteration of a loop counted by `x`'s rows appends row `i` twice. With `until`,
+/// the body's condition is the graph input `go` (one iteration when it is false), else `true`.
+fn appending_rows_of(until: bool) -> Vec<u8> {
     let body = Builder::new(13)
         .input("i", DataType::Int64, &[])
         .input("c", DataType::Bool, &[])
         .input("acc", DataType::Float, &[D::Unset, D::Unset])
         .init("yes", DataType::Bool, &[], vec![1])
         .init_i64("zero", &[0])
-        .node("Identity", "", "cond", &["yes"], &["c_out"], vec![])
+        .node("Identity", "", "cond", &[if until { "go" } else { "yes" }], &["c_out"], vec![])
         .node("Gather", "", "row", &["x", "i"], &["row"], vec![("axis", A::I(0))])
         .node("Unsqueeze", "", "unsq", &["row", "zero"], &["row1"], vec![])
         .node("Concat", "", "cat", &["acc", "row1", "row1"], &["acc_out"], vec![("axis", A::I(0))])
         .output("c_out")
         .output("acc_out")
         .graph("body");
-    Builder::new(13)
-        .input("x", DataType::Float, &[D::S("m"), D::S("n")])
-        .init_i64("zero", &[0])
+    let b = Builder::new(13).input("x", DataType::Float, &[D::S("m"), D::S("n")]);
+    let b = if until { b.input("go", DataType::Bool, &[]) } else { b };
+    b.init_i64("zero", &[0])
         .init_i64("first", &[0])
         .node("Slice", "", "empty", &["x", "zero", "zero", "first"], &["acc0"], vec![])
         .node("Shape", "", "shape", &["x"], &["sh"], vec![])
@@ -238,6 +239,10 @@ fn appending_rows() -> Vec<u8> {
         .node("Loop", "", "loop", &["M", "", "acc0"], &["acc"], vec![("body", A::G(body))])
         .output("acc")
         .bytes()
+}
+
+fn appending_rows() -> Vec<u8> {
+    appending_rows_of(false)
 }
 
 #[test]
@@ -249,6 +254,13 @@ fn a_carried_dim_growing_by_the_same_step_in_a_counted_loop_is_exact() {
     assert_eq!(run(&appending_rows(), vec![x]), [expected]);
     // No iteration: the empty start comes back.
     assert_eq!(run(&appending_rows(), vec![floats(&[0, 2], &[])]), [floats(&[0, 2], &[])]);
+    // A run-time condition may end it early: at most two rows per row of x.
+    let early = appending_rows_of(true);
+    assert_eq!(inferred(&early, &["acc"]), ["F32 [loop_0_0, n]"]);
+    assert_eq!(minted_in(&early, &[]), ["loop_0_0 Some(0)..Some(1000000000) <= 2*m"]);
+    let x = floats(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(run(&early, vec![x.clone(), tensor0(true)])[0].shape(), &[6, 2]);
+    assert_eq!(run(&early, vec![x, tensor0(false)])[0].shape(), &[2, 2]);
 }
 
 #[test]

@@ -155,6 +155,16 @@ impl Translator<'_> {
                         (Some(step), Some(trips)) if typed => {
                             (initial.clone() + trips.clone() * step.clone()).simplify()
                         }
+                        // Growing in a loop whose count a run decides: at most what the most
+                        // iterations it can make add.
+                        (Some(step), None) if typed && step.prove_positive_or_zero() => {
+                            let dim = fresh(format!("{i}_{axis}"));
+                            if let Some(most) = &most_trips {
+                                let bound = (initial.clone() + most.clone() * step.clone()).simplify();
+                                self.table.set_at_most(&dim.to_string(), bound);
+                            }
+                            dim
+                        }
                         _ => fresh(format!("{i}_{axis}")),
                     }
                 })
