@@ -1,5 +1,6 @@
 //! The kernel: executes a concrete [`View`](crate::view::View), on typed slices or tract tensors.
 
+mod activation;
 mod alloc;
 mod budget;
 mod conv;
@@ -14,6 +15,7 @@ mod softmax;
 mod stream;
 mod tensor;
 
+pub(crate) use activation::{gelu_tanh, hard_swish};
 pub use alloc::tune_allocator;
 #[cfg(test)]
 pub(crate) use budget::max_threads;
