@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """HardSwish and tanh-form Gelu: our `DefinedActivation` (src/plan/ops/activation.rs) against
-tract's kernels, with `sliceops bench`, in the same run.
+tract's kernels, and Softplus (`FusedSoftplus`, src/ops/math/softplus.rs) against tract-onnx's
+`Ln(Exp(x) + 1)`, with `sliceops bench`, in the same run.
 
     python3 benches/defined_activation.py BASELINE_BIN [OURS_BIN] [--rounds 7] [--runs 200]
 
-`BASELINE_BIN` is a sliceops binary built before `DefinedActivation` (its plan runs tract's
-`HardSwish` and `GeluApproximate` kernels); `OURS_BIN` defaults to target/release/sliceops.
+`BASELINE_BIN` is a sliceops binary built before `DefinedActivation` and `FusedSoftplus` (its plan
+runs tract's `HardSwish` and `GeluApproximate` kernels and tract-onnx's Softplus expansion); `OURS_BIN` defaults to target/release/sliceops.
 (`SLICEOPS_NO_REWRITES=1` does not take our kernels out of the plan, only the rewrites before
 code generation, so the baseline is another binary.)
 
 Rows:
-- one-node models (generated here, float32): `HardSwish` (opset 14) and `Gelu` with
-  `approximate = "tanh"` (opset 20) on [1,64,56,56] and [8,197,768], on inputs normal(0, 3) and on
+- one-node models (generated here, float32): `HardSwish` (opset 14), `Gelu` with
+  `approximate = "tanh"` (opset 20) and `Softplus` (opset 14) on [1,64,56,56] and [8,197,768], on
+  inputs normal(0, 3) and on
   the same with a quarter of the values moved below -3 (uniform in [-12, -3], where tract's tanh
   saturates short of -1);
 - the committed exports whose plan holds one of the two ops (models/real: `ocr_cls_rapidocr_wheel`:
@@ -88,7 +90,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         rows = []
-        for op in ["HardSwish", "Gelu"]:
+        for op in ["HardSwish", "Gelu", "Softplus"]:
             for shape in [[1, 64, 56, 56], [8, 197, 768]]:
                 model = tmp / f"{op}_{'x'.join(map(str, shape))}.onnx"
                 one_node(op, shape, model)

@@ -2,8 +2,9 @@
 //! where tract's kernels were wrong (issue 30): `HardSwish` of the largest floats is `x` (tract's
 //! gave `inf`), `Gelu` of a large negative `x` is `-0` (tract's `x * 3e-7`), NaN stays; and the plan
 //! runs them as `DefinedHardSwish` / `DefinedGeluTanh` (src/plan/ops/activation.rs), also for a
-//! decomposed hard swish (`Add`, `Clip`, `Mul`, `Div`). Expected values are the definitions' own, or
-//! their float64 value within a stated number of units in the last place.
+//! decomposed hard swish (`Add`, `Clip`, `Mul`, `Div`); `Softplus` of a large `x` is `x` (tract-onnx's
+//! `Ln(Exp(x) + 1)` gave `inf`), float32 as `FusedSoftplus`. Expected values are the definitions'
+//! own, or their float64 value within a stated number of units in the last place.
 
 mod common;
 
@@ -120,5 +121,50 @@ fn gelu_tanh_of_large_negative_inputs_is_minus_zero_and_close_to_float64_between
         let unit = if w == 0.0 { 2f64.powi(-149) } else { 2f64.powi(w.abs().log2().floor() as i32 - 23) };
         assert!((*g as f64 - w).abs() <= 4.0 * unit, "Gelu(tanh)({x}) = {g:e}, the function {w:e}");
         assert!(*g <= 0.0 || *x > 0.0, "Gelu(tanh)({x}) = {g:e}: the sign of x");
+    }
+}
+
+/// Softplus in float64, `max(x, 0) + ln(1 + exp(-|x|))`.
+fn softplus64(x: f64) -> f64 {
+    x.max(0.0) + (-x.abs()).exp().ln_1p()
+}
+
+#[test]
+fn softplus_of_large_inputs_is_x_and_of_negative_ones_keeps_its_precision() {
+    let model = unary("Softplus", 13, vec![]);
+    let xs = [MAX, 1e30, 100.0, 88.75, INF, -INF, NAN, -MAX, -100.0];
+    // x where exp(x) overflowed (tract-onnx's ln(exp(x) + 1) gave inf); +0 for -inf; below about
+    // -87.3 the value (3.7e-44 at -100) is subnormal: flushed to +0.
+    let want = [MAX, 1e30, 100.0, 88.75, INF, 0.0, NAN, 0.0, 0.0];
+    let (got, ops) = run(&model, &xs);
+    assert_identical("Softplus", &got, &want);
+    assert!(ops.iter().any(|o| o == "FusedSoftplus"), "{ops:?}");
+    // Between: within 2 units of float32 of the function (-20: 2.06e-9, where ln(exp(x) + 1) in
+    // float32 gives 0).
+    let xs: Vec<f32> = (0..=2000).map(|i| -80.0 + i as f32 * 0.09).chain([0.0, -0.0, -20.0]).collect();
+    let (got, _) = run(&model, &xs);
+    for (x, g) in xs.iter().zip(&got) {
+        let w = softplus64(*x as f64);
+        let unit = 2f64.powi(w.log2().floor() as i32 - 23);
+        assert!((*g as f64 - w).abs() <= 2.0 * unit, "Softplus({x}) = {g:e}, the function {w:e}");
+    }
+}
+
+#[test]
+fn softplus_of_doubles_is_the_stable_form() {
+    let model = Builder::new(13)
+        .input("x", DataType::Double, &[D::S("N")])
+        .node("Softplus", "", "op", &["x"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&model).unwrap();
+    let xs = [1000.0f64, 800.0, -800.0, 0.0, -20.0, 3.5];
+    let out = m.run(vec![tensor1(&xs)]).unwrap().remove(0).1;
+    let got = out.try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
+    assert_eq!(got[..4], [1000.0, 800.0, 0.0, std::f64::consts::LN_2]);
+    // tract's element-wise ops, ln(1 + e) with 1 + e rounded first: within an ulp of 1.
+    for (x, g) in xs.iter().zip(&got).skip(4) {
+        let w = softplus64(*x);
+        assert!((g - w).abs() <= f64::EPSILON * (1.0 + w), "Softplus({x}) = {g:e}, the function {w:e}");
     }
 }

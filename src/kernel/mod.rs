@@ -12,6 +12,7 @@ mod layer_norm;
 mod matmul;
 mod resample;
 mod softmax;
+mod softplus;
 mod stream;
 mod tensor;
 
@@ -27,6 +28,7 @@ pub(crate) use layer_norm::layer_norm_rows;
 pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS, ROWS};
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
+pub(crate) use softplus::{softplus_in_place, softplus_into};
 pub(crate) use tensor::check_allocation;
 pub use tensor::execute;
 pub(crate) use tensor::representable;
