@@ -1,5 +1,6 @@
 //! The kernel: executes a concrete [`View`](crate::view::View), on typed slices or tract tensors.
 
+mod activation;
 mod alloc;
 mod budget;
 mod conv;
@@ -11,9 +12,11 @@ mod layer_norm;
 mod matmul;
 mod resample;
 mod softmax;
+mod softplus;
 mod stream;
 mod tensor;
 
+pub(crate) use activation::{gelu_tanh, hard_swish};
 pub use alloc::tune_allocator;
 #[cfg(test)]
 pub(crate) use budget::max_threads;
@@ -25,6 +28,7 @@ pub(crate) use layer_norm::layer_norm_rows;
 pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS, ROWS};
 pub(crate) use resample::{resample_axis, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
+pub(crate) use softplus::{softplus_in_place, softplus_into};
 pub(crate) use tensor::check_allocation;
 pub use tensor::execute;
 pub(crate) use tensor::representable;

@@ -47,6 +47,8 @@
 //!   [`selu`](super::math::selu));
 //! - `Softmax`: float16 rounded where numpy rounds (tract multiplied by a rounded reciprocal;
 //!   [`softmax`](super::math::softmax));
+//! - `Softplus`: `max(x, 0) + ln(1 + exp(-|x|))`, float32 as one op on our kernel (tract-onnx's
+//!   `Ln(Exp(x) + 1)` gave `inf` past `x = 88.7`; [`softplus`](super::math::softplus));
 //! - `SpaceToDepth`: `mode="CRD"` (tract moved blocks in the default DCR order whatever the mode);
 //! - `Swish`: with its `alpha` (tract ran every Swish as SiLU, alpha 1);
 //! - `Reshape`: `-1` over symbolic sums, volumes equal under a requirement;
@@ -115,6 +117,7 @@ pub(crate) fn register(onnx: &mut Onnx) {
         onnx.op_register.insert(op, math::reduce::reduce);
     }
     onnx.op_register.insert("Softmax", math::softmax::softmax);
+    onnx.op_register.insert("Softplus", math::softplus::softplus);
     onnx.op_register.insert("SpaceToDepth", array::space_to_depth::space_to_depth);
     onnx.op_register.insert("Squeeze", array::squeeze::squeeze);
     onnx.op_register.insert("Swish", math::swish::swish);

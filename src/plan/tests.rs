@@ -51,7 +51,8 @@ fn relu_chain(nodes: usize) -> Vec<u8> {
 
 /// The model without node names (tract names new nodes in an order that varies from run to run):
 /// each node's inputs, op and output facts, and the model's inputs and outputs. The ops our kernels
-/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`, `NanActivation`) are shown as the tract op
+/// run in the plan (`AxisSoftmax`, `RowResize`, `PlaneMaxPool`, `CubePow`, `BroadcastBin`, `NanActivation`,
+/// `DefinedActivation`) are shown as the tract op
 /// each one replaces.
 fn structure(model: &TypedModel) -> String {
     let mut text = format!("inputs {:?} outputs {:?}\n", model.inputs, model.outputs);
@@ -69,6 +70,8 @@ fn structure(model: &TypedModel) -> String {
             format!("{:?}", bin.stock)
         } else if let Some(sigmoid) = node.op_as::<super::ops::NanActivation>() {
             format!("{:?}", sigmoid.stock)
+        } else if let Some(defined) = node.op_as::<super::ops::DefinedActivation>() {
+            format!("{:?}", defined.stock)
         } else {
             format!("{:?}", node.op)
         };

@@ -14,5 +14,6 @@ pub(crate) mod reduce;
 pub(crate) mod selu;
 pub(crate) mod sized_generators;
 pub(crate) mod softmax;
+pub(crate) mod softplus;
 pub(crate) mod swiglu;
 pub(crate) mod swish;

@@ -5,13 +5,16 @@
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
 //! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]). Float32 max, min
 //! and sigmoid that would drop NaN run as [`ScalarSteps`], [`PairExtremum`] and [`NanActivation`]
-//! (sigmoid and tanh), which keep it, as do float `ReduceMax`/`ReduceMin` ([`NanReduce`]).
+//! (sigmoid and tanh), which keep it, as do float `ReduceMax`/`ReduceMin` ([`NanReduce`]); float32
+//! `HardSwish` and tanh-form `Gelu` run as [`DefinedActivation`], the definition where tract's
+//! kernels overflow or cancel.
 //! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
 //! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
 //! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
 //! `passes::layer_norm` and `passes::small_matmul`), with the weights, bias, clamp or scale they take
 //! inside.
 
+pub(crate) mod activation;
 pub(crate) mod broadcast;
 pub(crate) mod conv;
 pub(crate) mod exact_div;
@@ -39,6 +42,7 @@ use crate::slicing::PlannedView;
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
 
 pub(crate) use crate::ops::nn::row_layer_norm::RowLayerNorm;
+pub(crate) use activation::DefinedActivation;
 pub(crate) use broadcast::BroadcastBin;
 pub(crate) use conv::DirectConv;
 pub(crate) use exact_div::ExactDiv;
@@ -72,6 +76,8 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             let Some(&input) = node.inputs.first() else { continue };
             let fact = model.outlet_fact(input)?;
             if let Some(op) = CubePow::replacing(ew) {
+                Some(Box::new(op) as _)
+            } else if let Some(op) = DefinedActivation::replacing(ew, fact) {
                 Some(Box::new(op) as _)
             } else {
                 NanActivation::replacing(ew, fact).map(|op| Box::new(op) as _)

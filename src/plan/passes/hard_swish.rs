@@ -6,9 +6,11 @@
 //! classifier's time, where its own `HardSwish` op is one vectorized pass (`x * max(0, min(1, x/6 +
 //! 1/2))`). The rewrite is on the decluttered model, before code generation, on float32 only:
 //! `Add(x, 3)`, then `Max(·, 0)` and `Min(·, 6)` in either order, `Mul` by `x`, then `Mul` by 1/6 or
-//! `Div` by 6, each value read by the next node only. The result can differ from the decomposed
-//! form's in the last bit (the two round differently), which is why it is a rewrite of the plan and
-//! not of the graph `infer` and `fold` see.
+//! `Div` by 6, each value read by the next node only. After code generation the op runs as our
+//! [`crate::plan::ops::DefinedActivation`], `x * clamp(x/6 + 1/2, 0, 1)`: the result can differ from
+//! the decomposed form's in the last bit (the two round differently), and past `f32::MAX / 6`, where
+//! the graph's `x * 6` overflows to `inf`, it is `x` (the function's value), which is why it is a
+//! rewrite of the plan and not of the graph `infer` and `fold` see.
 
 use tract_onnx::prelude::*;
 
