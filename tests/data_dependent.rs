@@ -84,7 +84,7 @@ fn intermediate_values_of_faster_rcnn_asked_alone_run() {
     // Each value made the only output: sizes bound by nodes its own computation does not read must
     // still be bound, and nothing else the full model computes may be scheduled (issue 34: `node
     // '/m/roi_heads/box_roi_pool/ScatterElements': precursor ... Expand not done`). onnxruntime's
-    // values: tests/data_dependent/intermediates.py.
+    // values: tests/intermediate_outputs/generate.py.
     const VALUES: &[&str] = &[
         "/m/roi_heads/Reshape_6_output_0",
         "/m/roi_heads/Shape_3_output_0",
@@ -92,6 +92,7 @@ fn intermediate_values_of_faster_rcnn_asked_alone_run() {
         "/m/roi_heads/box_roi_pool/Gather_8_output_0",
     ];
     let real = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/real/faster_rcnn_torch_legacy");
+    let expected = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/intermediate_outputs/faster_rcnn/expected");
     let bytes = std::fs::read(real.join("model.onnx")).unwrap();
     for value in VALUES {
         let mut model = proto::ModelProto::decode(&*bytes).unwrap();
@@ -104,8 +105,7 @@ fn intermediate_values_of_faster_rcnn_asked_alone_run() {
             let outputs = m.run(vec![image]).unwrap_or_else(|e| panic!("{value} at size {size}: {e:#}"));
             assert_eq!(outputs.len(), 1);
             assert_eq!(outputs[0].0, *value);
-            let want =
-                sliceops::npy::read_npy(&dir("faster_rcnn_intermediates/expected").join(size).join(&file)).unwrap();
+            let want = sliceops::npy::read_npy(&expected.join(size).join(&file)).unwrap();
             if let Err(e) = sliceops::report::compare(&outputs[0].1, &want) {
                 panic!("{value} at size {size}: {e}");
             }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes tests/data_dependent/faster_rcnn_intermediates/expected/<size>/: onnxruntime's values of
+"""Writes tests/intermediate_outputs/faster_rcnn/expected/<size>/: onnxruntime's values of
 intermediate values of the committed Faster R-CNN export (models/real/faster_rcnn_torch_legacy), each
 made the model's only output, on that export's inputs at both sizes.
 
-    python3 tests/data_dependent/intermediates.py
+    python3 tests/intermediate_outputs/generate.py
 
 tests/data_dependent.rs asks sliceops for each value alone (the model's outputs replaced by it) and
 compares. These values need sizes bound by nodes their own computation does not read (issue 34: a plan
@@ -33,7 +33,7 @@ def file_name(value):
 
 
 def main():
-    folder = os.path.join(HERE, "faster_rcnn_intermediates")
+    folder = os.path.join(HERE, "faster_rcnn")
     shutil.rmtree(folder, ignore_errors=True)
     for value in VALUES:
         m = onnx.load(os.path.join(MODEL, "model.onnx"))
