@@ -81,6 +81,40 @@ fn the_shape_of_a_nonzero_as_the_graph_output_runs() {
 }
 
 #[test]
+fn intermediate_values_of_faster_rcnn_asked_alone_run() {
+    // Each value made the only output: sizes bound by nodes its own computation does not read must
+    // still be bound, and nothing else the full model computes may be scheduled (issue 34: `node
+    // '/m/roi_heads/box_roi_pool/ScatterElements': precursor ... Expand not done`). onnxruntime's
+    // values: tests/intermediate_outputs/generate.py.
+    const VALUES: &[&str] = &[
+        "/m/roi_heads/Reshape_6_output_0",
+        "/m/roi_heads/Shape_3_output_0",
+        "/m/roi_heads/box_roi_pool/Cast_2_output_0",
+        "/m/roi_heads/box_roi_pool/Gather_8_output_0",
+    ];
+    let real = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/real/faster_rcnn_torch_legacy");
+    let expected = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/intermediate_outputs/faster_rcnn/expected");
+    let bytes = std::fs::read(real.join("model.onnx")).unwrap();
+    for value in VALUES {
+        let mut model = proto::ModelProto::decode(&*bytes).unwrap();
+        let graph = model.graph.as_mut().unwrap();
+        graph.output = vec![proto::ValueInfoProto { name: Some(value.to_string()), ..Default::default() }];
+        let m = Model::load_bytes_in(&model.encode_to_vec(), Some(&real)).unwrap();
+        let file = format!("{}.npy", value.trim_start_matches('/').replace('/', "__"));
+        for size in ["a", "b"] {
+            let image = sliceops::npy::read_npy(&real.join("inputs").join(size).join("image.npy")).unwrap();
+            let outputs = m.run(vec![image]).unwrap_or_else(|e| panic!("{value} at size {size}: {e:#}"));
+            assert_eq!(outputs.len(), 1);
+            assert_eq!(outputs[0].0, *value);
+            let want = sliceops::npy::read_npy(&expected.join(size).join(&file)).unwrap();
+            if let Err(e) = sliceops::report::compare(&outputs[0].1, &want) {
+                panic!("{value} at size {size}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
 fn outputs_computed_from_a_count_alone_run() {
     // The NonZero is needed only through its Shape: Expand, ConstantOfShape and Range to its count.
     check_case("nonzero_count_expanded");

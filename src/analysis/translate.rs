@@ -136,6 +136,7 @@ pub(super) fn translate(
         partial: HashMap::new(),
         dims: HashSet::new(),
         names: super::splice::Names::default(),
+        scoped: Default::default(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -191,6 +192,8 @@ struct Translator<'a> {
     dims: HashSet<TDim>,
     /// The names of the target's nodes.
     names: super::splice::Names,
+    /// Each node typed against the assertions about its inputs' symbols only.
+    scoped: crate::dims::scoped::ScopedAssertions,
 }
 
 impl Translator<'_> {
@@ -477,14 +480,20 @@ impl Translator<'_> {
             let mut outlet = outlet;
             if let Some(k) = fact.konst.as_ref().filter(|k| k.datum_type().is_tdim() && k.rank() <= 1) {
                 let values = crate::dims::dims_of(k)?;
-                let neat: Vec<TDim> = values.iter().map(crate::dims::tidy_checked).collect();
+                let mentioned = crate::dims::scoped::symbols_of_facts([&fact]);
+                let scope = self.target.symbols.clone();
+                let neat: Vec<TDim> =
+                    self.scoped.run(&scope, &mentioned, || values.iter().map(crate::dims::tidy_checked).collect());
                 if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
                 {
                     let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
                     outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
                 }
             }
-            let shape: TVec<TDim> = fact.shape.iter().map(crate::dims::tidy_checked).collect();
+            let mentioned = crate::dims::scoped::symbols_of_facts([&fact]);
+            let scope = self.target.symbols.clone();
+            let shape: TVec<TDim> =
+                self.scoped.run(&scope, &mentioned, || fact.shape.iter().map(crate::dims::tidy_checked).collect());
             if &*shape != fact.shape.dims() {
                 let op = AssumeShape { shape, requirement: String::new() };
                 let node = self.target.unique_name(format!("{name}.tidy"));
@@ -877,12 +886,16 @@ impl Translator<'_> {
         }
         let inputs_now: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
         let result = guard("translating the model", || {
-            let (source, names) = (self.source, &mut self.names);
+            let (source, names, scoped) = (self.source, &mut self.names, &mut self.scoped);
             let outlets =
                 super::splice::wire_alone(&mut self.target, names, &inputs_now, undecided, |scratch, wires| {
                     let mapping: HashMap<OutletId, OutletId> =
                         node.inputs.iter().copied().zip(wires.iter().copied()).collect();
-                    node.op.to_typed(source, node, scratch, &mapping)
+                    let facts =
+                        wires.iter().map(|w| scratch.outlet_fact(*w).cloned()).collect::<TractResult<Vec<_>>>()?;
+                    let mentioned = crate::dims::scoped::symbols_of_facts(&facts);
+                    let symbols = scratch.symbols.clone();
+                    scoped.run(&symbols, &mentioned, || node.op.to_typed(source, node, scratch, &mapping))
                 })?;
             ensure!(
                 outlets.len() == node.outputs.len(),

@@ -4,6 +4,7 @@
 
 pub(crate) mod poly;
 mod quasi;
+pub(crate) mod scoped;
 mod values;
 
 pub(crate) use quasi::smallest;

@@ -212,6 +212,12 @@ pub(crate) fn bind(model: &mut TypedModel, outputs: usize) -> TractResult<Vec<(u
         let set = ancestors.entry(binder).or_insert_with(|| ancestors_of(model, binder));
         !set.contains(&consumer)
     });
+    // Only nodes the outputs need take part: tract's memory-saving order follows every dependency it
+    // is given, and would schedule a node no output needs (its inputs never computed) once the size
+    // it waits for is bound (a graph whose outputs are intermediate values of a detector).
+    let outputs: Vec<usize> = model.outputs.iter().map(|o| o.node).collect();
+    let needed: HashSet<usize> = eval_order_for_nodes(&model.nodes, &inputs, &outputs, &deps)?.into_iter().collect();
+    deps.retain(|(consumer, _)| needed.contains(consumer));
     Ok(deps)
 }
 

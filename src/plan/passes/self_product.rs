@@ -11,6 +11,7 @@ use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::dummy::Dummy;
 use tract_onnx::tract_core::optim::{OptimizerSession, TypedPass};
 
+use crate::dims::scoped::{symbols_of_facts, ScopedAssertions};
 use crate::plan::ops::SelfProduct;
 
 /// tract's `declutter` pass (each node's own declutter rule, node by node), except that an integer
@@ -19,6 +20,8 @@ use crate::plan::ops::SelfProduct;
 pub(crate) struct Declutter {
     /// The node the next sweep starts at (tract's pass looks at a patched node again).
     next: usize,
+    /// Each node's rule is proved against the assertions about its own symbols.
+    assertions: ScopedAssertions,
 }
 
 impl fmt::Debug for Declutter {
@@ -40,10 +43,13 @@ impl TypedPass for Declutter {
             }
             let patch = match squared(model, node)? {
                 Some(x) => Some(TypedModelPatch::replace_single_op(model, node, &[x], SelfProduct)?),
-                None => node
-                    .op
-                    .declutter_with_session(session, model, node)
-                    .with_context(|| format!("declutter node {node}"))?,
+                None => {
+                    let facts = model.node_input_facts(node.id)?;
+                    let mentioned = symbols_of_facts(facts.into_iter().chain(node.outputs.iter().map(|o| &o.fact)));
+                    self.assertions
+                        .run(&model.symbols, &mentioned, || node.op.declutter_with_session(session, model, node))
+                        .with_context(|| format!("declutter node {node}"))?
+                }
             };
             if let Some(mut patch) = patch {
                 patch.push_context(format!("declutter {node}"));
