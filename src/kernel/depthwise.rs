@@ -575,7 +575,7 @@ mod tests {
         // Input (1, 3) reaches outputs (0..3, 2..5) of channel 0.
         assert!(out[2].is_nan() && out[10 + 3].is_nan() && out[20 + 4].is_nan());
         assert!(out.iter().filter(|v| !v.is_nan()).all(|&v| (0.0..=6.0).contains(&v)));
-        assert!(out.iter().any(|&v| v == 0.0) && out.iter().any(|&v| v == 6.0));
+        assert!(out.contains(&0.0) && out.contains(&6.0));
     }
 
     /// The path's choice: strides of the columns 1 and 2; a dilated kernel reading padding for most
