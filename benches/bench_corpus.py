@@ -81,7 +81,7 @@ class Batched:
         self.module = Wrap(model)
 
 
-def export(name: str, spec, torch, onnx, ort) -> dict:
+def export(name: str, spec, torch, onnx, ort, batches=BATCHES) -> dict:
     kind, what, chw, builder = spec
     torch.manual_seed(0)
     model = build(builder).eval()
@@ -89,7 +89,7 @@ def export(name: str, spec, torch, onnx, ort) -> dict:
     module = Batched(model).module if detector else model
     entry = {"name": name, "kind": kind, "description": f"torchvision {builder}, random weights: {what}",
              "batches": {}}
-    for batch in BATCHES:
+    for batch in batches:
         folder = OUT / name / f"b{batch}"
         if folder.exists():
             shutil.rmtree(folder)
@@ -113,14 +113,14 @@ def export(name: str, spec, torch, onnx, ort) -> dict:
     return entry
 
 
-def on_disk(name: str) -> dict | None:
+def on_disk(name: str, batches=BATCHES) -> dict | None:
     """The manifest entry of a model already written (every batch's folder complete), else None."""
     import onnx
 
     kind, what, chw, builder = MODELS[name]
     entry = {"name": name, "kind": kind, "description": f"torchvision {builder}, random weights: {what}",
              "batches": {}}
-    for batch in BATCHES:
+    for batch in batches:
         folder = OUT / name / f"b{batch}"
         path = folder / "model.onnx"
         if not (path.exists() and (folder / "inputs" / "x.npy").exists()):
@@ -137,6 +137,7 @@ def main() -> int:
     p.add_argument("--only", default="", help="comma-separated model names")
     p.add_argument("--list", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the models already written in full")
+    p.add_argument("--batches", default="1,8", help="comma-separated batch sizes (default 1,8)")
     args = p.parse_args()
     if args.list:
         for name, spec in MODELS.items():
@@ -148,6 +149,12 @@ def main() -> int:
     import torchvision
 
     names = [n for n in MODELS if not args.only or n in args.only.split(",")]
+    try:
+        batches = tuple(int(b) for b in args.batches.split(","))
+    except ValueError:
+        sys.exit(f"error: --batches {args.batches!r}: comma-separated positive integers expected")
+    if not batches or min(batches) < 1:
+        sys.exit(f"error: --batches {args.batches!r}: comma-separated positive integers expected")
     unknown = set(args.only.split(",")) - set(MODELS) - {""}
     if unknown:
         sys.exit(f"error: unknown models {sorted(unknown)}")
@@ -158,8 +165,8 @@ def main() -> int:
     order = list(MODELS)
     for name in names:
         try:
-            entry = on_disk(name) if args.keep else None
-            made.append(entry or export(name, MODELS[name], torch, onnx, ort))
+            entry = on_disk(name, batches) if args.keep else None
+            made.append(entry or export(name, MODELS[name], torch, onnx, ort, batches))
         except Exception as e:  # noqa: BLE001 - reported, the other models still made
             print(f"error: {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         # Written after every model, so that an interrupted run keeps what it made.

@@ -111,6 +111,21 @@ SHAPES = [
     ("256-256 14 b8", 8, 256, 256, (14, 14), 3, 1, 1, 1, None),
 ]
 
+# 1x1 convolutions (`--set k1`): MobileNetV2's pointwise layers (expansions and projections, channels
+# 16-1280, maps 7-112), each at batch 1 and 8: a matrix product per image, which `SmallMatMul` takes
+# where one image's product is small enough (`src/plan/passes/small_matmul.rs`, `MAX_WORK`).
+K1_LAYERS = [
+    (32, 16, 112), (16, 96, 112), (96, 24, 56), (24, 144, 56), (144, 24, 56), (144, 32, 28), (32, 192, 28),
+    (192, 32, 28), (192, 64, 14), (64, 384, 14), (384, 64, 14), (384, 96, 14), (96, 576, 14), (576, 96, 14),
+    (576, 160, 7), (160, 960, 7), (960, 160, 7), (960, 320, 7), (320, 1280, 7),
+]
+K1_SHAPES = [
+    (f"k1 {ci}-{co} {hw}" + (f" b{n}" if n > 1 else ""), n, ci, co, (hw, hw), 1, 1, 1, 1, None)
+    for n in (1, 8)
+    for ci, co, hw in K1_LAYERS
+]
+SETS = {"main": SHAPES, "k1": K1_SHAPES}
+
 
 def pads_of(k: int, stride: int, dilation: int, pads) -> list[int]:
     if pads is not None:
@@ -205,11 +220,13 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=0.4, help="seconds of timed runs per measurement (at least 3 runs)")
     p.add_argument("--only", default="", help="comma-separated substrings of shape labels to run")
     p.add_argument("--quick", action="store_true", help="every third shape only")
+    p.add_argument("--set", choices=sorted(SETS), default="main",
+                   help="main: the whole parameter space (default); k1: 1x1 convolutions at batch 1 and 8")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     if not args.bin.exists():
         sys.exit(f"error: {args.bin} not found; run `cargo build --release` first")
-    shapes = SHAPES[::3] if args.quick else SHAPES
+    shapes = SETS[args.set][::3] if args.quick else SETS[args.set]
     if args.only:
         keys = args.only.split(",")
         shapes = [s for s in shapes if any(key in s[0] for key in keys)]

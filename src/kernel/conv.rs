@@ -39,6 +39,7 @@ use std::sync::Arc;
 use rayon::ThreadPool;
 
 use super::conv_parts::{self, Part};
+use super::depthwise::{self, DepthwiseFilters};
 
 /// Output channels one block computes.
 const CO_BLOCK: usize = 4;
@@ -393,6 +394,10 @@ fn conv2d_split(
     }
     if sizes.output == 0 {
         return Ok(());
+    }
+    if conv.depthwise && depthwise::takes(geo) {
+        let filters = DepthwiseFilters { weights: &conv.weights, bias: &conv.bias, low: conv.low, high: conv.high };
+        return depthwise::depthwise(geo, filters, input, output, pool);
     }
     let steps = steps(geo, conv)?;
     let prepared_len = steps.iter().map(|s| s.sizes.prepared).max().unwrap_or(0);

@@ -6,6 +6,7 @@ mod budget;
 mod conv;
 mod conv_parts;
 mod copy;
+mod depthwise;
 mod exp;
 mod half_softmax;
 mod layer_norm;

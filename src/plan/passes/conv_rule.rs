@@ -13,8 +13,9 @@
 //!
 //! Everything else measured at most 1.06 of tract's time (noise on this loaded 2-core machine) and
 //! most far below it: dilated kernels 0.05-0.9 (tract computes every tap, padding included), grouped
-//! ones 0.08-0.75, ordinary ones 0.36-1.05, depthwise 0.43-1.16 (stride 2 on large maps at 1.0-1.3,
-//! the same as tract within this machine's noise, and 0.5 at kernel 5).
+//! ones 0.08-0.75, ordinary ones 0.36-1.05, depthwise 0.29-0.96 at batch 1 since they go channel by
+//! channel ([`crate::kernel`]'s depthwise path: `dw 96 s2` 0.33, `dw 960 7` 0.29; batch 8 0.70-1.27
+//! between runs on a loaded machine).
 
 /// The largest stride the direct kernel takes.
 pub(super) const MAX_STRIDE: usize = 2;

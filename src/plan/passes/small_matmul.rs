@@ -8,7 +8,7 @@
 //! packing nodes, 0.033 of 0.059 ms).
 //! The rewrite is on the decluttered model, before code generation: an `EinSum` of two float32
 //! inputs of concrete shapes, without quantization, that [`SmallMatMul::plan`] can lay out as calls
-//! of our kernel, with at most [`MAX_WORK`] multiply-adds; then, when its value is read by that node
+//! of our kernel, with at most [`MAX_WORK`] multiply-adds a call (see [`kernel_takes`]); then, when its value is read by that node
 //! alone, a `Mul` by a constant that varies along a constant operand's axes only (a batch
 //! normalization's scale after a 1x1 convolution: the operand is scaled once, here), and an `Add`
 //! of a constant that broadcasts to it (one value per output column, per output channel of a 1x1
@@ -26,11 +26,33 @@ use tract_onnx::tract_core::ops::einsum::EinSum;
 use super::node_match::{constant_applied, fused_clamp};
 use crate::plan::SmallMatMul;
 
-/// Multiply-adds of the largest product the pass rewrites (about 0.1 ms on one core). Our kernel
-/// measured as fast as tract's or faster on every shape tried, one thread, up to 3136x96x96 and
-/// 512x256x256 (1.0-2.6x); the bound leaves longer products to tract's kernel, which splits them
-/// over threads when more than one is asked for and cuts large operands in blocks that stay in cache.
-pub(crate) const MAX_WORK: usize = 1 << 22;
+/// Multiply-adds of the largest call of our kernel the pass plans (about 3 ms on one core): the
+/// limit applies per call (a whole map of a 1x1 convolution, one image of a batch), not per node, so
+/// a batch runs on the same kernel as one image. Our kernel measured as fast as tract's or faster
+/// on every shape tried, one thread, up to 3136x96x96 and 512x256x256 (2^25, 1.0-2.6x), and on
+/// MobileNetV2's 1x1 convolutions (`benches/conv_sweep.py --set k1`, one thread, ours/tract in the
+/// same run): batch 1, maps of 14x14 to 112x112, 0.29-0.91 (`k1 16-96 112`, 19 M multiply-adds a
+/// call: 0.415 ms against 0.879); batch 8, 0.06-0.89 (tract moves the batch axis around its product
+/// and adds the bias apart: `k1 24-144 56 b8` 2.43 ms against 45.4).
+pub(crate) const MAX_WORK: usize = 1 << 25;
+
+/// Columns below which one call with a first operand of more than [`FEW_COLUMNS_BLOCK`] floats is
+/// left to tract: a 1x1 convolution on a 7x7 map at batch 1 (`n = 49`: four tiles of 16 columns,
+/// the last with one, each rereading the weights) measured 1.17-1.57 of tract's time (`k1 576-160
+/// 7`: 0.140 ms against 0.106; `k1 960-160 7` 0.216 against 0.170), while at batch 8 (8 calls) ours
+/// is faster (0.50-0.80 of tract's time) and on 14x14 maps at batch 1 too (0.72-0.91).
+pub(crate) const FEW_COLUMNS: usize = 64;
+
+/// See [`FEW_COLUMNS`]: 16,384 floats (64 KB), the weights of a 128 by 128 channel 1x1 convolution.
+pub(crate) const FEW_COLUMNS_BLOCK: usize = 1 << 14;
+
+/// Whether our kernel takes a product of `calls` calls of `m` rows, `k` deep, `n` columns (the
+/// limits above).
+pub(crate) fn kernel_takes([calls, m, k, n]: [usize; 4]) -> bool {
+    let work = m.saturating_mul(k).saturating_mul(n);
+    let few_columns = calls == 1 && n < FEW_COLUMNS && m.saturating_mul(k) > FEW_COLUMNS_BLOCK;
+    work <= MAX_WORK && !few_columns
+}
 
 /// The rule of the small-matmul pass (see the module docs): the patch for `node`, if it is a small
 /// float32 matrix product.
@@ -83,9 +105,8 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
         (_, _, [Some(_), None]) => 1,
         _ => 0,
     };
-    if macs(op, shapes)? > MAX_WORK {
-        return None;
-    }
+    // The sizes overflow nothing (the work per call is bounded once the calls are known, below).
+    macs(op, shapes)?;
     // A following `Mul` by a constant (a batch normalization's scale) goes into a constant operand.
     let mut last = node.id;
     let mut scaled = None;
@@ -115,6 +136,9 @@ fn small_product(model: &TypedModel, node: &TypedNode, op: &EinSum) -> Option<(S
         Some(found) => found,
         None => (SmallMatMul::plan(&op.axes, first, ordered, output, constant, None)?, last),
     };
+    if !kernel_takes(small.calls()) {
+        return None;
+    }
     // A `Relu` or `Clip` after it (a `Max` and/or `Min` by a constant) clamps the output.
     match fused_clamp(model, last) {
         (low, high, end) if end != last => Some((small.with_clamp(low, high), end, inputs)),
@@ -191,4 +215,30 @@ fn broadcast_constant(model: &TypedModel, id: usize, output: &[usize], name: &st
         return None;
     }
     Some((konst.into_tensor().into_shape(&shape).ok()?.into_arc_tensor(), next.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule at MobileNetV2's 1x1 convolutions (`[calls, m = output channels, k = input
+    /// channels, n = pixels]`): a batch of 8 is 8 calls of one image's product.
+    #[test]
+    fn the_rule_follows_the_sweep() {
+        // Whole maps of 112x112 to 14x14, at batch 1 and 8.
+        for calls in [1, 8] {
+            assert!(kernel_takes([calls, 96, 16, 112 * 112]));
+            assert!(kernel_takes([calls, 144, 24, 56 * 56]));
+            assert!(kernel_takes([calls, 64, 384, 14 * 14]));
+        }
+        // 7x7 maps: tract's at batch 1 (its packed product is faster there), ours at batch 8.
+        assert!(!kernel_takes([1, 160, 576, 49]));
+        assert!(kernel_takes([8, 160, 576, 49]));
+        // Small weights on a small map stay ours at batch 1.
+        assert!(kernel_takes([1, 64, 64, 49]));
+        // A call past 2^25 multiply-adds is tract's, however many there are.
+        assert!(!kernel_takes([1, 512, 512, 256]));
+        assert!(!kernel_takes([8, 512, 512, 256]));
+        assert!(kernel_takes([8, 512, 256, 256]));
+    }
 }

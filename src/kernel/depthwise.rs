@@ -1,0 +1,603 @@
+//! Depthwise 2-D convolution channel by channel (`NCHW`), the input read where it lies: the path
+//! [`super::conv::conv2d`] takes for a depthwise convolution with a column stride of 1 or 2 whose
+//! taps mostly read inside the input ([`takes`]).
+//!
+//! The whole-image layout of the direct kernel (every channel's padded phase planes, then the sums
+//! in rows of the padded width, then a compaction) costs a depthwise convolution more than its
+//! arithmetic: about 20 MB of memory traffic for 2.7 M multiply-adds on a stride-2 3x3 over 96
+//! channels of 112x112, and per-row copies of a few floats each on 7x7 maps. Here each channel in
+//! turn is copied into a small zero-padded scratch (one plane per column phase: a stride-2
+//! convolution's even and odd padded columns de-interleaved once, so that every tap reads a
+//! contiguous run), which stays in the cache while the channel's outputs are summed from it and
+//! written straight into the output, row by row: no compaction, nothing written twice.
+//!
+//! Scratch of one channel: `SW` planes (column phases) of `R` rows by `L` floats, `R` the padded
+//! rows read (`(OH-1)·SH + (KH-1)·DH + 1`) and `L = ceil(C / SW)`, `C` the padded columns read
+//! (`(OW-1)·SW + (KW-1)·DW + 1`): element `(r, j)` of plane `b` is padded element `(r, b + j·SW)`.
+//! Output pixel `(oy, ox)` of tap `(ky, kx)` reads plane `kx·DW mod SW`, row `oy·SH + ky·DH`,
+//! element `ox + kx·DW div SW`: from a base `oy·SH·L + ox` of the pixel, at an offset of the tap's.
+//! The padding's zeros lie at the same places for every channel, so the scratch is cleared once
+//! per call and each channel writes its own values over the inside alone.
+//!
+//! The outputs of a channel go in chunks of 8 pixels of one row (the last of a row shorter), up to 8
+//! chunks at a time each summing in its own register over all `KH·KW` taps from the bias, a fused
+//! multiply-add per tap in tap order (kernel row, then column). The portable build sums in the same
+//! order, a multiply then an add. Channels (of all images) are split over the threads of a pool when
+//! the work is large enough; each channel is summed the same way whatever the split, so every thread
+//! count gives the same bits.
+
+use rayon::ThreadPool;
+
+use super::conv::ConvGeometry;
+
+/// Float32 lanes of one vector: pixels of one chunk.
+const LANES: usize = 8;
+/// Chunks summed at a time (their sums in registers).
+const GROUP: usize = 8;
+
+/// The weights, bias and clamp of a depthwise convolution: `weights` `[channels][kh·kw]`, `bias`
+/// one per channel, outputs clamped to `[low, high]` (NaN kept).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DepthwiseFilters<'a> {
+    /// `[channels][kh·kw]`.
+    pub weights: &'a [f32],
+    /// One per channel.
+    pub bias: &'a [f32],
+    /// The lower bound of the clamp.
+    pub low: f32,
+    /// The upper bound of the clamp.
+    pub high: f32,
+}
+
+/// Whether this path takes the depthwise convolution `geo`: a column stride of 1 or 2, and at
+/// least half of the taps summed read inside the input (it sums every tap, padding included; a
+/// dilated kernel on a small map, most of whose taps read padding, is better computed in parts,
+/// [`super::conv_parts`]).
+pub(super) fn takes(geo: &ConvGeometry) -> bool {
+    if !(1..=2).contains(&geo.stride[1]) || geo.oh == 0 || geo.ow == 0 {
+        return false;
+    }
+    let inside = |out: usize, k: usize, s: usize, d: usize, pad: usize, len: usize| -> Option<(u128, u128)> {
+        // For each output position, the taps whose input position `o·s + t·d - pad` is in `0..len`.
+        let mut count: u128 = 0;
+        for o in 0..out {
+            for t in 0..k {
+                let at = o.checked_mul(s)?.checked_add(t.checked_mul(d)?)?;
+                if at >= pad && at - pad < len {
+                    count += 1;
+                }
+            }
+        }
+        Some((count, (out as u128) * (k as u128)))
+    };
+    // Rows and columns are independent: the taps inside are the product of both axes' counts.
+    let rows = inside(geo.oh, geo.kh, geo.stride[0], geo.dilation[0], geo.pad_before[0], geo.h);
+    let cols = inside(geo.ow, geo.kw, geo.stride[1], geo.dilation[1], geo.pad_before[1], geo.w);
+    match (rows, cols) {
+        (Some((ri, rt)), Some((ci, ct))) => 2 * ri * ci >= rt * ct,
+        _ => false,
+    }
+}
+
+/// The geometry of one channel's scratch and chunks (see the module docs).
+struct Layout {
+    /// Floats of a plane's row (`L`).
+    row: usize,
+    /// Floats of one plane (`R·L`).
+    plane: usize,
+    /// Floats of the scratch: the planes and `LANES` more (a chunk's last lanes read past the
+    /// last plane's end).
+    len: usize,
+    /// For each tap (kernel row, then column): where pixel `(0, 0)` reads it in the scratch.
+    offsets: Vec<usize>,
+    /// The chunks of a channel: scratch base, output offset (in the channel's plane), pixels.
+    chunks: Vec<(usize, usize, usize)>,
+    /// The runs a channel is copied in by: from an input row's element `src`, `count` floats
+    /// (every other one when `evens`: a stride-2 phase) to the scratch from `dst`.
+    runs: Vec<Run>,
+}
+
+/// One run of [`Layout::runs`].
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    src: usize,
+    dst: usize,
+    count: usize,
+    evens: bool,
+}
+
+impl Layout {
+    fn new(geo: &ConvGeometry) -> Result<Layout, String> {
+        let over = || format!("depthwise convolution sizes overflow: {geo:?}");
+        let ([sh, sw], [dh, dw]) = (geo.stride, geo.dilation);
+        let reach = |o: usize, s: usize, k: usize, d: usize| -> Option<usize> {
+            (o - 1).checked_mul(s)?.checked_add((k - 1).checked_mul(d)?)?.checked_add(1)
+        };
+        let rows = reach(geo.oh, sh, geo.kh, dh).ok_or_else(over)?;
+        let cols = reach(geo.ow, sw, geo.kw, dw).ok_or_else(over)?;
+        let row = cols.div_ceil(sw);
+        let plane = rows.checked_mul(row).ok_or_else(over)?;
+        let len = plane.checked_mul(sw).and_then(|v| v.checked_add(LANES)).ok_or_else(over)?;
+        let mut offsets = Vec::with_capacity(geo.kh * geo.kw);
+        for ky in 0..geo.kh {
+            for kx in 0..geo.kw {
+                offsets.push((kx * dw % sw) * plane + ky * dh * row + kx * dw / sw);
+            }
+        }
+        let mut chunks = Vec::with_capacity(geo.oh * geo.ow.div_ceil(LANES));
+        for oy in 0..geo.oh {
+            for ox in (0..geo.ow).step_by(LANES) {
+                chunks.push((oy * sh * row + ox, oy * geo.ow + ox, LANES.min(geo.ow - ox)));
+            }
+        }
+        let mut layout = Layout { row, plane, len, offsets, chunks, runs: Vec::new() };
+        layout.runs = layout.runs(geo, rows);
+        // Every run and every chunk inside the scratch, the input channel and the output channel:
+        // what the vector build relies on.
+        let (image_in, image_out) = (geo.h * geo.w, geo.oh * geo.ow);
+        for r in &layout.runs {
+            let reach = if r.evens { 2 * r.count - 1 } else { r.count };
+            assert!(r.src + reach <= image_in && r.dst + r.count <= plane * sw, "depthwise run outside");
+        }
+        let farthest = layout.chunks.last().map_or(0, |c| c.0) + layout.offsets.iter().max().copied().unwrap_or(0);
+        assert!(farthest + LANES <= layout.len, "depthwise scratch too short");
+        assert!(layout.chunks.iter().all(|&(_, at, n)| at + n <= image_out && n <= LANES));
+        Ok(layout)
+    }
+
+    /// The runs copying a channel (`h` rows of `w`) into the inside of the scratch of `rows` padded
+    /// rows: each input row read, whole (stride 1) or as its two column phases (stride 2).
+    fn runs(&self, geo: &ConvGeometry, rows: usize) -> Vec<Run> {
+        let sw = geo.stride[1];
+        let [pt, pl] = geo.pad_before;
+        // Input columns read: padded columns `pl..pl + nx` of the `row·sw` a plane row spans.
+        let nx = geo.w.min((self.row * sw).saturating_sub(pl));
+        let mut runs = Vec::new();
+        for r in 0..rows {
+            let Some(y) = r.checked_sub(pt).filter(|&y| y < geo.h) else { continue };
+            if nx == 0 {
+                continue;
+            }
+            if sw == 1 {
+                runs.push(Run { src: y * geo.w, dst: r * self.row + pl, count: nx, evens: false });
+                continue;
+            }
+            // Phase b holds padded columns b, b + 2, ...: input columns from (b + pl) mod 2 on.
+            for b in 0..2 {
+                let first = (b + pl) % 2;
+                if first < nx {
+                    let (src, count) = (y * geo.w + first, (nx - first).div_ceil(2));
+                    runs.push(Run { src, dst: b * self.plane + r * self.row + (pl + first) / 2, count, evens: true });
+                }
+            }
+        }
+        runs
+    }
+}
+
+/// Convolves `input` (`[batch][c][h][w]`) into `output` (`[batch][c][oh][ow]`) by `filters`, over
+/// the threads of `pool` (with at least `least` multiply-adds each) where the work is large enough.
+/// The sizes are the caller's, checked ([`ConvGeometry::sizes`]) and matching `filters`.
+pub(super) fn depthwise(
+    geo: &ConvGeometry,
+    filters: DepthwiseFilters<'_>,
+    input: &[f32],
+    output: &mut [f32],
+    pool: Option<(&ThreadPool, usize)>,
+) -> Result<(), String> {
+    if geo.oh == 0 || geo.ow == 0 || geo.batch == 0 || geo.c_in == 0 {
+        return Ok(());
+    }
+    let layout = Layout::new(geo)?;
+    crate::kernel::check_allocation(layout.len as u64, 4).map_err(|e| e.to_string())?;
+    let (image_in, image_out) = (geo.h * geo.w, geo.oh * geo.ow);
+    let (channels, taps) = (geo.c_in, geo.kh * geo.kw);
+    if input.len() != geo.batch * channels * image_in
+        || output.len() != geo.batch * channels * image_out
+        || filters.weights.len() != channels * taps
+        || filters.bias.len() != channels
+    {
+        return Err(format!("depthwise convolution of {} floats into {} for {geo:?}", input.len(), output.len()));
+    }
+    let units = geo.batch * channels;
+    // Units `u0..u1` (image `u / channels`, channel `u % channels`) into `out`, from unit `u0`'s plane.
+    let job = |u0: usize, u1: usize, out: &mut [f32]| {
+        let mut scratch = vec![0f32; layout.len];
+        let units = Units { layout: &layout, input, filters, first: u0, image_in, image_out, channels, taps };
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // Safety: the CPU has AVX2 and FMA, checked just above; the layout's runs and chunks
+            // stay inside the scratch, an input channel and an output channel (asserted when it
+            // was made), and `out` holds `u1 - u0` output channels.
+            unsafe { avx2::units(&units, &mut scratch, out) };
+            return;
+        }
+        for (u, out) in (u0..u1).zip(out.chunks_exact_mut(image_out)) {
+            let c = u % channels;
+            let channel = &input[u * image_in..][..image_in];
+            for r in &layout.runs {
+                let dst = &mut scratch[r.dst..][..r.count];
+                let step = if r.evens { 2 } else { 1 };
+                dst.iter_mut().zip(channel[r.src..].iter().step_by(step)).for_each(|(o, &v)| *o = v);
+            }
+            let w = &filters.weights[c * taps..][..taps];
+            portable_channel(&layout, &scratch, w, filters.bias[c], [filters.low, filters.high], out);
+        }
+    };
+    let macs = units.saturating_mul(image_out).saturating_mul(taps);
+    let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(units).max(1);
+    match pool {
+        Some((pool, _)) if threads > 1 => pool.scope(|scope| {
+            let mut rest = output;
+            for t in 0..threads {
+                let (u0, u1) = (units * t / threads, units * (t + 1) / threads);
+                let (mine, others) = std::mem::take(&mut rest).split_at_mut((u1 - u0) * image_out);
+                rest = others;
+                let job = &job;
+                scope.spawn(move |_| job(u0, u1, mine));
+            }
+        }),
+        _ => job(0, units, output),
+    }
+    Ok(())
+}
+
+/// What the units (channels of images) of one thread's job read: unit `u` is image `u / channels`,
+/// channel `u % channels`, the job's output starting at unit `first`'s.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct Units<'a> {
+    layout: &'a Layout,
+    input: &'a [f32],
+    filters: DepthwiseFilters<'a>,
+    first: usize,
+    image_in: usize,
+    image_out: usize,
+    channels: usize,
+    taps: usize,
+}
+
+/// One channel's outputs from its filled `scratch`, by its taps' weights `w` from `bias`, clamped,
+/// on any machine: the same sums as the vector build, a multiply then an add per tap.
+fn portable_channel(layout: &Layout, scratch: &[f32], w: &[f32], bias: f32, clamp: [f32; 2], out: &mut [f32]) {
+    for &(base, at, n) in &layout.chunks {
+        for (p, o) in out[at..][..n].iter_mut().enumerate() {
+            let mut sum = bias;
+            for (&offset, &weight) in layout.offsets.iter().zip(w) {
+                sum += weight * scratch[base + offset + p];
+            }
+            *o = bounded(sum, clamp);
+        }
+    }
+}
+
+/// `min(max(v, low), high)`, a NaN kept.
+#[inline(always)]
+fn bounded(v: f32, [low, high]: [f32; 2]) -> f32 {
+    if v < low {
+        low
+    } else if v > high {
+        high
+    } else {
+        v
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Layout, Units, GROUP, LANES};
+    use std::arch::x86_64::*;
+
+    /// Every unit of `units` in turn: its channel copied into `scratch` by the layout's runs, then
+    /// its chunks summed into its output channel in `out`.
+    ///
+    /// Safety: the CPU has AVX2 and FMA; the layout's runs and chunks stay inside the scratch, an
+    /// input channel and an output channel (asserted by `Layout::new`), `scratch` is the layout's
+    /// length and `out` a whole number of output channels.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn units(units: &Units<'_>, scratch: &mut [f32], out: &mut [f32]) {
+        let layout = units.layout;
+        assert!(scratch.len() == layout.len && out.len().is_multiple_of(units.image_out));
+        let count = out.len() / units.image_out;
+        assert!((units.first + count) * units.image_in <= units.input.len());
+        for (i, out) in out.chunks_exact_mut(units.image_out).enumerate() {
+            let u = units.first + i;
+            let c = u % units.channels;
+            let channel = units.input[u * units.image_in..][..units.image_in].as_ptr();
+            let dst = scratch.as_mut_ptr();
+            for r in &layout.runs {
+                // Safety: the run is inside the channel and the scratch (the caller's).
+                unsafe {
+                    if r.evens {
+                        evens(channel.add(r.src), dst.add(r.dst), r.count);
+                    } else {
+                        copy(channel.add(r.src), dst.add(r.dst), r.count);
+                    }
+                }
+            }
+            let w = &units.filters.weights[c * units.taps..][..units.taps];
+            let clamp = [units.filters.low, units.filters.high];
+            // Safety: the caller's.
+            unsafe { channel_sums(layout, scratch, w, units.filters.bias[c], clamp, out) };
+        }
+    }
+
+    /// `n` floats from `src` to `dst`: in vectors, then a masked one.
+    ///
+    /// Safety: the CPU has AVX2; `src` and `dst` hold `n` floats.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn copy(src: *const f32, dst: *mut f32, n: usize) {
+        let mut j = 0;
+        // Safety: every vector loaded and stored lies in `0..n`, or is masked to it.
+        unsafe {
+            while j + LANES <= n {
+                _mm256_storeu_ps(dst.add(j), _mm256_loadu_ps(src.add(j)));
+                j += LANES;
+            }
+            if j < n {
+                let mask = mask(n - j);
+                _mm256_maskstore_ps(dst.add(j), mask, _mm256_maskload_ps(src.add(j), mask));
+            }
+        }
+    }
+
+    /// `dst[t]` = `src[2·t]` for `t < n`: 16 floats shuffled to their 8 even ones at a time, then
+    /// one by one.
+    ///
+    /// Safety: the CPU has AVX2; `src` holds `2·n - 1` floats and `dst` `n` (`n >= 1`).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn evens(src: *const f32, dst: *mut f32, n: usize) {
+        let mut t = 0;
+        // Safety: a vector step reads `src[2t..2t + 16]`, inside as `2t + 16 <= 2n - 2`, and
+        // writes `dst[t..t + 8]`, inside as `t + 8 <= n - 1`; the rest one by one inside.
+        unsafe {
+            while 2 * (t + LANES) < 2 * n - 1 {
+                let a = _mm256_loadu_ps(src.add(2 * t));
+                let b = _mm256_loadu_ps(src.add(2 * t + LANES));
+                // a0 a2 b0 b2 | a4 a6 b4 b6, then the 64-bit pairs in order 0 2 1 3.
+                let mixed = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+                let even = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(mixed)));
+                _mm256_storeu_ps(dst.add(t), even);
+                t += LANES;
+            }
+            while t < n {
+                *dst.add(t) = *src.add(2 * t);
+                t += 1;
+            }
+        }
+    }
+
+    /// The mask of the first `n` lanes (`n <= 8`).
+    #[inline(always)]
+    fn mask(n: usize) -> __m256i {
+        const ALL: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+        // Safety: `8 - n` is at most 8: the 8 lanes read lie inside `ALL`.
+        unsafe { _mm256_loadu_si256(ALL.as_ptr().add(LANES - n.min(LANES)).cast()) }
+    }
+
+    /// One channel's sums (as [`super::portable_channel`]) in vectors: `GROUP` chunks at a time,
+    /// then the rest.
+    ///
+    /// Safety: the CPU has AVX2 and FMA; every chunk reads inside `scratch` and writes inside `out`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn channel_sums(layout: &Layout, scratch: &[f32], w: &[f32], bias: f32, clamp: [f32; 2], out: &mut [f32]) {
+        let mut groups = layout.chunks.chunks_exact(GROUP);
+        for group in &mut groups {
+            // Safety: the caller's.
+            unsafe { chunks::<GROUP>(group, layout, scratch, w, bias, clamp, out) };
+        }
+        let rest = groups.remainder();
+        macro_rules! tail {
+            ($($n:literal)*) => {
+                match rest.len() {
+                    // Safety: the caller's.
+                    $($n => unsafe { chunks::<$n>(rest, layout, scratch, w, bias, clamp, out) },)*
+                    _ => {}
+                }
+            };
+        }
+        tail!(1 2 3 4 5 6 7);
+    }
+
+    /// The `G` chunks of `group`, each summed in its own register.
+    ///
+    /// Safety: as [`channel_sums`], with `group.len() == G`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn chunks<const G: usize>(
+        group: &[(usize, usize, usize)],
+        layout: &Layout,
+        scratch: &[f32],
+        w: &[f32],
+        bias: f32,
+        [low, high]: [f32; 2],
+        out: &mut [f32],
+    ) {
+        let mut sums = [_mm256_set1_ps(bias); G];
+        let s = scratch.as_ptr();
+        for (&offset, &weight) in layout.offsets.iter().zip(w) {
+            let weight = _mm256_set1_ps(weight);
+            for (sum, &(base, _, _)) in sums.iter_mut().zip(group) {
+                // Safety: the caller's: `base + offset + 8` is at most the scratch's length.
+                *sum = _mm256_fmadd_ps(unsafe { _mm256_loadu_ps(s.add(base + offset)) }, weight, *sum);
+            }
+        }
+        let (low, high) = (_mm256_set1_ps(low), _mm256_set1_ps(high));
+        for (&sum, &(_, at, n)) in sums.iter().zip(group) {
+            // `max(low, v)` and `min(high, v)` return `v` when it is NaN.
+            let v = _mm256_min_ps(high, _mm256_max_ps(low, sum));
+            let dst = &mut out[at..at + n];
+            // Safety: `dst` holds `n` floats, 8 when stored whole, else masked to `n`.
+            unsafe {
+                if n == LANES {
+                    _mm256_storeu_ps(dst.as_mut_ptr(), v);
+                } else {
+                    _mm256_maskstore_ps(dst.as_mut_ptr(), mask(n), v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The definition in f64: each output, and the sum of its terms' magnitudes.
+    fn reference(geo: &ConvGeometry, x: &[f32], w: &[f32], bias: &[f32]) -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        let taps = geo.kh * geo.kw;
+        for n in 0..geo.batch {
+            for c in 0..geo.c_in {
+                for oy in 0..geo.oh {
+                    for ox in 0..geo.ow {
+                        let (mut sum, mut size) = (bias[c] as f64, (bias[c] as f64).abs());
+                        for ky in 0..geo.kh {
+                            for kx in 0..geo.kw {
+                                let y =
+                                    (oy * geo.stride[0] + ky * geo.dilation[0]) as isize - geo.pad_before[0] as isize;
+                                let x_ =
+                                    (ox * geo.stride[1] + kx * geo.dilation[1]) as isize - geo.pad_before[1] as isize;
+                                if y < 0 || x_ < 0 || y >= geo.h as isize || x_ >= geo.w as isize {
+                                    continue;
+                                }
+                                let v = x[((n * geo.c_in + c) * geo.h + y as usize) * geo.w + x_ as usize] as f64;
+                                let t = w[c * taps + ky * geo.kw + kx] as f64 * v;
+                                sum += t;
+                                size += t.abs();
+                            }
+                        }
+                        out.push((sum, size));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The geometry of `c` channels of `h`x`w` by a `k`x`k` kernel, strides, dilations, pads
+    /// `[top, left, bottom, right]`.
+    fn geometry(
+        batch: usize,
+        c: usize,
+        [h, w]: [usize; 2],
+        k: usize,
+        s: [usize; 2],
+        d: [usize; 2],
+        pads: [usize; 4],
+    ) -> ConvGeometry {
+        let out = |len: usize, before: usize, after: usize, s: usize, d: usize| {
+            (len + before + after - d * (k - 1) - 1) / s + 1
+        };
+        ConvGeometry {
+            batch,
+            c_in: c,
+            h,
+            w,
+            c_out: c,
+            kh: k,
+            kw: k,
+            stride: s,
+            dilation: d,
+            pad_before: [pads[0], pads[1]],
+            oh: out(h, pads[0], pads[2], s[0], d[0]),
+            ow: out(w, pads[1], pads[3], s[1], d[1]),
+        }
+    }
+
+    fn pool(threads: usize) -> ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+    }
+
+    /// Every output within float32 rounding of a sum of `k` terms of the definition, and the same
+    /// bits over 1, 2 and 8 threads (each given any work).
+    #[test]
+    fn depthwise_follows_the_definition_on_every_thread_count() {
+        let cases = [
+            // (batch, channels, [h, w], k, strides, dilations, pads)
+            (1, 3, [7, 9], 3, [1, 1], [1, 1], [1, 1, 1, 1]),
+            (2, 5, [13, 11], 3, [2, 2], [1, 1], [1, 1, 1, 1]),
+            (1, 4, [12, 17], 3, [2, 2], [1, 1], [0, 0, 1, 1]),
+            (1, 3, [15, 14], 5, [2, 2], [1, 1], [2, 2, 2, 2]),
+            (1, 2, [9, 23], 7, [1, 1], [1, 1], [3, 3, 3, 3]),
+            (3, 3, [11, 10], 3, [1, 1], [2, 2], [2, 2, 2, 2]),
+            (1, 6, [19, 21], 5, [1, 2], [2, 1], [3, 1, 4, 2]),
+            (1, 2, [5, 5], 3, [1, 1], [1, 1], [0, 0, 0, 0]),
+            (1, 9, [7, 7], 3, [1, 1], [1, 1], [1, 1, 1, 1]),
+            (1, 3, [33, 35], 7, [2, 2], [2, 2], [5, 6, 7, 4]),
+            (2, 2, [6, 40], 3, [2, 1], [1, 1], [1, 0, 1, 2]),
+        ];
+        for (i, &(batch, c, hw, k, s, d, pads)) in cases.iter().enumerate() {
+            let geo = geometry(batch, c, hw, k, s, d, pads);
+            let x = values(batch * c * hw[0] * hw[1], i as u64);
+            let w = values(c * k * k, 100 + i as u64);
+            let bias = values(c, 200 + i as u64);
+            let want = reference(&geo, &x, &w, &bias);
+            let filters = DepthwiseFilters { weights: &w, bias: &bias, low: f32::NEG_INFINITY, high: f32::INFINITY };
+            let mut first = vec![0f32; want.len()];
+            depthwise(&geo, filters, &x, &mut first, None).unwrap();
+            for (j, (&got, &(value, size))) in first.iter().zip(&want).enumerate() {
+                let tolerance = size * (k * k + 1) as f64 * f32::EPSILON as f64 + 1e-30;
+                assert!((got as f64 - value).abs() <= tolerance, "case {i} output {j}: {got} against {value}");
+            }
+            for threads in [1, 2, 8] {
+                let mut got = vec![f32::NAN; want.len()];
+                depthwise(&geo, filters, &x, &mut got, Some((&pool(threads), 1))).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&first), "case {i}, {threads} threads");
+            }
+        }
+    }
+
+    /// The clamp bounds every output and keeps a NaN.
+    #[test]
+    fn the_clamp_bounds_the_outputs_and_keeps_nan() {
+        let geo = geometry(1, 2, [6, 10], 3, [1, 1], [1, 1], [1, 1, 1, 1]);
+        let mut x = values(2 * 60, 7).iter().map(|v| v * 10.0).collect::<Vec<_>>();
+        x[13] = f32::NAN;
+        let w = values(18, 8);
+        let bias = [0.5, -0.5];
+        let filters = DepthwiseFilters { weights: &w, bias: &bias, low: 0.0, high: 6.0 };
+        let mut out = vec![0f32; 120];
+        depthwise(&geo, filters, &x, &mut out, None).unwrap();
+        // Input (1, 3) reaches outputs (0..3, 2..5) of channel 0.
+        assert!(out[2].is_nan() && out[10 + 3].is_nan() && out[20 + 4].is_nan());
+        assert!(out.iter().filter(|v| !v.is_nan()).all(|&v| (0.0..=6.0).contains(&v)));
+        assert!(out.contains(&0.0) && out.contains(&6.0));
+    }
+
+    /// The path's choice: strides of the columns 1 and 2; a dilated kernel reading padding for most
+    /// taps goes to the parts.
+    #[test]
+    fn takes_what_it_sums_mostly_inside() {
+        assert!(takes(&geometry(1, 96, [112, 112], 3, [2, 2], [1, 1], [1, 1, 1, 1])));
+        assert!(takes(&geometry(1, 960, [7, 7], 3, [1, 1], [1, 1], [1, 1, 1, 1])));
+        assert!(takes(&geometry(1, 384, [14, 14], 3, [1, 1], [2, 2], [2, 2, 2, 2])));
+        assert!(!takes(&geometry(1, 64, [10, 12], 3, [1, 1], [36, 36], [36, 36, 36, 36])));
+        assert!(!takes(&geometry(1, 8, [20, 20], 3, [3, 3], [1, 1], [1, 1, 1, 1])));
+    }
+
+    /// Sizes that do not match are errors, not panics.
+    #[test]
+    fn mismatched_sizes_are_errors() {
+        let geo = geometry(1, 2, [6, 10], 3, [1, 1], [1, 1], [1, 1, 1, 1]);
+        let (w, bias) = (values(18, 1), values(2, 2));
+        let filters = DepthwiseFilters { weights: &w, bias: &bias, low: f32::NEG_INFINITY, high: f32::INFINITY };
+        let mut out = vec![0f32; 120];
+        assert!(depthwise(&geo, filters, &values(119, 3), &mut out, None).is_err());
+        let short = DepthwiseFilters { weights: &w[..17], ..filters };
+        assert!(depthwise(&geo, short, &values(120, 3), &mut out, None).is_err());
+    }
+}
