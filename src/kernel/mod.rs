@@ -9,6 +9,7 @@ mod copy;
 mod depthwise;
 mod exp;
 mod half_softmax;
+mod isa;
 mod layer_norm;
 mod matmul;
 mod resample;
@@ -25,6 +26,8 @@ pub(crate) use budget::with_threads;
 pub(crate) use conv::{conv2d, ConvGeometry, PackedConv};
 pub use copy::copy_view;
 pub(crate) use half_softmax::{softmax_f16, softmax_row_f16, softmax_row_f32};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use isa::Isa;
 pub(crate) use layer_norm::layer_norm_rows;
 pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS, ROWS};
 pub(crate) use resample::{resample_axis, AxisTaps};

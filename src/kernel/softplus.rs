@@ -17,15 +17,13 @@ use super::activation::exp_parts;
 pub(crate) fn softplus_into(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx2") && has!("fma") {
-            // Safety: the CPU has AVX-512F, AVX2 and FMA, checked just above: the one requirement of
-            // calling a function compiled with them.
-            return unsafe { into_avx512(src, dst) };
-        }
-        if has!("avx2") && has!("fma") {
-            // Safety: the CPU has AVX2 and FMA, checked just above.
-            return unsafe { into_fma(src, dst) };
+        match super::Isa::here() {
+            // Safety: `Isa::here` chose `Avx512` after checking that the CPU has AVX-512F, AVX2 and
+            // FMA: the one requirement of calling a function compiled with them.
+            Some(super::Isa::Avx512) => return unsafe { into_avx512(src, dst) },
+            // Safety: `Isa::here` chose `Fma` after checking that the CPU has AVX2 and FMA.
+            Some(super::Isa::Fma) => return unsafe { into_fma(src, dst) },
+            None => {}
         }
     }
     into_plain(src, dst)
@@ -35,14 +33,13 @@ pub(crate) fn softplus_into(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
 pub(crate) fn softplus_in_place(xs: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx2") && has!("fma") {
-            // Safety: the CPU has AVX-512F, AVX2 and FMA, checked just above.
-            return unsafe { in_place_avx512(xs) };
-        }
-        if has!("avx2") && has!("fma") {
-            // Safety: the CPU has AVX2 and FMA, checked just above.
-            return unsafe { in_place_fma(xs) };
+        match super::Isa::here() {
+            // Safety: `Isa::here` chose `Avx512` after checking that the CPU has AVX-512F, AVX2 and
+            // FMA.
+            Some(super::Isa::Avx512) => return unsafe { in_place_avx512(xs) },
+            // Safety: `Isa::here` chose `Fma` after checking that the CPU has AVX2 and FMA.
+            Some(super::Isa::Fma) => return unsafe { in_place_fma(xs) },
+            None => {}
         }
     }
     in_place_plain(xs)

@@ -22,6 +22,8 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::gelu_approximate::GeluApproximate;
 
+#[cfg(target_arch = "x86_64")]
+use crate::kernel::Isa;
 use crate::kernel::{gelu_tanh, hard_swish};
 
 /// Which activation.
@@ -110,31 +112,6 @@ impl TypedOp for DefinedActivation {
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         self.stock.output_facts(inputs)
-    }
-}
-
-/// The instruction sets our loops are compiled for.
-#[cfg(target_arch = "x86_64")]
-#[derive(Debug, Clone, Copy)]
-enum Isa {
-    /// AVX-512F (with AVX2 and FMA).
-    Avx512,
-    /// AVX2 and FMA.
-    Fma,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Isa {
-    fn here() -> Option<Isa> {
-        use std::arch::is_x86_feature_detected as has;
-        let fma = has!("avx2") && has!("fma");
-        if fma && has!("avx512f") {
-            Some(Isa::Avx512)
-        } else if fma {
-            Some(Isa::Fma)
-        } else {
-            None
-        }
     }
 }
 

@@ -18,6 +18,8 @@
 //! then works in place; an input the op holds alone is worked on in place. Elsewhere it reads the
 //! input once for NaN and runs tract's own op, putting NaN back where the input had one.
 
+#[cfg(target_arch = "x86_64")]
+use crate::kernel::Isa;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
@@ -210,31 +212,10 @@ const AVX512_TANH: Fit = Fit {
     half: false,
 };
 
-/// The instruction set whose kernel tract runs on this CPU (its AVX-512 one first), ours in its
-/// place.
-#[cfg(target_arch = "x86_64")]
-#[derive(Debug, Clone, Copy)]
-enum Isa {
-    /// AVX-512F (with AVX2 and FMA): tract's `avx512_sigmoid_f32`.
-    Avx512,
-    /// AVX2 and FMA: tract's `fma_sigmoid_f32`.
-    Fma,
-}
-
+// The instruction set whose kernel tract runs on this CPU (its AVX-512 one first: tract's
+// `avx512_sigmoid_f32`, else `fma_sigmoid_f32`), ours in its place.
 #[cfg(target_arch = "x86_64")]
 impl Isa {
-    fn here() -> Option<Isa> {
-        use std::arch::is_x86_feature_detected as has;
-        let fma = has!("avx2") && has!("fma");
-        if fma && has!("avx512f") {
-            Some(Isa::Avx512)
-        } else if fma {
-            Some(Isa::Fma)
-        } else {
-            None
-        }
-    }
-
     /// `activation` of every value of `src`, in a new buffer, as tract's kernel here computes it.
     fn collect(self, src: &[f32], activation: Activation) -> Vec<f32> {
         match (self, activation) {
