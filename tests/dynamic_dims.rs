@@ -645,3 +645,33 @@ fn a_max_with_zero_over_another_values_dim_is_reported_as_that_dim() {
         .collect();
     assert_eq!(dims, ["N", "T-1"]);
 }
+
+#[test]
+fn a_size_rounded_up_in_floats_after_a_max_over_the_batch_is_exact() {
+    // torchvision's batching of images: the largest height over the batch (a ReduceMax over the
+    // heights cast to float), rounded up to a multiple of 32 in floats, is the padded height.
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(3), D::S("H")])
+        .init_i64("one", &[1])
+        .init_i64("axes", &[0])
+        .init_f32("stride", &[], &[32.0])
+        .node("Shape", "", "shape", &["x"], &["s"], vec![])
+        .node("Gather", "", "height", &["s", "one"], &["h"], vec![("axis", A::I(0))])
+        .node("Concat", "", "heights", &["h"], &["hs"], vec![("axis", A::I(0))])
+        .node("Cast", "", "to_float", &["hs"], &["hf"], vec![("to", A::I(DataType::Float as i64))])
+        .node("ReduceMax", "", "largest", &["hf"], &["m"], vec![("keepdims", A::I(0))])
+        .node("Div", "", "div", &["m", "stride"], &["q"], vec![])
+        .node("Ceil", "", "ceil", &["q"], &["c"], vec![])
+        .node("Mul", "", "mul", &["c", "stride"], &["p"], vec![])
+        .node("Cast", "", "to_int", &["p"], &["pi"], vec![("to", A::I(DataType::Int64 as i64))])
+        .node("Unsqueeze", "", "unsq", &["pi", "axes"], &["size"], vec![])
+        .node("ConstantOfShape", "", "padded", &["size"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    assert_eq!(shape_of(&m, "y"), "y: float32 [32*((H+31)/32)]");
+    for (h, padded) in [(1, 32), (32, 32), (40, 64), (64, 64)] {
+        let out = m.run(vec![Tensor::zero::<f32>(&[3, h]).unwrap()]).unwrap();
+        assert_eq!(out[0].1.shape(), &[padded], "H = {h}");
+    }
+}

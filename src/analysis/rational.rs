@@ -259,6 +259,20 @@ pub(super) fn eval(
             }
             Some(x)
         }
+        // torchvision's batch of image sizes: the largest height and width over a vector of dims.
+        // Only a reduction over the whole of a vector (or scalar) with `axes` not given as an input.
+        "ReduceMax" | "ReduceMin" if args.len() == 1 || matches!(args.get(1), Some(Arg::Absent)) => {
+            let a = get(0)?;
+            if a.shape.len() > 1 {
+                return None;
+            }
+            let max = op_type == "ReduceMax";
+            let mut values = a.values.iter();
+            let first = values.next()?.clone();
+            let value = values.try_fold(first, |acc, r| acc.extreme(r, max))?;
+            let keep = attr_i("keepdims").unwrap_or(1) != 0 && !a.shape.is_empty();
+            Some(Rats { shape: if keep { vec![1] } else { vec![] }, values: vec![value] })
+        }
         "Concat" => {
             let parts = all()?;
             if parts.iter().any(|p| p.shape.len() != 1) {
