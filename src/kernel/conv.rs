@@ -788,7 +788,7 @@ fn portable_image(
 
 /// `min(max(v, low), high)`, a NaN kept.
 #[inline(always)]
-fn clamp(v: f32, low: f32, high: f32) -> f32 {
+pub(super) fn clamp(v: f32, low: f32, high: f32) -> f32 {
     if v < low {
         low
     } else if v > high {

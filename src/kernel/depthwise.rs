@@ -265,20 +265,8 @@ fn portable_channel(layout: &Layout, scratch: &[f32], w: &[f32], bias: f32, clam
             for (&offset, &weight) in layout.offsets.iter().zip(w) {
                 sum += weight * scratch[base + offset + p];
             }
-            *o = bounded(sum, clamp);
+            *o = super::conv::clamp(sum, clamp[0], clamp[1]);
         }
-    }
-}
-
-/// `min(max(v, low), high)`, a NaN kept.
-#[inline(always)]
-fn bounded(v: f32, [low, high]: [f32; 2]) -> f32 {
-    if v < low {
-        low
-    } else if v > high {
-        high
-    } else {
-        v
     }
 }
 
