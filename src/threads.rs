@@ -123,9 +123,12 @@ impl TurnStateHandler for InstallBudget {
 /// dependencies `(node, node it must come after)` beyond the model's edges
 /// (a node after the one binding a size its shape mentions: the model's `runtime_dims`).
 ///
-/// `low_ram`: tract's order that frees values early; else its plain depth-first order. The first
-/// trips an assertion of tract's on some `If` branches that carry such dependencies (torchvision's
-/// Faster R-CNN), so branches with dependencies take the plain order.
+/// `low_ram`: tract's order that frees values early; else its plain depth-first order. With ordering
+/// dependencies the first can trip an assertion of tract's (`!self.done.contains(next)` in its
+/// `eval_order_opt_ram_for_nodes`) on torchvision Faster R-CNN's `If` branches, still so once
+/// `runtime_dims::bind` kept only the dependencies of needed nodes (tests/data_dependent.rs, its
+/// intermediate values asked alone), so branches with dependencies take the plain order. Whole models
+/// keep the low-memory order: none of ours trips it there.
 pub(crate) fn plan_ordered(
     model: TypedModel,
     threads: Option<usize>,

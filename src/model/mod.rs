@@ -430,15 +430,20 @@ impl Model {
                     analysis.typed
                 }
             };
-            let mut typed = typed;
-            let outputs = runtime_dims::keep_binders(&mut typed)?;
-            let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
-            let deps =
-                guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
-            memory::check_values(&optimized)?;
-            let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
-            guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true))
+            self.plan_typed(typed)
         })
+    }
+
+    /// The runnable plan of an analysed model: optimized, the sizes only a run knows bound when it
+    /// runs, values checked against the memory limits, with the model's thread budget (or the
+    /// default for its work).
+    fn plan_typed(&self, mut typed: TypedModel) -> anyhow::Result<Arc<TypedRunnableModel>> {
+        let outputs = runtime_dims::keep_binders(&mut typed)?;
+        let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
+        let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
+        memory::check_values(&optimized)?;
+        let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
+        guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true))
     }
 
     /// A plan for these very inputs, values included, when the one for their shapes cannot be made
@@ -461,13 +466,7 @@ impl Model {
         if first_unknown(&self.graph, &analysis.unknown).is_some() {
             return Ok(None);
         }
-        let mut typed = analysis.typed;
-        let outputs = runtime_dims::keep_binders(&mut typed)?;
-        let mut optimized = guard("optimizing the model", || optimize::optimize(typed))?;
-        let deps = guard("binding sizes known when the model runs", || runtime_dims::bind(&mut optimized, outputs))?;
-        memory::check_values(&optimized)?;
-        let threads = self.threads.or_else(|| crate::threads::default_budget(crate::plan::work::macs(&optimized)));
-        guard("planning the model", || crate::threads::plan_ordered(optimized, threads, &deps, true)).map(Some)
+        self.plan_typed(analysis.typed).map(Some)
     }
 
     /// Sets the thread budget of the plans [`Model::run`] and [`Model::plan_for`] make from now on
@@ -612,8 +611,6 @@ fn onnx_tensor(name: &str, t: Tensor) -> anyhow::Result<Tensor> {
     Ok(tract_ndarray::ArrayD::from_shape_vec(t.shape(), values)?.into_tensor())
 }
 
-/// The unknown value to report: the first in graph order (the one nearest the cause), whichever the
-/// hash map holds first.
 /// A plan that cannot be made because a value's type or shape is unknown for these input shapes.
 #[derive(Debug)]
 struct Unknown(String);
@@ -626,6 +623,8 @@ impl std::fmt::Display for Unknown {
 
 impl std::error::Error for Unknown {}
 
+/// The unknown value to report: the first in graph order (the one nearest the cause), else the first
+/// by name (not whichever the hash map holds first).
 fn first_unknown<'a>(graph: &pb::GraphProto, unknown: &'a HashMap<String, String>) -> Option<(&'a String, &'a String)> {
     let in_order = graph.node.iter().flat_map(|n| &n.output).find_map(|o| unknown.get_key_value(o));
     in_order.or_else(|| unknown.iter().min_by_key(|(name, _)| *name))
