@@ -21,7 +21,9 @@
 //!   axes broadcast, several row or depth axes, a transposed or constant operand, an output whose
 //!   columns are not its last axis), a following bias inside;
 //! - a transpose tract plans as one moved axis (`MoveAxis`) runs as one copy of our slicing kernel
-//!   (`PlannedView`), its values in place.
+//!   (`PlannedView`), its values in place;
+//! - `ScatterElements` (`RowScatter`) gives the definition's values on any axis, with or without a
+//!   reduction, and an index out of range is an error that names the node and the index.
 
 mod common;
 
@@ -1280,4 +1282,74 @@ fn small_products_split_over_threads_keep_their_bits() {
             assert!(bits(run) == bits(&runs[0]), "{equation}: {threads} threads differ from 1");
         }
     }
+}
+
+/// `ScatterElements` on `axis` with `reduction` over f32 data [3, 4, 5] and int64 indices/updates of
+/// `shape`, all three graph inputs.
+fn scatter_model(axis: i64, reduction: &'static str, shape: &[usize]) -> Model {
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+    let bytes = Builder::new(18)
+        .input("data", DataType::Float, &[D::N(3), D::N(4), D::N(5)])
+        .input("indices", DataType::Int64, &dims)
+        .input("updates", DataType::Float, &dims)
+        .node(
+            "ScatterElements",
+            "",
+            "scatter",
+            &["data", "indices", "updates"],
+            &["y"],
+            vec![("axis", A::I(axis)), ("reduction", A::S(reduction))],
+        )
+        .output("y")
+        .bytes();
+    Model::load_bytes(&bytes).unwrap()
+}
+
+#[test]
+fn scatter_elements_runs_as_row_scatter_with_the_definitions_values() {
+    let data_shape = [3usize, 4, 5];
+    let shape = [2usize, 3, 4];
+    let data: Vec<f32> = (0..60).map(|i| (i % 7) as f32 - 3.0).collect();
+    let updates: Vec<f32> = (0..24).map(|i| (i % 5) as f32 * 1.5 - 2.0).collect();
+    for axis in 0..3usize {
+        let len = data_shape[axis] as i64;
+        // every index from -len to len - 1, repeats included
+        let indices: Vec<i64> = (0..24).map(|i| (i * 7 % (2 * len)) - len).collect();
+        for reduction in ["none", "add", "mul", "min", "max"] {
+            let m = scatter_model(axis as i64, reduction, &shape);
+            let inputs = vec![
+                tensor1(&data).into_shape(&data_shape).unwrap(),
+                tensor1(&indices).into_shape(&shape).unwrap(),
+                tensor1(&updates).into_shape(&shape).unwrap(),
+            ];
+            let plan = m.plan_for(&inputs).unwrap();
+            let ops: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
+            assert!(ops.contains(&"RowScatter".to_string()), "{ops:?}");
+            // the definition: each update, in order, at its own coordinates with the index on `axis`
+            let mut want = data.clone();
+            for (n, (&i, &u)) in indices.iter().zip(&updates).enumerate() {
+                let mut at = [n / 12, n / 4 % 3, n % 4];
+                at[axis] = if i < 0 { (i + len) as usize } else { i as usize };
+                let d = &mut want[at[0] * 20 + at[1] * 5 + at[2]];
+                *d = match reduction {
+                    "none" => u,
+                    "add" => *d + u,
+                    "mul" => *d * u,
+                    "min" => d.min(u),
+                    _ => d.max(u),
+                };
+            }
+            let out = m.run(inputs).unwrap().remove(0).1;
+            assert_eq!(out.shape(), data_shape);
+            assert_eq!(out.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap(), want, "axis {axis} {reduction}");
+        }
+    }
+}
+
+#[test]
+fn a_scatter_index_out_of_range_is_an_error_naming_it() {
+    let m = scatter_model(1, "none", &[1, 1, 1]);
+    let inputs = vec![Tensor::zero::<f32>(&[3, 4, 5]).unwrap(), tensor3(&[[[4i64]]]), tensor3(&[[[1f32]]])];
+    let err = sliceops::describe_error(&m.run(inputs).unwrap_err());
+    assert_eq!(err, "node 'scatter' (RowScatter): index 4 is out of range for axis 1 of size 4 (allowed: -4 to 3)");
 }

@@ -7,7 +7,8 @@
 //! and sigmoid that would drop NaN run as [`ScalarSteps`], [`PairExtremum`] and [`NanActivation`]
 //! (sigmoid and tanh), which keep it, as do float `ReduceMax`/`ReduceMin` ([`NanReduce`]); float32
 //! `HardSwish` and tanh-form `Gelu` run as [`DefinedActivation`], the definition where tract's
-//! kernels overflow or cancel.
+//! kernels overflow or cancel; `NonMaxSuppression` and `ScatterElements` run as [`BoxNms`] and
+//! [`RowScatter`], over plain slices where tract's ops index element by element.
 //! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
 //! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
 //! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
@@ -27,11 +28,13 @@ mod nms;
 pub(crate) mod pair_extremum;
 pub(crate) mod reduce_nan;
 pub(crate) mod resize;
+mod scatter;
 pub(crate) mod self_product;
 pub(crate) mod softmax;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::AxisOp;
+use tract_onnx::tract_core::ops::array::ScatterElements;
 use tract_onnx::tract_core::ops::binary::{OptBinByScalar, OptBinChain, OptBinUnicast, TypedBinOp};
 use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
@@ -55,6 +58,7 @@ pub(crate) use nms::BoxNms;
 pub(crate) use pair_extremum::PairExtremum;
 pub(crate) use reduce_nan::NanReduce;
 pub(crate) use resize::RowResize;
+pub(crate) use scatter::RowScatter;
 pub(crate) use self_product::SelfProduct;
 pub(crate) use softmax::AxisSoftmax;
 
@@ -98,6 +102,8 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             NanReduce::replacing(reduce, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else if let Some(nms) = node.op_as::<NonMaxSuppression>() {
             Some(Box::new(BoxNms { stock: nms.clone() }))
+        } else if let Some(scatter) = node.op_as::<ScatterElements>() {
+            Some(Box::new(RowScatter { stock: scatter.clone() }))
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
             PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else {
