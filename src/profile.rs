@@ -29,6 +29,9 @@ pub(crate) struct NodeTime {
     pub onnx_op: Option<String>,
     /// Time over all the profiled runs.
     pub total: Duration,
+    /// Its time in the run where it was fastest: on a loaded machine, the figure other processes
+    /// disturb least.
+    pub fastest: Duration,
 }
 
 /// Time summed over nodes of one op type.
@@ -145,6 +148,9 @@ pub(crate) fn profile(
 ) -> TractResult<Profile> {
     let model = plan.model();
     let mut times = vec![Duration::ZERO; model.nodes().len()];
+    // This run's time of each node, and its least over the runs.
+    let mut this_run = vec![Duration::ZERO; model.nodes().len()];
+    let mut fastest = vec![Duration::MAX; model.nodes().len()];
     let mut seen = vec![false; model.nodes().len()];
     let mut order: Vec<usize> = vec![];
     let mut state = plan.spawn()?;
@@ -153,13 +159,16 @@ pub(crate) fn profile(
     let mut wall = Duration::ZERO;
     for _ in 0..runs {
         let batch = inputs.clone();
+        this_run.iter_mut().for_each(|t| *t = Duration::ZERO);
         let start = Instant::now();
         let outputs = state.run_plan_with_eval(batch, |ctx, op_state, node, node_inputs| {
             // The cancel handle in force, if any (`bench --timeout`), outside the node's time.
             crate::cancel::check()?;
             let t0 = Instant::now();
             let result = eval(ctx, op_state, node, node_inputs);
-            times[node.id] += t0.elapsed();
+            let took = t0.elapsed();
+            times[node.id] += took;
+            this_run[node.id] += took;
             if !seen[node.id] {
                 seen[node.id] = true;
                 order.push(node.id);
@@ -168,6 +177,9 @@ pub(crate) fn profile(
         })?;
         wall += start.elapsed();
         drop(outputs);
+        for &id in &order {
+            fastest[id] = fastest[id].min(this_run[id]);
+        }
     }
     let nodes = order
         .into_iter()
@@ -180,6 +192,7 @@ pub(crate) fn profile(
                 onnx_node: origin.as_ref().map(|o| o.0.clone()),
                 onnx_op: origin.map(|o| o.1),
                 total: times[id],
+                fastest: fastest[id].min(times[id]),
             }
         })
         .collect();
@@ -213,6 +226,7 @@ mod tests {
             onnx_node: onnx.map(|_| name.to_string()),
             onnx_op: onnx.map(str::to_string),
             total: Duration::from_micros(us),
+            fastest: Duration::from_micros(us / 2),
         };
         let p = Profile {
             runs: 2,

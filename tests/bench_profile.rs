@@ -45,6 +45,10 @@ fn check_sums(profile: &Value, runs: f64) {
         for item in items {
             // Means are whole nanoseconds.
             assert!((f(&item["mean_s"]) * runs - f(&item["total_s"])).abs() <= runs * 1e-9, "{item}");
+            if list == "nodes" {
+                // The fastest run's time is at most the mean.
+                assert!(f(&item["min_s"]) <= f(&item["mean_s"]) + 1e-9, "{item}");
+            }
         }
         // By decreasing time.
         let times: Vec<f64> = items.iter().map(|n| f(&n["total_s"])).collect();

@@ -54,6 +54,7 @@ pub(super) fn json(p: &Profile, top: usize) -> serde_json::Value {
                 "onnx_op": n.onnx_op,
                 "total_s": n.total.as_secs_f64(),
                 "mean_s": mean(p, n.total).as_secs_f64(),
+                "min_s": n.fastest.as_secs_f64(),
                 "share": p.share(n.total),
             })
         })

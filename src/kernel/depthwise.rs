@@ -21,7 +21,14 @@
 //!
 //! The outputs of a channel go in chunks of 8 pixels of one row (the last of a row shorter), up to 8
 //! chunks at a time each summing in its own register over all `KH·KW` taps from the bias, a fused
-//! multiply-add per tap in tap order (kernel row, then column). The portable build sums in the same
+//! multiply-add per tap in tap order (kernel row, then column).
+//!
+//! No masked store (`vmaskmovps`): on AMD's processors one costs tens of cycles (about 20 ns on the
+//! 2-core EPYC measured, where a whole store and load take 2), which was most of a 7x7 map's time. A
+//! short run copied into the scratch is stored as a whole vector with zeros past its end (over
+//! padding, or over a later run's place: the runs are copied in the scratch's order); a chunk of
+//! fewer than 8 outputs is stored whole over the next chunks' or the next channel's pixels, stored
+//! after it; only the last chunk of a thread's channels is masked. The portable build sums in the same
 //! order, a multiply then an add. Channels (of all images) are split over the threads of a pool when
 //! the work is large enough; each channel is summed the same way whatever the split, so every thread
 //! count gives the same bits.
@@ -132,6 +139,9 @@ impl Layout {
         }
         let mut layout = Layout { row, plane, len, offsets, chunks, runs: Vec::new() };
         layout.runs = layout.runs(geo, rows);
+        // In the scratch's order: a run copied in whole vectors writes zeros past its end, over
+        // padding or over a later run's place, never over an earlier run.
+        layout.runs.sort_by_key(|r| r.dst);
         // Every run and every chunk inside the scratch, the input channel and the output channel:
         // what the vector build relies on.
         let (image_in, image_out) = (geo.h * geo.w, geo.oh * geo.ow);
@@ -287,36 +297,46 @@ mod avx2 {
         assert!(scratch.len() == layout.len && out.len().is_multiple_of(units.image_out));
         let count = out.len() / units.image_out;
         assert!((units.first + count) * units.image_in <= units.input.len());
-        for (i, out) in out.chunks_exact_mut(units.image_out).enumerate() {
+        for i in 0..count {
             let u = units.first + i;
             let c = u % units.channels;
-            let channel = units.input[u * units.image_in..][..units.image_in].as_ptr();
+            let start = u * units.image_in;
+            // Safety: `start + image_in` is inside the input (asserted above); the pointer keeps
+            // the whole input's bounds, as `copy` may read past the channel.
+            let channel = unsafe { units.input.as_ptr().add(start) };
+            // Floats of the input readable from the channel's start (later channels included).
+            let readable = units.input.len() - start;
             let dst = scratch.as_mut_ptr();
             for r in &layout.runs {
-                // Safety: the run is inside the channel and the scratch (the caller's).
+                // Safety: the run is inside the channel and the scratch (the caller's), and the
+                // scratch holds `LANES` floats past its planes.
                 unsafe {
                     if r.evens {
-                        evens(channel.add(r.src), dst.add(r.dst), r.count);
+                        evens(channel.add(r.src), readable - r.src, dst.add(r.dst), r.count);
                     } else {
-                        copy(channel.add(r.src), dst.add(r.dst), r.count);
+                        copy(channel.add(r.src), readable - r.src, dst.add(r.dst), r.count);
                     }
                 }
             }
             let w = &units.filters.weights[c * units.taps..][..units.taps];
             let clamp = [units.filters.low, units.filters.high];
-            // Safety: the caller's.
-            unsafe { channel_sums(layout, scratch, w, units.filters.bias[c], clamp, out) };
+            // Safety: the caller's; channel `i`'s output lies at `i·image_out` in `out`.
+            unsafe { channel_sums(layout, scratch, w, units.filters.bias[c], clamp, out, i * units.image_out) };
         }
     }
 
-    /// `n` floats from `src` to `dst`: in vectors, then a masked one.
+    /// `n` floats from `src` to `dst` in whole vectors: the last one's lanes past `n` are zeros,
+    /// written past `dst + n` (up to 7 floats), and read past `src + n` (a masked load where fewer
+    /// than 8 floats are readable from its start).
     ///
-    /// Safety: the CPU has AVX2; `src` and `dst` hold `n` floats.
+    /// Safety: the CPU has AVX2; `src` holds `readable >= n` floats, `dst` holds `n` rounded up to
+    /// a multiple of 8 (`n >= 1`).
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn copy(src: *const f32, dst: *mut f32, n: usize) {
+    unsafe fn copy(src: *const f32, readable: usize, dst: *mut f32, n: usize) {
         let mut j = 0;
-        // Safety: every vector loaded and stored lies in `0..n`, or is masked to it.
+        // Safety: every vector loaded lies in `0..readable` or is masked to `0..n`; every vector
+        // stored in `0..n` rounded up to 8.
         unsafe {
             while j + LANES <= n {
                 _mm256_storeu_ps(dst.add(j), _mm256_loadu_ps(src.add(j)));
@@ -324,28 +344,40 @@ mod avx2 {
             }
             if j < n {
                 let mask = mask(n - j);
-                _mm256_maskstore_ps(dst.add(j), mask, _mm256_maskload_ps(src.add(j), mask));
+                let v = if j + LANES <= readable {
+                    _mm256_and_ps(_mm256_loadu_ps(src.add(j)), _mm256_castsi256_ps(mask))
+                } else {
+                    _mm256_maskload_ps(src.add(j), mask)
+                };
+                // A whole store: `_mm256_maskstore_ps` costs tens of cycles on some processors.
+                _mm256_storeu_ps(dst.add(j), v);
             }
         }
     }
 
-    /// `dst[t]` = `src[2·t]` for `t < n`: 16 floats shuffled to their 8 even ones at a time, then
-    /// one by one.
+    /// `dst[t]` = `src[2·t]` for `t < n`: 16 floats shuffled to their 8 even ones at a time (the
+    /// last vector's lanes past `n` zeros, written past `dst + n` as [`copy`] does) while 16 floats
+    /// are readable, then one by one.
     ///
-    /// Safety: the CPU has AVX2; `src` holds `2·n - 1` floats and `dst` `n` (`n >= 1`).
+    /// Safety: the CPU has AVX2; `src` holds `readable >= 2·n - 1` floats and `dst` `n` rounded up
+    /// to a multiple of 8 (`n >= 1`).
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn evens(src: *const f32, dst: *mut f32, n: usize) {
+    unsafe fn evens(src: *const f32, readable: usize, dst: *mut f32, n: usize) {
         let mut t = 0;
-        // Safety: a vector step reads `src[2t..2t + 16]`, inside as `2t + 16 <= 2n - 2`, and
-        // writes `dst[t..t + 8]`, inside as `t + 8 <= n - 1`; the rest one by one inside.
+        // Safety: a vector step reads `src[2t..2t + 16]`, inside as `2t + 16 <= readable`, and
+        // writes `dst[t..t + 8]`, inside `n` rounded up to 8 as `t < n`; the rest one by one
+        // inside.
         unsafe {
-            while 2 * (t + LANES) < 2 * n - 1 {
+            while t < n && 2 * t + 2 * LANES <= readable {
                 let a = _mm256_loadu_ps(src.add(2 * t));
                 let b = _mm256_loadu_ps(src.add(2 * t + LANES));
                 // a0 a2 b0 b2 | a4 a6 b4 b6, then the 64-bit pairs in order 0 2 1 3.
                 let mixed = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
-                let even = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(mixed)));
+                let mut even = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(mixed)));
+                if t + LANES > n {
+                    even = _mm256_and_ps(even, _mm256_castsi256_ps(mask(n - t)));
+                }
                 _mm256_storeu_ps(dst.add(t), even);
                 t += LANES;
             }
@@ -365,23 +397,33 @@ mod avx2 {
     }
 
     /// One channel's sums (as [`super::portable_channel`]) in vectors: `GROUP` chunks at a time,
-    /// then the rest.
+    /// then the rest, into `out` from `first` (the channel's output; the floats after it are later
+    /// channels' or nothing).
     ///
-    /// Safety: the CPU has AVX2 and FMA; every chunk reads inside `scratch` and writes inside `out`.
+    /// Safety: the CPU has AVX2 and FMA; every chunk reads inside `scratch` and writes inside
+    /// `out[first..]`.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn channel_sums(layout: &Layout, scratch: &[f32], w: &[f32], bias: f32, clamp: [f32; 2], out: &mut [f32]) {
+    unsafe fn channel_sums(
+        layout: &Layout,
+        scratch: &[f32],
+        w: &[f32],
+        bias: f32,
+        clamp: [f32; 2],
+        out: &mut [f32],
+        first: usize,
+    ) {
         let mut groups = layout.chunks.chunks_exact(GROUP);
         for group in &mut groups {
             // Safety: the caller's.
-            unsafe { chunks::<GROUP>(group, layout, scratch, w, bias, clamp, out) };
+            unsafe { chunks::<GROUP>(group, layout, scratch, w, bias, clamp, out, first) };
         }
         let rest = groups.remainder();
         macro_rules! tail {
             ($($n:literal)*) => {
                 match rest.len() {
                     // Safety: the caller's.
-                    $($n => unsafe { chunks::<$n>(rest, layout, scratch, w, bias, clamp, out) },)*
+                    $($n => unsafe { chunks::<$n>(rest, layout, scratch, w, bias, clamp, out, first) },)*
                     _ => {}
                 }
             };
@@ -389,11 +431,14 @@ mod avx2 {
         tail!(1 2 3 4 5 6 7);
     }
 
-    /// The `G` chunks of `group`, each summed in its own register.
+    /// The `G` chunks of `group`, each summed in its own register, stored in chunk order. A chunk
+    /// of fewer than 8 pixels is stored whole where `out` has room: its last lanes land on the
+    /// next chunks' pixels (or a later channel's), which are stored after it.
     ///
     /// Safety: as [`channel_sums`], with `group.len() == G`.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn chunks<const G: usize>(
         group: &[(usize, usize, usize)],
         layout: &Layout,
@@ -402,12 +447,14 @@ mod avx2 {
         bias: f32,
         [low, high]: [f32; 2],
         out: &mut [f32],
+        first: usize,
     ) {
         let mut sums = [_mm256_set1_ps(bias); G];
         let s = scratch.as_ptr();
+        let bases: [usize; G] = std::array::from_fn(|i| group[i].0);
         for (&offset, &weight) in layout.offsets.iter().zip(w) {
             let weight = _mm256_set1_ps(weight);
-            for (sum, &(base, _, _)) in sums.iter_mut().zip(group) {
+            for (sum, &base) in sums.iter_mut().zip(&bases) {
                 // Safety: the caller's: `base + offset + 8` is at most the scratch's length.
                 *sum = _mm256_fmadd_ps(unsafe { _mm256_loadu_ps(s.add(base + offset)) }, weight, *sum);
             }
@@ -416,13 +463,14 @@ mod avx2 {
         for (&sum, &(_, at, n)) in sums.iter().zip(group) {
             // `max(low, v)` and `min(high, v)` return `v` when it is NaN.
             let v = _mm256_min_ps(high, _mm256_max_ps(low, sum));
-            let dst = &mut out[at..at + n];
-            // Safety: `dst` holds `n` floats, 8 when stored whole, else masked to `n`.
+            let at = first + at;
+            assert!(at + n <= out.len());
+            // Safety: 8 floats from `at` lie inside `out` when stored whole, else `n` masked.
             unsafe {
-                if n == LANES {
-                    _mm256_storeu_ps(dst.as_mut_ptr(), v);
+                if at + LANES <= out.len() {
+                    _mm256_storeu_ps(out.as_mut_ptr().add(at), v);
                 } else {
-                    _mm256_maskstore_ps(dst.as_mut_ptr(), mask(n), v);
+                    _mm256_maskstore_ps(out.as_mut_ptr().add(at), mask(n), v);
                 }
             }
         }

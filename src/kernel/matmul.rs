@@ -204,7 +204,7 @@ mod avx2 {
         unsafe {
             while j + width <= g.n {
                 for i in (from..to).step_by(R) {
-                    tile::<R, V, true>(g, ops, i, j, [all; V]);
+                    tile::<R, V, true>(g, ops, i, j, [all; V], LANES);
                 }
                 j += width;
             }
@@ -233,9 +233,10 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn last<const R: usize, const V: usize>(g: &Gemm, ops: &Operands, from: usize, to: usize, j: usize) {
         let masks = std::array::from_fn(|v| mask((g.n - j).saturating_sub(v * LANES)));
+        let lanes = g.n - j - (V - 1) * LANES;
         for i in (from..to).step_by(R) {
             // Safety: rows `i..i + R` are inside `from..to`, the columns inside `n` or masked.
-            unsafe { tile::<R, V, false>(g, ops, i, j, masks) };
+            unsafe { tile::<R, V, false>(g, ops, i, j, masks, lanes) };
         }
     }
 
@@ -250,10 +251,13 @@ mod avx2 {
     }
 
     /// One tile: rows `i..i + R`, `V` vectors of columns from `j` (a multiple of 8), each whole when
-    /// `FULL`, else to the lanes of its mask; its sums in registers over the whole depth.
+    /// `FULL`, else all whole but the last, which is read to the lanes of its mask and written to
+    /// its first `lanes`; its sums in registers over the whole depth. The last vector is written
+    /// through a copy on the stack: `_mm256_maskstore_ps` costs tens of cycles on some processors
+    /// (AMD's), more than a tile's sums over a short depth.
     ///
     /// Safety: as [`columns`], with rows `i..i + R` inside `m` and the vectors' columns (whole, or
-    /// to their masks) inside `n`.
+    /// to their masks; `lanes` the last one's when not `FULL`, 1 to 8) inside `n`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn tile<const R: usize, const V: usize, const FULL: bool>(
@@ -262,6 +266,7 @@ mod avx2 {
         i: usize,
         j: usize,
         masks: [__m256i; V],
+        lanes: usize,
     ) {
         // Where vector `v`'s columns start in `B`, from the tile's depth step.
         let at: [usize; V] = std::array::from_fn(|v| {
@@ -274,7 +279,7 @@ mod avx2 {
         // access touches none of its masked-off lanes.
         unsafe {
             let load = |at: *const f32, v: usize| {
-                if FULL {
+                if FULL || v + 1 < V {
                     _mm256_loadu_ps(at)
                 } else {
                     _mm256_maskload_ps(at, masks[v])
@@ -313,10 +318,12 @@ mod avx2 {
             for (r, row) in sums.iter().enumerate() {
                 let out = ops.c.add((i + r) * g.c_row + j);
                 for (v, sum) in row.iter().enumerate() {
-                    if FULL {
+                    if FULL || v + 1 < V {
                         _mm256_storeu_ps(out.wrapping_add(v * LANES), *sum);
                     } else {
-                        _mm256_maskstore_ps(out.wrapping_add(v * LANES), masks[v], *sum);
+                        let mut last = [0f32; LANES];
+                        _mm256_storeu_ps(last.as_mut_ptr(), *sum);
+                        std::ptr::copy_nonoverlapping(last.as_ptr(), out.wrapping_add(v * LANES), lanes.min(LANES));
                     }
                 }
             }

@@ -156,9 +156,21 @@ fn resample_blocks(src: &[f32], len_in: usize, inner: usize, taps: &AxisTaps, ds
     // The last axis: each output's taps in one small value, read in order by one loop per block.
     let gathers: Option<Vec<Gather>> =
         if inner == 1 { (0..len_out).map(|x| Gather::of(taps, x)).collect() } else { None };
+    #[cfg(target_arch = "x86_64")]
+    let vector_plan = match &gathers {
+        Some(gathers) if std::arch::is_x86_feature_detected!("avx2") => Some(lanes::plan(gathers, len_in)),
+        _ => None,
+    };
     for (src, dst) in src.chunks_exact(block_in).zip(dst.chunks_exact_mut(block_out)) {
         if inner == 1 {
             match &gathers {
+                #[cfg(target_arch = "x86_64")]
+                Some(gathers) if vector_plan.is_some() => {
+                    let lanes = vector_plan.as_deref().unwrap_or_default();
+                    // Safety: the CPU has AVX2 (checked when the plan was made), and `lanes` was
+                    // planned from `gathers` for blocks of `len_in` floats, `src`'s length.
+                    unsafe { lanes::gather(lanes, gathers, src, dst) };
+                }
                 Some(gathers) => {
                     for (out, g) in dst.iter_mut().zip(gathers) {
                         *out = g.apply(src);
@@ -192,6 +204,96 @@ fn resample_blocks(src: &[f32], len_in: usize, inner: usize, taps: &AxisTaps, ds
         }
     }
     Ok(())
+}
+
+/// The last axis' gather in vectors of 8 outputs (AVX2): a block of 8 outputs that all have two
+/// taps, all within 8 inputs (an upsampling's, from rows of at least 8), is one load of those 8
+/// inputs, two lane permutations and `(0.0 + w·a) + v·b` in lanes: the scalar loop's operations in
+/// its order (a multiply then an add, never fused), so the same bits. Other blocks, and the outputs
+/// past the last whole block, go through [`Gather::apply`].
+#[cfg(target_arch = "x86_64")]
+mod lanes {
+    use super::Gather;
+    use std::arch::x86_64::*;
+
+    /// One block of 8 outputs: where its inputs start, and per lane each tap's input (from
+    /// `base`) and weight.
+    #[derive(Debug, Clone, Copy)]
+    pub(super) struct Block {
+        base: usize,
+        first: [i32; 8],
+        w: [f32; 8],
+        second: [i32; 8],
+        v: [f32; 8],
+    }
+
+    /// For each whole block of 8 outputs, its lanes when it can go in vectors over rows of
+    /// `len_in` inputs.
+    pub(super) fn plan(gathers: &[Gather], len_in: usize) -> Vec<Option<Block>> {
+        gathers
+            .chunks_exact(8)
+            .map(|block| {
+                let mut taps = [(0usize, 0f32, 0usize, 0f32); 8];
+                for (t, g) in taps.iter_mut().zip(block) {
+                    match *g {
+                        Gather::Two(i, w, j, v) => *t = (i, w, j, v),
+                        _ => return None,
+                    }
+                }
+                // The 8 inputs loaded start at the first one read, or earlier near the row's end.
+                let first = taps.iter().map(|t| t.0.min(t.2)).min()?;
+                let base = first.min(len_in.checked_sub(8)?);
+                let top = taps.iter().map(|t| t.0.max(t.2)).max()?;
+                if top - base >= 8 {
+                    return None;
+                }
+                Some(Block {
+                    base,
+                    first: taps.map(|t| (t.0 - base) as i32),
+                    w: taps.map(|t| t.1),
+                    second: taps.map(|t| (t.2 - base) as i32),
+                    v: taps.map(|t| t.3),
+                })
+            })
+            .collect()
+    }
+
+    /// One row: `dst[x]` = output `x` of `gathers` from `src`.
+    ///
+    /// Safety: the CPU has AVX2; `lanes` is [`plan`]'s for `gathers` and `src.len()`, and `dst`
+    /// has one value per gather.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn gather(lanes: &[Option<Block>], gathers: &[Gather], src: &[f32], dst: &mut [f32]) {
+        assert!(dst.len() == gathers.len() && lanes.len() == gathers.len() / 8);
+        let zero = _mm256_setzero_ps();
+        for (b, lane) in lanes.iter().enumerate() {
+            let out = &mut dst[b * 8..][..8];
+            match lane {
+                Some(l) => {
+                    assert!(l.base + 8 <= src.len());
+                    // Safety: 8 floats from `base` lie in `src` (asserted), 8 in `out`, and the
+                    // lane indices are below 8 (made so by `plan`).
+                    unsafe {
+                        let x = _mm256_loadu_ps(src.as_ptr().add(l.base));
+                        let a = _mm256_permutevar8x32_ps(x, _mm256_loadu_si256(l.first.as_ptr().cast()));
+                        let c = _mm256_permutevar8x32_ps(x, _mm256_loadu_si256(l.second.as_ptr().cast()));
+                        let first = _mm256_mul_ps(_mm256_loadu_ps(l.w.as_ptr()), a);
+                        let second = _mm256_mul_ps(_mm256_loadu_ps(l.v.as_ptr()), c);
+                        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(_mm256_add_ps(zero, first), second));
+                    }
+                }
+                None => {
+                    for (o, g) in out.iter_mut().zip(&gathers[b * 8..]) {
+                        *o = g.apply(src);
+                    }
+                }
+            }
+        }
+        let done = lanes.len() * 8;
+        for (o, g) in dst[done..].iter_mut().zip(&gathers[done..]) {
+            *o = g.apply(src);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -264,6 +366,54 @@ mod tests {
         resample_axis(&src, 3, 1, &two, &mut dst).unwrap();
         assert_eq!(dst, [0.0, -0.0, 0.0f32 + 0.25 * 8.0 + 0.125 * 16.0]);
         assert!(dst[0].is_sign_positive() && dst[1].is_sign_negative(), "{dst:?}");
+    }
+
+    /// Linear taps like those of a half-pixel `Resize`: two per output, clamped at the edges
+    /// (one tap of weight one there).
+    fn linear(len_in: usize, len_out: usize) -> AxisTaps {
+        let (mut indices, mut weights) = (vec![], vec![]);
+        for x in 0..len_out {
+            let at = ((x as f32 + 0.5) * len_in as f32 / len_out as f32 - 0.5).clamp(0.0, (len_in - 1) as f32);
+            let i = at.floor() as usize;
+            let j = (i + 1).min(len_in - 1);
+            let f = at - i as f32;
+            indices.extend([i, j]);
+            weights.extend([1.0 - f, f]);
+        }
+        AxisTaps::new(len_in, 2, &indices, &weights, &vec![false; len_out]).unwrap()
+    }
+
+    /// The last axis' vector gather gives the scalar loop's bits, special values included, for
+    /// upsamplings (vector blocks), downsamplings (scalar blocks) and lengths that leave a tail.
+    #[test]
+    fn the_vector_gather_gives_the_scalar_bits() {
+        for (len_in, len_out, rows) in
+            [(28, 224, 3), (7, 20, 2), (3, 8, 4), (100, 101, 1), (50, 13, 2), (9, 9 * 4 + 3, 5)]
+        {
+            let taps = linear(len_in, len_out);
+            let mut src: Vec<f32> = (0..len_in * rows).map(|v| ((v * 7919) % 211) as f32 / 37.0 - 2.5).collect();
+            for (at, special) in [(1, -0.0), (len_in + 2, f32::INFINITY), (2 * len_in - 1, f32::NAN), (5, f32::MAX)] {
+                if at < src.len() {
+                    src[at] = special;
+                }
+            }
+            let mut got = vec![0f32; len_out * rows];
+            resample_axis(&src, len_in, 1, &taps, &mut got).unwrap();
+            let want: Vec<f32> = src
+                .chunks_exact(len_in)
+                .flat_map(|row| (0..len_out).map(|x| Gather::of(&taps, x).unwrap().apply(row)).collect::<Vec<_>>())
+                .collect();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{len_in} -> {len_out}");
+        }
+        // The vector blocks were taken where they could be: 28 -> 224 has 28 blocks, the first and
+        // the last holding outputs of one tap (clamped at the edges).
+        #[cfg(target_arch = "x86_64")]
+        {
+            let taps = linear(28, 224);
+            let gathers: Vec<Gather> = (0..224).map(|x| Gather::of(&taps, x).unwrap()).collect();
+            assert_eq!(lanes::plan(&gathers, 28).iter().filter(|b| b.is_some()).count(), 26);
+        }
     }
 
     #[test]
