@@ -95,13 +95,14 @@ fn a_decomposed_hard_swish_runs_as_the_definition() {
 
 #[test]
 fn activations_over_large_tensors_split_over_threads_with_the_same_bits() {
-    // 300,000 values, over the split's 2^17 values a thread at 2 and 8 threads; every third a special
-    // value, the others a ramp over [-15, 15].
+    // 1,200,000 values, over the split's 2^19 values a thread at 2 and 8 threads; every third a
+    // special value, the others a ramp over [-15, 15].
     let special = [MAX, 1e38, -MAX, NAN, -0.0, 0.0, 3.0, -3.0, 1.0, -1.5, 2.5];
     let hard_swish_of_special =
         [MAX, 1e38, -0.0, NAN, -0.0, 0.0, 3.0, -0.0, f32::from_bits(0x3f2a_aaab), -0.375, f32::from_bits(0x4012_aaab)];
-    let value = |i: usize| if i % 3 == 0 { special[i / 3 % special.len()] } else { (i as f32 - 150_000.0) / 9_999.0 };
-    let xs: Vec<f32> = (0..300_000).map(value).collect();
+    let value =
+        |i: usize| if i.is_multiple_of(3) { special[i / 3 % special.len()] } else { (i as f32 - 600_000.0) / 39_999.0 };
+    let xs: Vec<f32> = (0..1_200_000).map(value).collect();
     // The graph's input (shared with the caller: written into a new tensor), and a value the op holds
     // alone (worked on in place).
     let negated_hard_swish = Builder::new(14)

@@ -28,9 +28,11 @@ use crate::kernel::Isa;
 use crate::kernel::{gelu_tanh, hard_swish, spread};
 
 /// Values one thread is given at least before a pass is split over the plan's threads (`--threads`):
-/// about 30 µs of one core's work on the hard swish (the Gelu takes longer a value). Figures:
-/// docs/performance.md, "Threads in our kernels".
-const VALUES_PER_THREAD: usize = 1 << 17;
+/// about 45 µs of one core's work on the hard swish, which runs 12 values a nanosecond on one core
+/// of an AVX-512 machine (`[1, 16, 112, 112]`, 200,704 values, in 17 µs; the Gelu takes longer a
+/// value), so that the split pays for waking a worker. Figures: docs/performance.md, "Threads in our
+/// kernels".
+const VALUES_PER_THREAD: usize = 1 << 19;
 
 /// How many values each thread takes of a pass over `len` values on `pool`: all of them (one run)
 /// without a pool or below [`VALUES_PER_THREAD`] for two threads; runs are whole cache lines.
