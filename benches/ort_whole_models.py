@@ -4,10 +4,15 @@
 For every model of `models/real/manifest.json`, on the inputs of one size (`a` by default, `--sizes a,b`
 for both):
 
-- onnxruntime: `InferenceSession(...).run` (CPU provider, default graph optimizations), warm-up runs,
-  then the median of N timed runs;
+- onnxruntime: `InferenceSession(...).run` (CPU provider, default graph optimizations and its
+  default spinning thread pool), warm-up runs, then the median of N timed runs, in a child process of
+  this script that has exited before sliceops runs (its pool, spinning after each run, never shares
+  the cores with a sliceops measurement, nor sliceops' with it);
 - sliceops: `sliceops bench MODEL --input NAME=FILE.npy ... --runs N --format json --threads T`, the
   median it reports (`{"runs", "median_s", "min_s", ...}`; its own warm-up run first).
+
+With `--rounds R` each cell is measured R times, the two runtimes alternating, and each side's
+smallest median is kept (what a passing load disturbs least).
 
 Each thread setting of `--threads` (default `1,default`) is measured on both sides: a number T is
 onnxruntime's `intra_op_num_threads = T` and sliceops' `--threads T`; `default` is each runtime's default
@@ -30,7 +35,8 @@ With `--corpus bench`, it times the generated corpus of full-size networks inste
 at one thread and at all cores (`os.cpu_count()`; onnxruntime `intra_op_num_threads`, sliceops
 `--threads`), both runtimes side by side, model by model, and prints the four-column table of
 sliceops / onnxruntime (batch 1/8 x one thread/all cores) with the times and the geometric means.
-`--check` first runs `sliceops run` on each and compares its outputs with onnxruntime's saved ones
+`--threads 1,2` picks the thread counts (default 1 and all cores), and a second table gives each
+runtime's time on more threads over its time on the first. `--check` first runs `sliceops run` on each and compares its outputs with onnxruntime's saved ones
 (largest difference over the largest magnitude of the expected output); `--cpu-time` takes the
 one-thread columns in CPU time per run instead of wall time (what a loaded machine disturbs least).
 
