@@ -429,8 +429,9 @@ def run_corpus(binary: Path, runs: int, warmup: int, only: str | None, check: bo
         print("| " + " | ".join(cells) + " |")
     gm = [f"{float(np.exp(np.mean(np.log(ratios[l])))):.2f}" if ratios[l] else "-" for l in labels]
     print("| geometric mean | " + " | ".join(gm) + " |")
-    if len(counts) > 1:
-        # Each runtime against itself: its time on more threads over its time on the first count.
+    if len(counts) > 1 and not (cpu and counts[0] == 1):
+        # Each runtime against itself: its time on more threads over its time on the first count
+        # (not with --cpu-time, where the one-thread figures are CPU time, not wall time).
         more = counts[1:]
         print(f"\nEach runtime's time on more threads over its time on {counts[0]} (below 1: faster)\n")
         head = [f"b{b}, {t}/{counts[0]} {side}" for b in (1, 8) for t in more for side in ("onnxruntime", "sliceops")]
