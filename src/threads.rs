@@ -1,6 +1,8 @@
 //! One thread budget for running a plan: tract's kernels (matrix products, convolutions, elementwise
-//! ops over large tensors), sliceops' convolution and matrix kernels (`DirectConv`, `SmallMatMul`:
-//! [`pool`]) and its copy kernel share it.
+//! ops over large tensors), sliceops' kernels that split their work over the plan's pool
+//! (`DirectConv` and its depthwise kernel, `SmallMatMul`, `RowResize`, `DefinedActivation`: [`pool`],
+//! each split through `kernel::spread`, the calling thread taking a share) and its copy kernel share
+//! it.
 //!
 //! A plan made with a budget of `n` threads carries both halves of it:
 //!

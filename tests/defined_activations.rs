@@ -93,6 +93,52 @@ fn a_decomposed_hard_swish_runs_as_the_definition() {
     assert!(ops.iter().any(|o| o == "DefinedHardSwish"), "{ops:?}");
 }
 
+#[test]
+fn activations_over_large_tensors_split_over_threads_with_the_same_bits() {
+    // 1,200,000 values, over the split's 2^19 values a thread at 2 and 8 threads; every third a
+    // special value, the others a ramp over [-15, 15].
+    let special = [MAX, 1e38, -MAX, NAN, -0.0, 0.0, 3.0, -3.0, 1.0, -1.5, 2.5];
+    let hard_swish_of_special =
+        [MAX, 1e38, -0.0, NAN, -0.0, 0.0, 3.0, -0.0, f32::from_bits(0x3f2a_aaab), -0.375, f32::from_bits(0x4012_aaab)];
+    let value =
+        |i: usize| if i.is_multiple_of(3) { special[i / 3 % special.len()] } else { (i as f32 - 600_000.0) / 39_999.0 };
+    let xs: Vec<f32> = (0..1_200_000).map(value).collect();
+    // The graph's input (shared with the caller: written into a new tensor), and a value the op holds
+    // alone (worked on in place).
+    let negated_hard_swish = Builder::new(14)
+        .input("x", DataType::Float, &[D::S("N")])
+        .node("Neg", "", "neg", &["x"], &["n"], vec![])
+        .node("HardSwish", "", "op", &["n"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let cases = [
+        ("HardSwish", unary("HardSwish", 14, vec![]), "DefinedHardSwish"),
+        ("HardSwish of -x", negated_hard_swish, "DefinedHardSwish"),
+        ("Gelu(tanh)", unary("Gelu", 20, vec![("approximate", A::S("tanh"))]), "DefinedGeluTanh"),
+    ];
+    for (what, bytes, op) in cases {
+        let mut m = Model::load_bytes(&bytes).unwrap();
+        let mut runs = vec![];
+        for threads in [1, 2, 8] {
+            m.set_threads(Some(threads)).unwrap();
+            let input = tensor1(&xs);
+            let plan = m.plan_for(std::slice::from_ref(&input)).unwrap();
+            assert!(plan.model().nodes().iter().any(|n| n.op().name() == op), "{what}, {threads} threads");
+            let out = m.run(vec![input]).unwrap().remove(0).1;
+            runs.push(out.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec());
+        }
+        for (threads, run) in [2, 8].iter().zip(&runs[1..]) {
+            assert_identical(&format!("{what}, {threads} threads against 1"), run, &runs[0]);
+        }
+        if what == "HardSwish" {
+            let got: Vec<f32> = (0..special.len()).map(|k| runs[0][3 * k]).collect();
+            assert_identical(what, &got, &hard_swish_of_special);
+            let last = (xs.len() - 1) / 3 * 3;
+            assert_identical(what, &[runs[2][last]], &[hard_swish_of_special[last / 3 % special.len()]]);
+        }
+    }
+}
+
 /// Gelu's tanh form in float64, as `x / (1 + exp(-2v))` (no cancellation).
 fn gelu64(x: f32) -> f64 {
     let x = x as f64;

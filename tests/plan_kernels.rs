@@ -213,6 +213,40 @@ fn resize_runs_as_row_resize_with_tracts_values_bit_for_bit() {
 }
 
 #[test]
+fn a_large_resize_splits_over_threads_with_tracts_bits() {
+    // [2, 3, 40, 60] to [2, 3, 160, 240] bilinear: 230,400 output values, split over 2 and 3
+    // threads (its kernel gives each thread at least 65,536), on both axes.
+    let shape = [2usize, 3, 40, 60];
+    let values: Vec<f32> =
+        (0..shape.iter().product::<usize>()).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
+    let x = tensor1(&values).into_shape(&shape).unwrap();
+    let dims: Vec<D> = shape.iter().map(|&d| D::N(d as i64)).collect();
+    let attrs = vec![("mode", A::S("linear")), ("coordinate_transformation_mode", A::S("half_pixel"))];
+    let b = Builder::new(13).input("x", DataType::Float, &dims).init_i64("sizes", &[2, 3, 160, 240]);
+    let b = b.node("Resize", "", "rs", &["x", "", "", "sizes"], &["y"], attrs);
+    let mut m = Model::load_bytes(&b.output("y").bytes()).unwrap();
+    let case = ResizeCase {
+        mode: "linear",
+        coordinates: "half_pixel",
+        nearest: "floor",
+        scales: None,
+        sizes: Some([2, 3, 160, 240]),
+    };
+    let want = tract_resize(&case, &x);
+    let bits = |t: &Tensor| -> Vec<u32> {
+        t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+    };
+    for threads in [1, 2, 8] {
+        m.set_threads(Some(threads)).unwrap();
+        let ops = plan_ops(&m, &x);
+        assert!(ops.contains(&"RowResize".to_string()), "{threads} threads: {ops:?}");
+        let got = m.run(vec![x.clone()]).unwrap().remove(0).1;
+        assert_eq!(got.shape(), want.shape());
+        assert_eq!(bits(&got), bits(&want), "{threads} threads");
+    }
+}
+
+#[test]
 fn integer_nearest_upsampling_by_sizes_repeats_pixels() {
     // The first case, written out: every output pixel (h, w) is input pixel (h / 2, w / 2).
     let x = tensor1(&(0..24).map(|v| v as f32).collect::<Vec<_>>()).into_shape(&RESIZE_INPUT).unwrap();

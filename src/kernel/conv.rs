@@ -40,6 +40,7 @@ use rayon::ThreadPool;
 
 use super::conv_parts::{self, Part};
 use super::depthwise::{self, DepthwiseFilters};
+use super::spread::spread;
 
 /// Output channels one block computes.
 const CO_BLOCK: usize = 4;
@@ -374,7 +375,9 @@ pub(crate) fn conv2d(
     output: &mut [f32],
     pool: Option<&ThreadPool>,
 ) -> Result<(), String> {
-    conv2d_split(geo, conv, input, output, pool.map(|p| (p, MACS_PER_THREAD)))
+    // A depthwise convolution sums a few multiply-adds per value read: its threads need fewer.
+    let least = if conv.depthwise && depthwise::takes(geo) { depthwise::MACS_PER_THREAD } else { MACS_PER_THREAD };
+    conv2d_split(geo, conv, input, output, pool.map(|p| (p, least)))
 }
 
 /// [`conv2d`] over the threads of `pool` with at least `least` multiply-adds a thread.
@@ -422,21 +425,23 @@ fn conv2d_split(
         // too, with one hand-off per thread instead of one per image.
         Some((pool, _)) if threads > 1 && geo.batch >= pool.current_num_threads() => {
             let (image_in, image_out) = (geo.c_in * geo.h * geo.w, geo.c_out * geo.oh * geo.ow);
-            pool.scope(|scope| {
-                let (mut input, mut output) = (input, output);
-                for t in 0..threads {
+            let (mut input, mut output) = (input, output);
+            let steps = &steps;
+            spread(
+                pool,
+                (0..threads).map(|t| {
                     let count = geo.batch * (t + 1) / threads - geo.batch * t / threads;
                     let (mine_in, rest_in) = input.split_at(count * image_in);
                     let (mine_out, rest_out) = std::mem::take(&mut output).split_at_mut(count * image_out);
                     (input, output) = (rest_in, rest_out);
-                    let (geo, steps) = (ConvGeometry { batch: count, ..*geo }, &steps);
-                    scope.spawn(move |_| {
+                    let geo = ConvGeometry { batch: count, ..*geo };
+                    move || {
                         with_scratch(lens, |buffers| {
                             convolve(&geo, steps, conv, mine_in, mine_out, buffers, kernel, None)
                         })
-                    });
-                }
-            });
+                    }
+                }),
+            );
         }
         _ => with_scratch(lens, |buffers| convolve(geo, &steps, conv, input, output, buffers, kernel, pool)),
     }
@@ -678,16 +683,17 @@ fn sums(
         job(0, units, wide);
         return;
     };
-    pool.scope(|scope| {
-        let mut rest = wide;
-        for t in 0..threads {
+    let mut rest = wide;
+    let job = &job;
+    spread(
+        pool,
+        (0..threads).map(|t| {
             let (u0, u1) = (units * t / threads, units * (t + 1) / threads);
             let (mine, others) = std::mem::take(&mut rest).split_at_mut((channel(u1) - channel(u0)) * sizes.wide);
             rest = others;
-            let job = &job;
-            scope.spawn(move |_| job(u0, u1, mine));
-        }
-    });
+            move || job(u0, u1, mine)
+        }),
+    );
 }
 
 /// The sums of one prepared image into `wide` (`[c_out][wide]`, pixels `oy·L + ox`), clamped, on

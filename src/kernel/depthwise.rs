@@ -36,6 +36,7 @@
 use rayon::ThreadPool;
 
 use super::conv::ConvGeometry;
+use super::spread::spread;
 
 /// Float32 lanes of one vector: pixels of one chunk.
 const LANES: usize = 8;
@@ -185,6 +186,12 @@ impl Layout {
     }
 }
 
+/// Multiply-adds one thread is given at least before a depthwise convolution is split over threads:
+/// about 50 µs of one core's work (this kernel sums 5-6 multiply-adds a nanosecond on a 7x7 map, a
+/// tenth of the dense kernel's rate, whose threshold is eight times this). Figures:
+/// docs/performance.md, "Threads in our kernels".
+pub(super) const MACS_PER_THREAD: usize = 1 << 18;
+
 /// Convolves `input` (`[batch][c][h][w]`) into `output` (`[batch][c][oh][ow]`) by `filters`, over
 /// the threads of `pool` (with at least `least` multiply-adds each) where the work is large enough.
 /// The sizes are the caller's, checked ([`ConvGeometry::sizes`]) and matching `filters`.
@@ -237,16 +244,18 @@ pub(super) fn depthwise(
     let macs = units.saturating_mul(image_out).saturating_mul(taps);
     let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(units).max(1);
     match pool {
-        Some((pool, _)) if threads > 1 => pool.scope(|scope| {
-            let mut rest = output;
-            for t in 0..threads {
-                let (u0, u1) = (units * t / threads, units * (t + 1) / threads);
-                let (mine, others) = std::mem::take(&mut rest).split_at_mut((u1 - u0) * image_out);
-                rest = others;
-                let job = &job;
-                scope.spawn(move |_| job(u0, u1, mine));
-            }
-        }),
+        Some((pool, _)) if threads > 1 => {
+            let (mut rest, job) = (output, &job);
+            spread(
+                pool,
+                (0..threads).map(|t| {
+                    let (u0, u1) = (units * t / threads, units * (t + 1) / threads);
+                    let (mine, others) = std::mem::take(&mut rest).split_at_mut((u1 - u0) * image_out);
+                    rest = others;
+                    move || job(u0, u1, mine)
+                }),
+            )
+        }
         _ => job(0, units, output),
     }
     Ok(())

@@ -12,6 +12,10 @@
 //! results are bit for bit the same, but for one thing: a single tap of weight one is a copy, which
 //! keeps the sign of a zero (tract adds it to `0.0`, which makes `-0.0` positive; onnxruntime copies).
 
+use rayon::ThreadPool;
+
+use super::spread::spread;
+
 /// The taps of every output index of one axis.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct AxisTaps {
@@ -124,6 +128,46 @@ pub(crate) fn resample_axis(
         return unsafe { resample_avx2(src, len_in, inner, taps, dst) };
     }
     resample_blocks(src, len_in, inner, taps, dst)
+}
+
+/// Output values one thread is given at least before a resampling is split over threads (about
+/// 0.1 ms of one core's work on bilinear taps; the final upsampling of DeepLabV3 writes 1 M values
+/// at batch 1). Figures: docs/performance.md, "Threads in our kernels".
+const VALUES_PER_THREAD: usize = 1 << 16;
+
+/// [`resample_axis`] over the threads of `pool` when the output is large enough
+/// ([`VALUES_PER_THREAD`]): each thread takes a run of whole outer blocks (`[len_in, inner]` in,
+/// `[len_out, inner]` out), which it resamples as one thread would, so the result is the same, bit
+/// for bit, on any number of threads.
+pub(crate) fn resample_axis_on(
+    pool: Option<&ThreadPool>,
+    src: &[f32],
+    len_in: usize,
+    inner: usize,
+    taps: &AxisTaps,
+    dst: &mut [f32],
+) -> Result<(), String> {
+    let block_in = len_in.checked_mul(inner).ok_or("input block overflows")?;
+    let block_out = taps.len_out().checked_mul(inner).ok_or("output block overflows")?;
+    let outer = src.len().checked_div(block_in).unwrap_or(0);
+    let whole = block_out > 0 && src.len() == outer * block_in && dst.len() == outer * block_out;
+    let threads = pool.map_or(1, |p| p.current_num_threads().min(dst.len() / VALUES_PER_THREAD)).min(outer).max(1);
+    let Some(pool) = pool.filter(|_| whole && threads > 1) else {
+        return resample_axis(src, len_in, inner, taps, dst);
+    };
+    let mut results: Vec<Result<(), String>> = vec![Ok(()); threads];
+    let (mut src, mut dst) = (src, dst);
+    spread(
+        pool,
+        (0..threads).zip(results.iter_mut()).map(|(t, result)| {
+            let count = outer * (t + 1) / threads - outer * t / threads;
+            let (mine_in, rest_in) = src.split_at(count * block_in);
+            let (mine_out, rest_out) = std::mem::take(&mut dst).split_at_mut(count * block_out);
+            (src, dst) = (rest_in, rest_out);
+            move || *result = resample_axis(mine_in, len_in, inner, taps, mine_out)
+        }),
+    );
+    results.into_iter().collect()
 }
 
 /// [`resample_blocks`] compiled for AVX2 (eight f32 lanes for the weighted row sums; the same
@@ -414,6 +458,42 @@ mod tests {
             let gathers: Vec<Gather> = (0..224).map(|x| Gather::of(&taps, x).unwrap()).collect();
             assert_eq!(lanes::plan(&gathers, 28).iter().filter(|b| b.is_some()).count(), 26);
         }
+    }
+
+    #[test]
+    fn a_split_resampling_gives_the_bits_of_one_thread() {
+        // Linear taps of 3 -> 7 with an extrapolated output, on both the last axis and an outer one;
+        // outer counts that divide unevenly, and outputs under and over the split's threshold.
+        let taps = AxisTaps::new(
+            3,
+            2,
+            &[0, 1, 0, 1, 1, 2, 1, 2, 2, 0, 0, 0, 2, 0],
+            &[0.7, 0.3, 0.1, 0.9, 0.45, 0.55, 0.2, 0.8, 1.0, 0.0, 9.0, 9.0, 1.0, 0.0],
+            &[false, false, false, false, false, true, false],
+        )
+        .unwrap();
+        let pools: Vec<ThreadPool> =
+            [1, 2, 8].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect();
+        for (outer, inner) in [(1, 1), (5, 1), (3, 4), (13, 1 << 12), (40_000, 1), (9, 3000)] {
+            let src: Vec<f32> = (0..outer * 3 * inner).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
+            let mut want = vec![0f32; outer * 7 * inner];
+            resample_axis(&src, 3, inner, &taps, &mut want).unwrap();
+            for pool in &pools {
+                let mut got = vec![f32::NAN; want.len()];
+                resample_axis_on(Some(pool), &src, 3, inner, &taps, &mut got).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "outer {outer}, inner {inner}, {} threads",
+                    pool.current_num_threads()
+                );
+            }
+        }
+        // Wrong buffers are refused as on one thread.
+        let pool = &pools[1];
+        let mut short = vec![0f32; 7 * 40_000 - 1];
+        assert!(resample_axis_on(Some(pool), &vec![1.0; 3 * 40_000], 3, 1, &taps, &mut short).is_err());
     }
 
     #[test]

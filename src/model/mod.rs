@@ -476,7 +476,8 @@ impl Model {
     /// 2^30 multiply-adds a run (`DEFAULT_PARALLEL_MACS`, counted by `plan::work::macs`),
     /// else tract's own default executor (single-threaded unless the process set another) and
     /// copies split over all cores (docs/performance.md, "Default threads", has the figures). The
-    /// budget is shared by tract's executor, our convolution and matrix kernels and the copy kernel.
+    /// budget is shared by tract's executor, our convolution, matrix, resize and activation kernels
+    /// and the copy kernel.
     ///
     /// A budget of 0 threads, or of more than 1024 (`MAX_THREADS`), is an error and leaves the
     /// setting as it was.

@@ -24,7 +24,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::axes::{AxesMapping, Axis};
 use tract_onnx::tract_core::internal::*;
 
-use crate::kernel::{matmul_f32, Gemm, Init, COLS, ROWS};
+use crate::kernel::{matmul_f32, spread, Gemm, Init, COLS, ROWS};
 
 /// Kernel calls the op makes at most; past that a model's batch loops are better left to tract.
 const MAX_CALLS: usize = 4096;
@@ -420,22 +420,23 @@ impl SmallMatMul {
         if apart && threads > 1 {
             // Whole calls: thread `t` takes calls `j0..j1` and the output from the first one's block
             // to the next thread's first block.
-            pool.scope(|scope| {
-                let mut rest = &mut c[self.calls[0].c..];
-                let mut at = self.calls[0].c;
-                for t in 0..threads {
+            let mut rest = &mut c[self.calls[0].c..];
+            let mut at = self.calls[0].c;
+            spread(
+                pool,
+                (0..threads).map(|t| {
                     let (j0, j1) = (calls * t / threads, calls * (t + 1) / threads);
                     let end = if j1 == calls { at + rest.len() } else { self.calls[j1].c };
                     let (mine, others) = std::mem::take(&mut rest).split_at_mut(end - at);
                     let base = at;
                     (rest, at) = (others, end);
-                    scope.spawn(move |_| {
+                    move || {
                         for call in &self.calls[j0..j1] {
                             self.call_rows(call, [0, m], ops, &mut mine[call.c - base..]);
                         }
-                    });
-                }
-            });
+                    }
+                }),
+            );
             return true;
         }
         // Rows: one output block (the calls from a first to a last) at a time, its rows split.
@@ -452,20 +453,21 @@ impl SmallMatMul {
                     self.call_rows(call, [0, m], ops, block);
                 }
             } else {
-                pool.scope(|scope| {
-                    let mut rest = block;
-                    for t in 0..threads {
+                let mut rest = block;
+                spread(
+                    pool,
+                    (0..threads).map(|t| {
                         let (r0, r1) = ((tiles * t / threads * ROWS).min(m), (tiles * (t + 1) / threads * ROWS).min(m));
                         let len = if r1 == m { rest.len() } else { (r1 - r0) * self.c[0] };
                         let (mine, others) = std::mem::take(&mut rest).split_at_mut(len);
                         rest = others;
-                        scope.spawn(move |_| {
+                        move || {
                             for call in group {
                                 self.call_rows(call, [r0, r1], ops, mine);
                             }
-                        });
-                    }
-                });
+                        }
+                    }),
+                );
             }
             start = end;
         }

@@ -3,14 +3,15 @@
 //! tract resamples one axis at a time with one slice operation per output value on the last axis
 //! (and copies its input first): Keras's U-Net spent half its time in two `Resize` nodes, five times
 //! onnxruntime's. [`RowResize`] keeps tract's taps (its `plan_axis`: coordinates, rounding and
-//! weights are tract's) and runs them with [`crate::kernel::resample_axis`]: whole rows for outer
-//! axes, one gather loop for the last. Other element types go to tract's op.
+//! weights are tract's) and runs them with [`crate::kernel::resample_axis_on`]: whole rows for outer
+//! axes, one gather loop for the last, outer blocks split over the plan's threads when large. Other
+//! element types go to tract's op.
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
 
-use crate::kernel::{check_allocation, resample_axis, AxisTaps};
+use crate::kernel::{check_allocation, resample_axis_on, AxisTaps};
 
 /// tract's core `Resize`, evaluated by our kernel on f32 inputs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -74,6 +75,8 @@ impl EvalOp for RowResize {
             return Ok(tvec!(Tensor::zero::<f32>(&output_shape)?.into_tvalue()));
         }
         let mut data: Option<Vec<f32>> = None;
+        // The plan's thread pool (`--threads`), shared with tract's kernels: outer blocks split over it.
+        let pool = crate::threads::pool(ctx);
         for (axis, scale) in scales.into_iter().enumerate() {
             let (len_in, len_out) = (shape[axis], output_shape[axis]);
             if len_in == len_out && scale == 1.0 {
@@ -92,7 +95,8 @@ impl EvalOp for RowResize {
                 Some(data) => data.as_slice(),
                 None => input.try_as_plain_ram()?.as_slice::<f32>()?,
             };
-            resample_axis(src, len_in, inner, &taps, &mut resampled).map_err(|e| anyhow!("Resize: {e}"))?;
+            resample_axis_on(pool.as_deref(), src, len_in, inner, &taps, &mut resampled)
+                .map_err(|e| anyhow!("Resize: {e}"))?;
             data = Some(resampled);
             shape[axis] = len_out;
         }

@@ -1,0 +1,63 @@
+//! Work split over a thread pool with the calling thread taking a share.
+//!
+//! A plan runs its nodes on the calling thread. `ThreadPool::scope` called from there hands the whole
+//! split to the pool's workers and puts the caller to sleep until they finish: every split node pays
+//! a wake-up of the workers and one of the caller, and the caller's core sits idle meanwhile. With
+//! [`spread`] the caller runs the last job itself while the workers run the others, so a split over
+//! `n` threads keeps the caller busy and wakes `n - 1` workers (none more). Which thread runs which
+//! job never changes what a job computes: results are the same bits however they are spread.
+
+use rayon::ThreadPool;
+
+/// Runs every job of `jobs`, the last one on the calling thread and the others on `pool`, and returns
+/// when all have finished. The jobs are made (the iterator advanced) on the calling thread, in order.
+pub(crate) fn spread<'s, F>(pool: &ThreadPool, jobs: impl IntoIterator<Item = F>)
+where
+    F: FnOnce() + Send + 's,
+{
+    pool.in_place_scope(|scope| {
+        let mut jobs = jobs.into_iter().peekable();
+        while let Some(job) = jobs.next() {
+            if jobs.peek().is_none() {
+                job();
+            } else {
+                scope.spawn(move |_| job());
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn every_job_runs_once_and_the_last_on_the_caller() {
+        for threads in [1, 2, 8] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for jobs in [0usize, 1, 2, 3, 9] {
+                let mut out = vec![0usize; jobs];
+                let ran_on = Mutex::new(vec![None; jobs]);
+                let caller = std::thread::current().id();
+                spread(
+                    &pool,
+                    out.chunks_mut(1).enumerate().map(|(i, slot)| {
+                        let ran_on = &ran_on;
+                        move || {
+                            slot[0] += i + 1;
+                            ran_on.lock().unwrap()[i] = Some(std::thread::current().id() == caller);
+                        }
+                    }),
+                );
+                assert_eq!(out, (1..=jobs).collect::<Vec<_>>(), "{threads} threads, {jobs} jobs");
+                let ran_on = ran_on.into_inner().unwrap();
+                if let Some(last) = ran_on.last() {
+                    assert_eq!(*last, Some(true), "the last job runs on the caller");
+                }
+                // The others ran on the pool's workers, never on the caller.
+                assert!(ran_on.iter().rev().skip(1).all(|r| *r == Some(false)), "{ran_on:?}");
+            }
+        }
+    }
+}
