@@ -82,6 +82,7 @@ pub(super) struct Translated {
 mod conv_dims;
 mod flex_node;
 mod if_condition;
+mod long_concat;
 mod loop_node;
 mod minted;
 mod partial;
@@ -137,6 +138,7 @@ pub(super) fn translate(
         dims: HashSet::new(),
         names: super::splice::Names::default(),
         scoped: Default::default(),
+        sums: HashMap::new(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -194,6 +196,8 @@ struct Translator<'a> {
     names: super::splice::Names,
     /// Each node typed against the assertions about its inputs' symbols only.
     scoped: crate::dims::scoped::ScopedAssertions,
+    /// The size of each long concatenation's length, by its terms ([`long_concat`]).
+    sums: HashMap<String, Symbol>,
 }
 
 impl Translator<'_> {
@@ -487,7 +491,7 @@ impl Translator<'_> {
                 if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
                 {
                     let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
-                    outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
+                    outlet = self.add_const(&format!("{name}.tidy"), t)?;
                 }
             }
             let mentioned = crate::dims::scoped::symbols_of_facts([&fact]);
@@ -496,7 +500,7 @@ impl Translator<'_> {
                 self.scoped.run(&scope, &mentioned, || fact.shape.iter().map(crate::dims::tidy_checked).collect());
             if &*shape != fact.shape.dims() {
                 let op = AssumeShape { shape, requirement: String::new() };
-                let node = self.target.unique_name(format!("{name}.tidy"));
+                let node = self.names.fresh(&self.target, &format!("{name}.tidy"));
                 outlet = self.target.wire_node(node, op, &[outlet])?[0];
             }
             tidied.push(outlet);
@@ -634,7 +638,7 @@ impl Translator<'_> {
             } else {
                 continue;
             };
-            out[ix] = self.target.add_const(self.target.unique_name("typed"), t)?;
+            out[ix] = self.add_const("typed", t)?;
         }
         Ok(out)
     }
@@ -828,6 +832,30 @@ impl Translator<'_> {
         op.wire_typed(&mut self.target, &node.name, &inputs, t.typed)
     }
 
+    /// Adds `value` as a constant named after `name`, without tract's search for an equal one
+    /// ([`super::splice::add_const`]).
+    fn add_const(&mut self, name: &str, value: Tensor) -> TractResult<OutletId> {
+        super::splice::add_const(&mut self.target, &mut self.names, name, value)
+    }
+
+    /// A `Concat` whose length sums many sizes known only at run time, wired with that length a size
+    /// of its own ([`long_concat`]), recorded with the sum as its bound.
+    fn long_concat(
+        &mut self,
+        node: &InferenceNode,
+        op_type: &str,
+        axis: Option<i64>,
+        inputs: &[OutletId],
+    ) -> TractResult<Option<OutletId>> {
+        let Some(axis) = axis.filter(|_| op_type == "Concat") else { return Ok(None) };
+        let wired = guard("translating the model", || {
+            long_concat::wire(&mut self.target, &mut self.names, &mut self.sums, &node.name, axis, inputs)
+        })?;
+        let Some(wired) = wired else { return Ok(None) };
+        self.table.set_at_most(&wired.symbol.to_string(), wired.sum);
+        Ok(Some(wired.outlet))
+    }
+
     /// The node's inputs in the typed model being built, and their facts there.
     fn typed_inputs(&self, node: &InferenceNode) -> TractResult<(TVec<OutletId>, Vec<TypedFact>)> {
         crate::node::typed_inputs::typed_inputs(node, &self.target, &self.mapping)
@@ -853,7 +881,7 @@ impl Translator<'_> {
             }
             let text: Vec<String> = reqs.iter().map(|r| r.to_string()).collect();
             let op = AssumeShape { shape, requirement: text.join(", ") };
-            let name = self.target.unique_name(format!("{}.assume{ix}", node.name));
+            let name = self.names.fresh(&self.target, &format!("{}.assume{ix}", node.name));
             adjusted[ix] = self.target.wire_node(name, op, &[adjusted[ix]])?[0];
         }
         for (ix, o) in node.inputs.iter().enumerate() {
@@ -885,6 +913,12 @@ impl Translator<'_> {
             return Ok(tvec![outlet]);
         }
         let inputs_now: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        if let Some(outlet) = self.long_concat(node, op_type, attr("axis"), &inputs_now)? {
+            for (o, original) in replaced {
+                self.mapping.insert(o, original);
+            }
+            return Ok(tvec![outlet]);
+        }
         let result = guard("translating the model", || {
             let (source, names, scoped) = (self.source, &mut self.names, &mut self.scoped);
             let outlets =
@@ -1044,7 +1078,7 @@ impl Translator<'_> {
         if !exact {
             return Ok(None);
         }
-        let outlet = self.target.add_const(self.target.unique_name(&node.name), dims)?;
+        let outlet = self.add_const(&node.name, dims)?;
         if to != DatumType::I64 {
             self.dtypes.insert(OutletId::new(node.id, 0), to);
         }
@@ -1095,7 +1129,7 @@ impl Translator<'_> {
         let keep = attr("keepdims").is_none_or(|a| a.i != 0);
         let shape: Vec<usize> = if keep { vec![1] } else { vec![] };
         let t = tract_ndarray::ArrayD::from_shape_vec(shape, vec![value])?.into_tensor();
-        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+        Ok(Some(self.add_const(&node.name, t)?))
     }
 
     /// `Equal` over constant dims ([`super::equality`]): a constant where a proof decides it; else
@@ -1114,7 +1148,7 @@ impl Translator<'_> {
         let op =
             tract_onnx::tract_core::ops::binary::TypedBinOp(Box::new(tract_onnx::tract_core::ops::logic::CompEq), None);
         match super::equality::symbolic_equality(&op, &[a.into_tvalue(), b.into_tvalue()]) {
-            Some(Some(value)) => Ok(Some(self.target.add_const(self.target.unique_name(&node.name), value)?)),
+            Some(Some(value)) => Ok(Some(self.add_const(&node.name, value)?)),
             Some(None) => {
                 *undecided = true;
                 Ok(None)
@@ -1148,7 +1182,7 @@ impl Translator<'_> {
         }
         let shape: Vec<usize> = if a.rank() == 1 || b.rank() == 1 { vec![len] } else { vec![] };
         let t = tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into_tensor();
-        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+        Ok(Some(self.add_const(&node.name, t)?))
     }
 
     /// Integer `Div` of symbolic dims, written exactly: by a positive constant
@@ -1192,7 +1226,7 @@ impl Translator<'_> {
             return Ok(None);
         }
         let t = t.cast_to_dt(a.datum_type())?.into_owned();
-        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+        Ok(Some(self.add_const(&node.name, t)?))
     }
 
     /// Symbolic values computed by arithmetic (a `Mod` of dims) are checked by evaluation
