@@ -19,7 +19,7 @@ use super::require::{self, AssumeShape, Requirement};
 use super::symbols::{Origin, SymbolTable};
 use crate::guard::guard;
 use crate::ops::control::loop_body::LoopBody;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
@@ -76,7 +76,7 @@ pub(super) struct Translated {
     /// `int32`, and what is computed from them), by outlet of the parsed model.
     pub dtypes: HashMap<OutletId, DatumType>,
     /// The symbolic dims of the values typed (each one never negative wherever the model runs).
-    pub dims: HashSet<TDim>,
+    pub dims: crate::dims::DimSet,
 }
 
 mod conv_dims;
@@ -135,7 +135,7 @@ pub(super) fn translate(
         dtypes: HashMap::new(),
         rationals: HashMap::new(),
         partial: HashMap::new(),
-        dims: HashSet::new(),
+        dims: crate::dims::DimSet::default(),
         names: super::splice::Names::default(),
         scoped: Default::default(),
         sums: HashMap::new(),
@@ -191,7 +191,7 @@ struct Translator<'a> {
     /// Integer vectors known in part ([`partial`]), by typed outlet.
     partial: HashMap<OutletId, partial::Partial>,
     /// The symbolic dims of the tensors typed so far: each is non-negative ([`super::rational::Dims`]).
-    dims: HashSet<TDim>,
+    dims: crate::dims::DimSet,
     /// The names of the target's nodes.
     names: super::splice::Names,
     /// Each node typed against the assertions about its inputs' symbols only.
@@ -867,7 +867,9 @@ impl Translator<'_> {
         let attr = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.i);
         let (inputs, facts) = self.typed_inputs(node)?;
         let refs: Vec<&TypedFact> = facts.iter().collect();
-        let (rewrites, reqs) = require::rewrites(op_type, &attr, &refs, &node.name);
+        let (scope, mentioned) = (self.target.symbols.clone(), crate::dims::scoped::symbols_of_facts(&facts));
+        let (rewrites, reqs) =
+            self.scoped.run(&scope, &mentioned, || require::rewrites(op_type, &attr, &refs, &node.name));
         let mut replaced: Vec<(OutletId, OutletId)> = vec![];
         let mut adjusted = self.same_integer_type(op_type, &inputs, &facts)?;
         for (ix, fact) in facts.iter().enumerate() {
@@ -946,7 +948,13 @@ impl Translator<'_> {
             self.mapping.insert(o, original);
         }
         let result = result.and_then(|outlets| {
-            for (symbol, bound) in minted::name_minted(&mut self.target, mark, &node.name)? {
+            let scope = self.target.symbols.clone();
+            let added = self.target.nodes[mark..].iter().flat_map(|n| &n.outputs);
+            let mut mentioned = crate::dims::scoped::symbols_of_facts(added.map(|o| &o.fact));
+            mentioned.extend(crate::dims::scoped::symbols_of_facts(&facts));
+            let named =
+                self.scoped.run(&scope, &mentioned, || minted::name_minted(&mut self.target, mark, &node.name))?;
+            for (symbol, bound) in named {
                 if let Some(bound) = bound {
                     self.table.set_at_most(&symbol.to_string(), bound);
                 }
