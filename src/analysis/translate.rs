@@ -839,7 +839,7 @@ impl Translator<'_> {
     }
 
     /// A `Concat` whose length sums many sizes known only at run time, wired with that length a size
-    /// of its own ([`long_concat`]), recorded with the sum as its bound.
+    /// of its own ([`long_concat`]), recorded with the sum's largest value as its bound.
     fn long_concat(
         &mut self,
         node: &InferenceNode,
@@ -852,7 +852,10 @@ impl Translator<'_> {
             long_concat::wire(&mut self.target, &mut self.names, &mut self.sums, &node.name, axis, inputs)
         })?;
         let Some(wired) = wired else { return Ok(None) };
-        self.table.set_at_most(&wired.symbol.to_string(), wired.sum);
+        // The sum's largest value: the sum itself, hundreds of terms, would not read back.
+        if let Some(max) = super::symbols::largest(&wired.sum) {
+            self.table.set_at_most(&wired.symbol.to_string(), TDim::Val(max));
+        }
         Ok(Some(wired.outlet))
     }
 

@@ -6,7 +6,8 @@
 //! the terms under every assertion), and every node after it carries the sum: the analysis of the
 //! full-size SSDlite320 did not finish in ten minutes. Past [`MAX_SUMMED`] terms that are not
 //! numbers, the length is a fresh size named after the node ([`LongConcat`]), bound when the node
-//! runs to the length it produces (exactly the sum), and reported with the sum as its bound.
+//! runs to the length it produces (exactly the sum), and reported with the sum's largest value as its
+//! bound.
 
 use super::super::splice::Names;
 use std::collections::HashMap;
@@ -71,7 +72,8 @@ pub(crate) struct Wired {
     pub outlet: OutletId,
     /// The size of its length.
     pub symbol: Symbol,
-    /// The sum of the inputs' lengths (not simplified): the size's value, reported as its bound.
+    /// The sum of the inputs' lengths (not simplified): the size's value, whose largest value is its
+    /// bound.
     pub sum: TDim,
 }
 
