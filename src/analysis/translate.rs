@@ -848,8 +848,10 @@ impl Translator<'_> {
         inputs: &[OutletId],
     ) -> TractResult<Option<OutletId>> {
         let Some(axis) = axis.filter(|_| op_type == "Concat") else { return Ok(None) };
+        let table = &self.table;
+        let run_time = |d: &TDim| d.symbols().iter().any(|s| table.minted(&s.to_string()));
         let wired = guard("translating the model", || {
-            long_concat::wire(&mut self.target, &mut self.names, &mut self.sums, &node.name, axis, inputs)
+            long_concat::wire(&mut self.target, &mut self.names, &mut self.sums, &node.name, axis, inputs, &run_time)
         })?;
         let Some(wired) = wired else { return Ok(None) };
         // The sum's largest value: the sum itself, hundreds of terms, would not read back.

@@ -15,8 +15,8 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::cast::wire_cast;
 
-/// The most sizes that are not numbers a concatenation's length sums before it becomes a size of its
-/// own. The committed detectors concatenate at most 12 (SSDlite's small config, 11 classes and the
+/// The most sizes known only at run time a concatenation's length sums before it becomes a size of
+/// its own. The committed detectors concatenate at most 12 (SSDlite's small config, 11 classes and the
 /// background); the full-size one 90.
 pub(crate) const MAX_SUMMED: usize = 16;
 
@@ -78,7 +78,8 @@ pub(crate) struct Wired {
 }
 
 /// Wires the ONNX `Concat` named `node` of `inputs` along `axis` as a [`LongConcat`] when its length
-/// sums more than [`MAX_SUMMED`] sizes that are not numbers; `None` otherwise (and when the inputs
+/// sums more than [`MAX_SUMMED`] sizes known only at run time (`run_time` says which); `None`
+/// otherwise (lengths of input dims stay exact sums) (and when the inputs
 /// do not agree on their rank, type or other dims as written: tract's own translation then decides).
 ///
 /// Concatenations of the same lengths (SSD's boxes, scores and labels of the classes kept) share
@@ -90,6 +91,7 @@ pub(crate) fn wire(
     node: &str,
     axis: i64,
     inputs: &[OutletId],
+    run_time: &dyn Fn(&TDim) -> bool,
 ) -> TractResult<Option<Wired>> {
     let facts: Vec<TypedFact> = inputs.iter().map(|o| target.outlet_fact(*o).cloned()).collect::<TractResult<_>>()?;
     let Some(first) = facts.first() else { return Ok(None) };
@@ -102,7 +104,7 @@ pub(crate) fn wire(
         return Ok(None);
     }
     let terms: Vec<TDim> = facts.iter().map(|f| f.shape[axis].clone()).collect();
-    if terms.iter().filter(|d| d.as_i64().is_none()).count() <= MAX_SUMMED {
+    if terms.iter().filter(|d| d.as_i64().is_none() && run_time(d)).count() <= MAX_SUMMED {
         return Ok(None);
     }
     let others_agree = facts.iter().all(|f| (0..rank).filter(|&a| a != axis).all(|a| f.shape[a] == first.shape[a]));
@@ -140,8 +142,8 @@ mod tests {
             })
             .collect();
         let (mut names, mut sums) = (Names::default(), HashMap::new());
-        let wired = wire(&mut model, &mut names, &mut sums, "/m/Concat", 0, &sources).unwrap();
-        let again = wire(&mut model, &mut names, &mut sums, "/m/Concat_1", 0, &sources).unwrap();
+        let wired = wire(&mut model, &mut names, &mut sums, "/m/Concat", 0, &sources, &|_| true).unwrap();
+        let again = wire(&mut model, &mut names, &mut sums, "/m/Concat_1", 0, &sources, &|_| true).unwrap();
         ((model, wired), again)
     }
 
