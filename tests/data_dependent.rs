@@ -298,3 +298,26 @@ fn selections_and_run_time_ranges_are_named_after_their_node_and_bounded() {
     let m = Model::load_bytes(&range).unwrap();
     assert_eq!(m.run(vec![tensor0(4i64)]).unwrap()[0].1, tensor1(&[0i64, 1, 2, 3]));
 }
+
+#[test]
+fn a_concatenation_of_many_run_time_sizes_is_one_size_named_after_it() {
+    // SSD's post-processing over 120 classes: each class's best min(count, 3) boxes, concatenated.
+    // The length sums 120 sizes known only at run time; past 16 it is one size named after the
+    // first node translated that concatenates them (the scores), shared by the boxes, scores and
+    // labels (the same sum), and bound when the node runs (issue 34: the full-size SSDlite320's 90
+    // did not finish `infer`).
+    let case = "many_class_selections";
+    check_case(case);
+    assert_eq!(inferred(case, "boxes_kept"), "boxes_kept: float32 [n_m_scores, 4]");
+    assert_eq!(inferred(case, "scores_kept"), "scores_kept: float32 [n_m_scores]");
+    assert_eq!(inferred(case, "labels_kept"), "labels_kept: int64 [n_m_scores]");
+    assert_eq!(inferred(case, "top_scores"), "top_scores: float32 [min(n_m_scores,10)]");
+    assert_eq!(inferred(case, "top_boxes"), "top_boxes: float32 [min(n_m_scores,10), 4]");
+    assert_eq!(inferred(case, "top_labels"), "top_labels: int64 [min(n_m_scores,10)]");
+    // Each class's selection is named after its NonZero; the concatenation's size is at most the
+    // largest value of the sum, 120 * 3.
+    let minted = minted_symbols(case);
+    assert_eq!(minted.len(), 121, "{minted:?}");
+    assert_eq!(minted[0], "n_m_c0_NonZero Some(0)..Some(1000000000) <= N");
+    assert_eq!(minted[120], "n_m_scores Some(0)..Some(360) <= 360");
+}

@@ -69,7 +69,9 @@ pub struct Analysis {
     pub(crate) undecided: Vec<condition::Met>,
     /// The symbolic dims of the values typed: never negative wherever the model runs (see
     /// [`Analysis::shown_dim`]).
-    pub(crate) dims: std::collections::HashSet<TDim>,
+    pub(crate) dims: crate::dims::DimSet,
+    /// Each dim shown is simplified against the assertions about its own symbols.
+    pub(crate) scoped: std::sync::Mutex<crate::dims::scoped::ScopedAssertions>,
 }
 
 /// The parts of a loaded model an analysis reads.
@@ -189,6 +191,7 @@ fn analyse_choosing(
         type_names: vec![],
         undecided: choices.met(),
         dims: t.dims,
+        scoped: Default::default(),
     })
 }
 
@@ -257,12 +260,21 @@ pub(crate) fn check_assumption(text: &str) -> anyhow::Result<()> {
 }
 
 impl Analysis {
-    /// A dim as reported and written: simplified, and each `max(0,x)` whose `x` is the dim of another
+    /// A dim as reported and written: simplified (against the assertions about its symbols: see
+    /// [`crate::dims::scoped`]), and each `max(0,x)` whose `x` is the dim of another
     /// value (never negative wherever the model runs) written `x`. wav2vec2's positional conv drops its
     /// last frame with a `Slice`, whose length `max(0,samples/20-1)` is the conv's input length
     /// `samples/20-1`.
     pub(crate) fn shown_dim(&self, d: &TDim) -> TDim {
-        trivial::without_nonnegative_max(&d.clone().simplify(), &self.dims)
+        if d.as_i64().is_some() {
+            return d.clone();
+        }
+        let shown = || trivial::without_nonnegative_max(&d.clone().simplify(), &self.dims);
+        let mentioned = d.symbols().into_iter().collect();
+        match self.scoped.lock() {
+            Ok(mut scoped) => scoped.run(&self.typed.symbols, &mentioned, shown),
+            Err(_) => shown(),
+        }
     }
 
     /// The name of an element type as the model declares it.

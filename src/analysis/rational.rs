@@ -109,7 +109,7 @@ impl Rat {
 
 /// Which dim expressions are known to be non-negative because some tensor of the model has them as
 /// a dim (a size is never negative, however tract writes it: `(W-8*((W+3)/4)+...)/16` is one).
-pub(super) type Dims = std::collections::HashSet<TDim>;
+pub(super) type Dims = crate::dims::DimSet;
 
 /// Whether `d >= 0` for every value of its symbols: a dim of some tensor, tract's proof, or a `max`
 /// with a non-negative term (a `Clip` at 0), a `min` or sum of non-negative terms.

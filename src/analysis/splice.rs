@@ -79,3 +79,22 @@ pub(crate) fn wire_alone(
     }
     outputs.iter().map(|o| moved.get(o).copied().context("the translation returned an unknown outlet")).collect()
 }
+
+/// Adds the constant `value` to `target` as a node of its own, named `name` made unique by `names`.
+///
+/// tract's `add_const` first looks for an equal constant among every node of the model, and two
+/// tensors of dims are compared by simplifying each difference under every assertion of the scope:
+/// a model with thousands of constants and hundreds of run-time sizes (SSDlite's 90 classes) spent
+/// minutes there. The analysis never needs the sharing (the optimizer merges equal constants).
+pub(crate) fn add_const(
+    target: &mut TypedModel,
+    names: &mut Names,
+    name: &str,
+    value: Tensor,
+) -> TractResult<OutletId> {
+    let value = value.into_arc_tensor();
+    let fact = TypedFact::try_from(value.clone())?;
+    let op = tract_onnx::tract_core::ops::konst::Const::new(value)?;
+    let name = names.fresh(target, name);
+    target.add_node(name, op, tvec!(fact)).map(OutletId::from)
+}

@@ -147,7 +147,7 @@ impl SymbolTable {
 /// The largest value `dim` can take, as far as tract's bounds tell: a min is at most its smallest
 /// bounded term (tract bounds a min from below only), a sum (the element count of a concatenation of
 /// capped selections) at most the sum of its terms' largest values.
-fn largest(dim: &TDim) -> Option<i64> {
+pub(super) fn largest(dim: &TDim) -> Option<i64> {
     let term = |t: &TDim| match t {
         TDim::Min(terms) => terms.iter().filter_map(TDim::high_inclusive_bound).min(),
         _ => t.high_inclusive_bound(),

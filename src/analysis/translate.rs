@@ -19,7 +19,7 @@ use super::require::{self, AssumeShape, Requirement};
 use super::symbols::{Origin, SymbolTable};
 use crate::guard::guard;
 use crate::ops::control::loop_body::LoopBody;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{Factoid, InferenceOp};
@@ -76,12 +76,13 @@ pub(super) struct Translated {
     /// `int32`, and what is computed from them), by outlet of the parsed model.
     pub dtypes: HashMap<OutletId, DatumType>,
     /// The symbolic dims of the values typed (each one never negative wherever the model runs).
-    pub dims: HashSet<TDim>,
+    pub dims: crate::dims::DimSet,
 }
 
 mod conv_dims;
 mod flex_node;
 mod if_condition;
+mod long_concat;
 mod loop_node;
 mod minted;
 mod partial;
@@ -134,9 +135,10 @@ pub(super) fn translate(
         dtypes: HashMap::new(),
         rationals: HashMap::new(),
         partial: HashMap::new(),
-        dims: HashSet::new(),
+        dims: crate::dims::DimSet::default(),
         names: super::splice::Names::default(),
         scoped: Default::default(),
+        sums: HashMap::new(),
     };
     let inputs = source.input_outlets()?.to_vec();
     ensure!(inputs.len() == input_facts.len(), "{} input facts for {} inputs", input_facts.len(), inputs.len());
@@ -189,11 +191,13 @@ struct Translator<'a> {
     /// Integer vectors known in part ([`partial`]), by typed outlet.
     partial: HashMap<OutletId, partial::Partial>,
     /// The symbolic dims of the tensors typed so far: each is non-negative ([`super::rational::Dims`]).
-    dims: HashSet<TDim>,
+    dims: crate::dims::DimSet,
     /// The names of the target's nodes.
     names: super::splice::Names,
     /// Each node typed against the assertions about its inputs' symbols only.
     scoped: crate::dims::scoped::ScopedAssertions,
+    /// The size of each long concatenation's length, by its terms ([`long_concat`]).
+    sums: HashMap<String, Symbol>,
 }
 
 impl Translator<'_> {
@@ -487,7 +491,7 @@ impl Translator<'_> {
                 if neat != values && self.target.node(outlet.node).op_is::<tract_onnx::tract_core::ops::konst::Const>()
                 {
                     let t = tract_ndarray::ArrayD::from_shape_vec(k.shape(), neat)?.into_tensor();
-                    outlet = self.target.add_const(self.target.unique_name(format!("{name}.tidy")), t)?;
+                    outlet = self.add_const(&format!("{name}.tidy"), t)?;
                 }
             }
             let mentioned = crate::dims::scoped::symbols_of_facts([&fact]);
@@ -496,7 +500,7 @@ impl Translator<'_> {
                 self.scoped.run(&scope, &mentioned, || fact.shape.iter().map(crate::dims::tidy_checked).collect());
             if &*shape != fact.shape.dims() {
                 let op = AssumeShape { shape, requirement: String::new() };
-                let node = self.target.unique_name(format!("{name}.tidy"));
+                let node = self.names.fresh(&self.target, &format!("{name}.tidy"));
                 outlet = self.target.wire_node(node, op, &[outlet])?[0];
             }
             tidied.push(outlet);
@@ -634,7 +638,7 @@ impl Translator<'_> {
             } else {
                 continue;
             };
-            out[ix] = self.target.add_const(self.target.unique_name("typed"), t)?;
+            out[ix] = self.add_const("typed", t)?;
         }
         Ok(out)
     }
@@ -828,6 +832,35 @@ impl Translator<'_> {
         op.wire_typed(&mut self.target, &node.name, &inputs, t.typed)
     }
 
+    /// Adds `value` as a constant named after `name`, without tract's search for an equal one
+    /// ([`super::splice::add_const`]).
+    fn add_const(&mut self, name: &str, value: Tensor) -> TractResult<OutletId> {
+        super::splice::add_const(&mut self.target, &mut self.names, name, value)
+    }
+
+    /// A `Concat` whose length sums many sizes known only at run time, wired with that length a size
+    /// of its own ([`long_concat`]), recorded with the sum's largest value as its bound.
+    fn long_concat(
+        &mut self,
+        node: &InferenceNode,
+        op_type: &str,
+        axis: Option<i64>,
+        inputs: &[OutletId],
+    ) -> TractResult<Option<OutletId>> {
+        let Some(axis) = axis.filter(|_| op_type == "Concat") else { return Ok(None) };
+        let table = &self.table;
+        let run_time = |d: &TDim| d.symbols().iter().any(|s| table.minted(&s.to_string()));
+        let wired = guard("translating the model", || {
+            long_concat::wire(&mut self.target, &mut self.names, &mut self.sums, &node.name, axis, inputs, &run_time)
+        })?;
+        let Some(wired) = wired else { return Ok(None) };
+        // The sum's largest value: the sum itself, hundreds of terms, would not read back.
+        if let Some(max) = super::symbols::largest(&wired.sum) {
+            self.table.set_at_most(&wired.symbol.to_string(), TDim::Val(max));
+        }
+        Ok(Some(wired.outlet))
+    }
+
     /// The node's inputs in the typed model being built, and their facts there.
     fn typed_inputs(&self, node: &InferenceNode) -> TractResult<(TVec<OutletId>, Vec<TypedFact>)> {
         crate::node::typed_inputs::typed_inputs(node, &self.target, &self.mapping)
@@ -839,7 +872,9 @@ impl Translator<'_> {
         let attr = |name: &str| proto.and_then(|n| n.attribute.iter().find(|a| a.name == name)).map(|a| a.i);
         let (inputs, facts) = self.typed_inputs(node)?;
         let refs: Vec<&TypedFact> = facts.iter().collect();
-        let (rewrites, reqs) = require::rewrites(op_type, &attr, &refs, &node.name);
+        let (scope, mentioned) = (self.target.symbols.clone(), crate::dims::scoped::symbols_of_facts(&facts));
+        let (rewrites, reqs) =
+            self.scoped.run(&scope, &mentioned, || require::rewrites(op_type, &attr, &refs, &node.name));
         let mut replaced: Vec<(OutletId, OutletId)> = vec![];
         let mut adjusted = self.same_integer_type(op_type, &inputs, &facts)?;
         for (ix, fact) in facts.iter().enumerate() {
@@ -853,7 +888,7 @@ impl Translator<'_> {
             }
             let text: Vec<String> = reqs.iter().map(|r| r.to_string()).collect();
             let op = AssumeShape { shape, requirement: text.join(", ") };
-            let name = self.target.unique_name(format!("{}.assume{ix}", node.name));
+            let name = self.names.fresh(&self.target, &format!("{}.assume{ix}", node.name));
             adjusted[ix] = self.target.wire_node(name, op, &[adjusted[ix]])?[0];
         }
         for (ix, o) in node.inputs.iter().enumerate() {
@@ -885,6 +920,12 @@ impl Translator<'_> {
             return Ok(tvec![outlet]);
         }
         let inputs_now: TVec<OutletId> = node.inputs.iter().map(|o| self.mapping[o]).collect();
+        if let Some(outlet) = self.long_concat(node, op_type, attr("axis"), &inputs_now)? {
+            for (o, original) in replaced {
+                self.mapping.insert(o, original);
+            }
+            return Ok(tvec![outlet]);
+        }
         let result = guard("translating the model", || {
             let (source, names, scoped) = (self.source, &mut self.names, &mut self.scoped);
             let outlets =
@@ -912,7 +953,13 @@ impl Translator<'_> {
             self.mapping.insert(o, original);
         }
         let result = result.and_then(|outlets| {
-            for (symbol, bound) in minted::name_minted(&mut self.target, mark, &node.name)? {
+            let scope = self.target.symbols.clone();
+            let added = self.target.nodes[mark..].iter().flat_map(|n| &n.outputs);
+            let mut mentioned = crate::dims::scoped::symbols_of_facts(added.map(|o| &o.fact));
+            mentioned.extend(crate::dims::scoped::symbols_of_facts(&facts));
+            let named =
+                self.scoped.run(&scope, &mentioned, || minted::name_minted(&mut self.target, mark, &node.name))?;
+            for (symbol, bound) in named {
                 if let Some(bound) = bound {
                     self.table.set_at_most(&symbol.to_string(), bound);
                 }
@@ -1044,7 +1091,7 @@ impl Translator<'_> {
         if !exact {
             return Ok(None);
         }
-        let outlet = self.target.add_const(self.target.unique_name(&node.name), dims)?;
+        let outlet = self.add_const(&node.name, dims)?;
         if to != DatumType::I64 {
             self.dtypes.insert(OutletId::new(node.id, 0), to);
         }
@@ -1095,7 +1142,7 @@ impl Translator<'_> {
         let keep = attr("keepdims").is_none_or(|a| a.i != 0);
         let shape: Vec<usize> = if keep { vec![1] } else { vec![] };
         let t = tract_ndarray::ArrayD::from_shape_vec(shape, vec![value])?.into_tensor();
-        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+        Ok(Some(self.add_const(&node.name, t)?))
     }
 
     /// `Equal` over constant dims ([`super::equality`]): a constant where a proof decides it; else
@@ -1114,7 +1161,7 @@ impl Translator<'_> {
         let op =
             tract_onnx::tract_core::ops::binary::TypedBinOp(Box::new(tract_onnx::tract_core::ops::logic::CompEq), None);
         match super::equality::symbolic_equality(&op, &[a.into_tvalue(), b.into_tvalue()]) {
-            Some(Some(value)) => Ok(Some(self.target.add_const(self.target.unique_name(&node.name), value)?)),
+            Some(Some(value)) => Ok(Some(self.add_const(&node.name, value)?)),
             Some(None) => {
                 *undecided = true;
                 Ok(None)
@@ -1148,7 +1195,7 @@ impl Translator<'_> {
         }
         let shape: Vec<usize> = if a.rank() == 1 || b.rank() == 1 { vec![len] } else { vec![] };
         let t = tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into_tensor();
-        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+        Ok(Some(self.add_const(&node.name, t)?))
     }
 
     /// Integer `Div` of symbolic dims, written exactly: by a positive constant
@@ -1192,7 +1239,7 @@ impl Translator<'_> {
             return Ok(None);
         }
         let t = t.cast_to_dt(a.datum_type())?.into_owned();
-        Ok(Some(self.target.add_const(self.target.unique_name(&node.name), t)?))
+        Ok(Some(self.add_const(&node.name, t)?))
     }
 
     /// Symbolic values computed by arithmetic (a `Mod` of dims) are checked by evaluation

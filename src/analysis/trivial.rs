@@ -6,18 +6,18 @@
 //! side is the length of a frame axis.
 
 use super::require::Requirement;
-use std::collections::HashSet;
+use crate::dims::DimSet;
 use tract_onnx::prelude::*;
 
 /// Whether `r` holds for every value of the inputs, `dims` being the dims of the values typed.
-pub(crate) fn holds_always(r: &Requirement, dims: &HashSet<TDim>) -> bool {
+pub(crate) fn holds_always(r: &Requirement, dims: &DimSet) -> bool {
     let (a, b) = (without_max_zero(&r.kept, dims), without_max_zero(&r.other, dims));
     a == b || (a.clone() - b.clone()).simplify().as_i64() == Some(0) || crate::dims::poly::equal(&a, &b)
 }
 
 /// `d` with every `max(0,x)` whose `x` cannot be negative written `x`; `d` itself (not rewritten, so
 /// in the form it has) when it has no such `max`.
-pub(crate) fn without_nonnegative_max(d: &TDim, dims: &HashSet<TDim>) -> TDim {
+pub(crate) fn without_nonnegative_max(d: &TDim, dims: &DimSet) -> TDim {
     if has_nonnegative_max(d, dims) {
         without_max_zero(d, dims)
     } else {
@@ -26,7 +26,7 @@ pub(crate) fn without_nonnegative_max(d: &TDim, dims: &HashSet<TDim>) -> TDim {
 }
 
 /// Whether `d` holds a `max(0,x)` whose `x` cannot be negative.
-fn has_nonnegative_max(d: &TDim, dims: &HashSet<TDim>) -> bool {
+fn has_nonnegative_max(d: &TDim, dims: &DimSet) -> bool {
     match d {
         TDim::Max(terms) => {
             matches!(terms.as_slice(), [TDim::Val(0), x] | [x, TDim::Val(0)] if dims.contains(x) || x.prove_positive_or_zero())
@@ -39,7 +39,7 @@ fn has_nonnegative_max(d: &TDim, dims: &HashSet<TDim>) -> bool {
 }
 
 /// `d` with every `max(0,x)` whose `x` cannot be negative written `x`.
-fn without_max_zero(d: &TDim, dims: &HashSet<TDim>) -> TDim {
+fn without_max_zero(d: &TDim, dims: &DimSet) -> TDim {
     let each = |terms: &[TDim]| terms.iter().map(|t| without_max_zero(t, dims)).collect::<Vec<_>>();
     match d {
         TDim::Max(terms) => match terms.as_slice() {

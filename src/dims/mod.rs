@@ -5,9 +5,11 @@
 pub(crate) mod poly;
 mod quasi;
 pub(crate) mod scoped;
+mod set;
 mod values;
 
 pub(crate) use quasi::smallest;
+pub(crate) use set::DimSet;
 use tract_onnx::prelude::TDim;
 use tract_onnx::tract_core::internal::DimLike;
 pub(crate) use values::dims_of;

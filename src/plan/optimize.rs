@@ -21,7 +21,7 @@ use tract_onnx::tract_core::optim::{Optimizer, TypedPass};
 
 use super::fuse_chain::Fuse;
 use super::names::NameIndex;
-use super::passes::{direct_conv, exact_div, hard_swish, layer_norm, self_product, small_matmul};
+use super::passes::{direct_conv, exact_div, hard_swish, layer_norm, scoped, self_product, small_matmul};
 use crate::plan::passes::sweep::Sweep;
 
 /// The model decluttered then optimized for running, as tract's `into_optimized` makes it, with our
@@ -70,10 +70,17 @@ pub(crate) fn declutter(model: &mut TypedModel) -> TractResult<()> {
 }
 
 /// `optimizer` with its `declutter` passes replaced by [`self_product::Declutter`] (tract's, with
-/// integer squares kept off its float-only `Square`).
+/// integer squares kept off its float-only `Square`), its `codegen` and `PropagateUniformTdim`
+/// passes by the same passes with each node proved against the assertions about its own symbols
+/// ([`scoped`]).
 fn guarded(mut optimizer: Optimizer) -> Optimizer {
-    for pass in optimizer.passes.iter_mut().filter(|p| format!("{p:?}") == "declutter") {
-        *pass = Box::<self_product::Declutter>::default();
+    for pass in optimizer.passes.iter_mut() {
+        match format!("{pass:?}").as_str() {
+            "declutter" => *pass = Box::<self_product::Declutter>::default(),
+            "codegen" => *pass = Box::new(scoped::ScopedRule::codegen()),
+            "PropagateUniformTdim" => *pass = Box::<scoped::UniformTdim>::default(),
+            _ => {}
+        }
     }
     optimizer
 }

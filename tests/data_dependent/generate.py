@@ -4,7 +4,7 @@ with a run-time k, shapes of data-dependent tensors) or whose dims and dtypes ex
 ways the analysis must follow exactly, each with inputs at two sizes (`inputs/a`, `inputs/b`) and
 onnxruntime's outputs (`expected/a`, `expected/b`).
 
-    python3 tests/data_dependent/generate.py
+    python3 tests/data_dependent/generate.py [CASE ...]
 
 tests/data_dependent.rs runs each model through sliceops (the original, and the model `fold`
 writes) and compares with the outputs recorded here; it also checks what `infer` says of them.
@@ -13,6 +13,7 @@ Inputs are drawn from a seeded generator, so the files are reproducible.
 
 import os
 import shutil
+import sys
 
 import numpy as np
 import onnx
@@ -370,8 +371,72 @@ def nms_no_output():
           {"boxes": nms_boxes(7, 90), "scores": nms_scores(8, 90)})
 
 
+@case
+def many_class_selections():
+    """torchvision SSD's post-processing over many classes: for each of 120 classes the scores above
+    a threshold (a NonZero count), the best `min(count, 3)` of them (TopK), their boxes and labels;
+    then the 120 selections concatenated (boxes, scores, labels: one length, the sum of 120 sizes
+    known only at run time) and the best `min(total, 10)` of all. Some classes keep nothing, some
+    more than 3."""
+    classes, cap, best = 120, 3, 10
+    nodes, inits = [], [const("threshold", np.float32(0.5)), const("flat", np.array([-1], np.int64)),
+                        const("cap", np.array([cap], np.int64)), const("best", np.array([best], np.int64))]
+    boxes, kept, labels = [], [], []
+    for c in range(classes):
+        p = f"/m/c{c}/"
+        inits.append(const(f"class{c}", np.int64(c)))
+        nodes += [
+            helper.make_node("Gather", ["scores", f"class{c}"], [p + "s"], name=p + "Gather", axis=0),
+            helper.make_node("Greater", [p + "s", "threshold"], [p + "mask"], name=p + "Greater"),
+            helper.make_node("NonZero", [p + "mask"], [p + "nz"], name=p + "NonZero"),
+            helper.make_node("Reshape", [p + "nz", "flat"], [p + "idx"], name=p + "Reshape"),
+            helper.make_node("Gather", [p + "s", p + "idx"], [p + "kept"], name=p + "Gather_1", axis=0),
+            helper.make_node("Shape", [p + "idx"], [p + "count"], name=p + "Shape"),
+            helper.make_node("Concat", [p + "count", "cap"], [p + "both"], name=p + "Concat", axis=0),
+            helper.make_node("ReduceMin", [p + "both"], [p + "k"], name=p + "ReduceMin", keepdims=1),
+            helper.make_node("TopK", [p + "kept", p + "k"], [p + "top", p + "pos"], name=p + "TopK", axis=0),
+            helper.make_node("Gather", [p + "idx", p + "pos"], [p + "at"], name=p + "Gather_2", axis=0),
+            helper.make_node("Gather", ["boxes", p + "at"], [p + "boxes"], name=p + "Gather_3", axis=0),
+            helper.make_node("Shape", [p + "top"], [p + "n"], name=p + "Shape_1"),
+            helper.make_node("Expand", [f"class{c}", p + "n"], [p + "labels"], name=p + "Expand"),
+        ]
+        boxes.append(p + "boxes")
+        kept.append(p + "top")
+        labels.append(p + "labels")
+    nodes += [
+        helper.make_node("Concat", boxes, ["boxes_kept"], name="/m/boxes", axis=0),
+        helper.make_node("Concat", kept, ["scores_kept"], name="/m/scores", axis=0),
+        helper.make_node("Concat", labels, ["labels_kept"], name="/m/labels", axis=0),
+        helper.make_node("Shape", ["scores_kept"], ["total"], name="/m/Shape"),
+        helper.make_node("Concat", ["total", "best"], ["total_best"], name="/m/Concat", axis=0),
+        helper.make_node("ReduceMin", ["total_best"], ["k"], name="/m/ReduceMin", keepdims=1),
+        helper.make_node("TopK", ["scores_kept", "k"], ["top_scores", "top_pos"], name="/m/TopK", axis=0),
+        helper.make_node("Gather", ["boxes_kept", "top_pos"], ["top_boxes"], name="/m/Gather", axis=0),
+        helper.make_node("Gather", ["labels_kept", "top_pos"], ["top_labels"], name="/m/Gather_1", axis=0),
+    ]
+    m = model("many_class_selections", nodes,
+              [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [classes, "N"]),
+               helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["N", 4])],
+              [out("boxes_kept", TensorProto.FLOAT, 2), out("scores_kept", TensorProto.FLOAT),
+               out("labels_kept", TensorProto.INT64), out("top_scores", TensorProto.FLOAT),
+               out("top_boxes", TensorProto.FLOAT, 2), out("top_labels", TensorProto.INT64)], inits)
+
+    def feeds(seed, n):
+        # Distinct scores (no ties for TopK to order), about a quarter of them above the threshold.
+        r = np.random.default_rng(seed)
+        s = r.permutation(np.arange(classes * n)).reshape(classes, n) / (classes * n)
+        s = (0.5 + (s - 0.75) * 2 / 3).astype(np.float32)
+        return {"scores": s, "boxes": r.uniform(0, 100, (n, 4)).astype(np.float32)}
+
+    write("many_class_selections", m, feeds(11, 9), feeds(12, 4))
+
+
 def main():
+    # With names, only those cases are written.
+    wanted = set(sys.argv[1:])
     for fn in CASES:
+        if wanted and fn.__name__ not in wanted:
+            continue
         fn()
         print("wrote", fn.__name__)
 

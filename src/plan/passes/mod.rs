@@ -4,7 +4,8 @@
 //! one op ([`layer_norm`]), small matrix products on our kernel ([`small_matmul`]); then the float
 //! divisions tract decomposed and no fusion took, put back as exact divisions ([`exact_div`]).
 //! [`self_product`] is tract's declutter rule with integer squares kept off tract's float-only
-//! `Square`. Their matchers are in [`node_match`].
+//! `Square`; [`scoped`] holds tract's `codegen` and `PropagateUniformTdim` passes with each node
+//! proved against the assertions about its own symbols. Their matchers are in [`node_match`].
 
 pub(crate) mod conv_rule;
 pub(crate) mod direct_conv;
@@ -12,6 +13,7 @@ pub(crate) mod exact_div;
 pub(crate) mod hard_swish;
 pub(crate) mod layer_norm;
 pub(crate) mod node_match;
+pub(crate) mod scoped;
 pub(crate) mod self_product;
 pub(crate) mod small_matmul;
 pub(crate) mod sweep;
