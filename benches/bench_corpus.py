@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the whole-model benchmark corpus: full-size torchvision networks with random weights.
 
-    /work/venv-torch/bin/python benches/bench_corpus.py [--only resnet18,...] [--list]
+    python3 benches/bench_corpus.py [--only resnet18,...] [--list]
 
 Needs torch, torchvision, onnx and onnxruntime (the versions used are written into the manifest).
 Nothing is downloaded: every network is built with `weights=None` (and `weights_backbone=None`) and

@@ -46,7 +46,7 @@ Usage:
     /tmp/benchvenv/bin/python benches/ort_whole_models.py [--runs 50] [--sizes a,b] [--models swin,yolo]
     /tmp/benchvenv/bin/python benches/ort_whole_models.py --threads 1,2   # sliceops 2 threads vs 1
     /tmp/benchvenv/bin/python benches/ort_whole_models.py --profile swin_torch_legacy [--top 15]
-    /work/venv-torch/bin/python benches/bench_corpus.py && \
+    python3 benches/bench_corpus.py && \
         /tmp/benchvenv/bin/python benches/ort_whole_models.py --corpus bench --runs 5 [--check]
 """
 

@@ -18,7 +18,7 @@ are left out. The last table sums each runtime's op types that did not scale (ra
 share of its one-thread time: what caps the whole model's gain from more cores.
 
 Usage:
-    /work/venv/bin/python benches/thread_scaling.py [--models resnet18,mobilenet_v2] [--batches 1,8]
+    python3 benches/thread_scaling.py [--models resnet18,mobilenet_v2] [--batches 1,8]
         [--threads 2] [--runs 10] [--sliceops target/release/sliceops] [--bench-dir models/bench]
 """
 

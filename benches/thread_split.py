@@ -14,7 +14,7 @@ src/kernel/resample.rs and src/plan/ops/activation.rs) come from this table.
 
 Usage:
     cargo test --release --no-run   # builds target/release/sliceops
-    /work/venv/bin/python benches/thread_split.py [--threads 2] [--rounds 3] [--budget 0.3] [--only conv]
+    python3 benches/thread_split.py [--threads 2] [--rounds 3] [--budget 0.3] [--only conv]
         [--baseline OLD_BINARY]   # also the earlier build on the same threads
 """
 
