@@ -46,12 +46,6 @@ pub(crate) fn pool(ctx: &EvalContext) -> Option<Arc<rayon::ThreadPool>> {
     }
 }
 
-/// How many of a pool's threads a kernel splits `macs` multiply-adds over, at least `least` to a
-/// thread and at most one thread per unit of `units` (1 without a pool: the caller's thread alone).
-pub(crate) fn split(pool: Option<&rayon::ThreadPool>, macs: usize, least: usize, units: usize) -> usize {
-    pool.map_or(1, |p| p.current_num_threads().min(macs / least.max(1))).min(units).max(1)
-}
-
 /// Multiply-adds of one run from which a plan made without a thread budget gets one of all physical
 /// cores ([`default_budget`]); below it, tract's default single-threaded executor. See
 /// docs/performance.md, "Default threads", for the figures behind it.

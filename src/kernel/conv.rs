@@ -366,6 +366,33 @@ struct Step {
     map: Option<Vec<usize>>,
 }
 
+impl Step {
+    /// Writes the clamped bias of channels `channels` into its part of `out` (one image of `geo`).
+    fn fill_bias(&self, geo: &ConvGeometry, conv: &PackedConv, channels: std::ops::Range<usize>, out: &mut [f32]) {
+        let g = &self.part.geo;
+        for c in channels {
+            let value = clamp(conv.bias_of(c), conv.low, conv.high);
+            (0..g.oh).for_each(|oy| out[self.row_at(geo, c, oy)..][..g.ow].fill(value));
+        }
+    }
+
+    /// Writes `sums` (channels from `first`, each `sizes.wide` long in rows of `sizes.row` pixels)
+    /// into its part of `out` (one image of `geo`), the first `ow` pixels of each row.
+    fn place(&self, geo: &ConvGeometry, first: usize, sums: &[f32], out: &mut [f32]) {
+        let (g, sizes) = (&self.part.geo, &self.sizes);
+        for (c, wide) in (first..).zip(sums.chunks_exact(sizes.wide)) {
+            for (oy, from) in wide.chunks(sizes.row).take(g.oh).enumerate() {
+                out[self.row_at(geo, c, oy)..][..g.ow].copy_from_slice(&from[..g.ow]);
+            }
+        }
+    }
+
+    /// Where output row `oy` of its part in channel `c` starts in one image of `geo`.
+    fn row_at(&self, geo: &ConvGeometry, c: usize, oy: usize) -> usize {
+        (c * geo.oh + self.part.out[0] + oy) * geo.ow + self.part.out[1]
+    }
+}
+
 /// Convolves `input` (`[batch][c_in][h][w]`) into `output` (`[batch][c_out][oh][ow]`), over the
 /// threads of `pool` where the work is large enough.
 pub(crate) fn conv2d(
@@ -406,7 +433,7 @@ fn conv2d_split(
     let (runs, _, c_out) = conv.runs();
     let image_macs: usize = steps.iter().map(|s| runs * c_out * s.offsets.len() * s.sizes.pixels).sum();
     let macs = image_macs.saturating_mul(geo.batch);
-    let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(geo.batch).max(1);
+    let threads = pool.map_or(1, |(p, least)| super::threads_for(Some(p), macs, least, geo.batch));
     // One thread over a split of one group: the parts channel chunk by channel chunk.
     let per_chunk = (threads == 1 && steps.len() > 1 && runs == 1 && !conv.depthwise).then(|| chunk_channels(conv));
     let wide_max = steps.iter().map(|s| s.sizes.wide).max().unwrap_or(0);
@@ -478,7 +505,7 @@ fn steps(geo: &ConvGeometry, conv: &PackedConv) -> Result<Vec<Step>, String> {
     let channels = if conv.depthwise { 1 } else { channels };
     let mut steps = Vec::new();
     for part in conv_parts::parts(geo, channels) {
-        if part.taps[0].is_empty() || part.taps[1].is_empty() {
+        if part.bias_only() {
             // Its outputs are the bias alone: no sizes, no taps.
             let sizes = Sizes {
                 input: 0,
@@ -541,26 +568,17 @@ fn convolve(
         let image = &input[n * image_in..][..image_in];
         let out = &mut output[n * image_out..][..image_out];
         for step in steps {
-            let (part, sizes) = (&step.part, &step.sizes);
-            let g = &part.geo;
-            let at = |c: usize, oy: usize| (c * geo.oh + part.out[0] + oy) * geo.ow + part.out[1];
-            if part.taps[0].is_empty() || part.taps[1].is_empty() {
-                for c in 0..geo.c_out {
-                    let value = clamp(conv.bias_of(c), conv.low, conv.high);
-                    (0..g.oh).for_each(|oy| out[at(c, oy)..][..g.ow].fill(value));
-                }
+            if step.part.bias_only() {
+                step.fill_bias(geo, conv, 0..geo.c_out, out);
                 continue;
             }
+            let (part, sizes) = (&step.part, &step.sizes);
             let prepared = &mut prepared[..sizes.prepared];
             let wide = &mut wide[..sizes.wide * geo.c_out];
-            prepare(g, sizes, image, [geo.h, geo.w], part.origin, prepared);
+            prepare(&part.geo, sizes, image, [geo.h, geo.w], part.origin, prepared);
             sums(step, conv, prepared, wide, kernel, pool);
             // Rows of `L` pixels to rows of `OW`, at the part's place.
-            for (c, wide) in wide.chunks_exact(sizes.wide).enumerate() {
-                for (oy, from) in wide.chunks(sizes.row).take(g.oh).enumerate() {
-                    out[at(c, oy)..][..g.ow].copy_from_slice(&from[..g.ow]);
-                }
-            }
+            step.place(geo, 0, wide, out);
         }
     }
 }
@@ -596,12 +614,11 @@ fn convolve_chunked(
 ) {
     let image_in = geo.c_in * geo.h * geo.w;
     let image_out = geo.c_out * geo.oh * geo.ow;
-    let bias_only = |step: &Step| step.part.taps[0].is_empty() || step.part.taps[1].is_empty();
     for n in 0..geo.batch {
         let image = &input[n * image_in..][..image_in];
         let out = &mut output[n * image_out..][..image_out];
         let mut at = 0;
-        for step in steps.iter().filter(|s| !bias_only(s)) {
+        for step in steps.iter().filter(|s| !s.part.bias_only()) {
             let here = &mut prepared[at..][..step.sizes.prepared];
             prepare(&step.part.geo, &step.sizes, image, [geo.h, geo.w], step.part.origin, here);
             at += step.sizes.prepared;
@@ -610,26 +627,17 @@ fn convolve_chunked(
             let c1 = (c0 + chunk).min(geo.c_out);
             let mut at = 0;
             for step in steps {
-                let (part, sizes) = (&step.part, &step.sizes);
-                let g = &part.geo;
-                let row_at = |c: usize, oy: usize| (c * geo.oh + part.out[0] + oy) * geo.ow + part.out[1];
-                if bias_only(step) {
-                    for c in c0..c1 {
-                        let value = clamp(conv.bias_of(c), conv.low, conv.high);
-                        (0..g.oh).for_each(|oy| out[row_at(c, oy)..][..g.ow].fill(value));
-                    }
+                if step.part.bias_only() {
+                    step.fill_bias(geo, conv, c0..c1, out);
                     continue;
                 }
+                let sizes = &step.sizes;
                 let x = &prepared[at..][..sizes.prepared];
                 at += sizes.prepared;
                 let sums = &mut wide[..(c1 - c0) * sizes.wide];
-                let run_geo = ConvGeometry { c_out: c1 - c0, ..*g };
+                let run_geo = ConvGeometry { c_out: c1 - c0, ..step.part.geo };
                 kernel(&run_geo, sizes, conv.filters(0).channels(c0, c1), &step.offsets, step.map.as_deref(), x, sums);
-                for (c, sums) in (c0..c1).zip(sums.chunks_exact(sizes.wide)) {
-                    for (oy, from) in sums.chunks(sizes.row).take(g.oh).enumerate() {
-                        out[row_at(c, oy)..][..g.ow].copy_from_slice(&from[..g.ow]);
-                    }
-                }
+                step.place(geo, c0, sums, out);
             }
         }
     }
@@ -678,7 +686,7 @@ fn sums(
         }
     };
     let macs = runs * c_out * step.offsets.len() * sizes.pixels;
-    let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(units).max(1);
+    let threads = pool.map_or(1, |(p, least)| super::threads_for(Some(p), macs, least, units));
     let Some((pool, _)) = pool.filter(|_| threads > 1) else {
         job(0, units, wide);
         return;
@@ -1534,8 +1542,7 @@ mod tests {
                             .unwrap();
                             let parts = steps(&geo, &packed).unwrap();
                             split += (parts.len() > 1 || parts[0].map.is_some()) as usize;
-                            bias_only +=
-                                parts.iter().any(|p| p.part.taps[0].is_empty() || p.part.taps[1].is_empty()) as usize;
+                            bias_only += parts.iter().any(|p| p.part.bias_only()) as usize;
                             cases += 1;
                         }
                     }

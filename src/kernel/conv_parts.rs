@@ -44,6 +44,11 @@ pub(super) struct Part {
 }
 
 impl Part {
+    /// Whether no tap of its outputs is inside the input: they are the bias.
+    pub(super) fn bias_only(&self) -> bool {
+        self.taps[0].is_empty() || self.taps[1].is_empty()
+    }
+
     /// Whether it reads every tap of a `kh x kw` kernel.
     pub(super) fn all_taps(&self, kh: usize, kw: usize) -> bool {
         self.taps[0] == (0..kh) && self.taps[1] == (0..kw)
@@ -134,7 +139,7 @@ fn intervals(n: usize, o: usize, k: usize, s: usize, d: usize, p: usize) -> Vec<
 fn cost(part: &Part, c_out: usize, channels: usize) -> f64 {
     let g = &part.geo;
     let taps = (g.kh * g.kw * channels) as f64;
-    if part.taps[0].is_empty() || part.taps[1].is_empty() {
+    if part.bias_only() {
         return PART_COST + (c_out * g.oh * g.ow) as f64 / 8.0;
     }
     let Ok(sizes) = g.sizes() else { return f64::INFINITY };

@@ -242,7 +242,7 @@ pub(super) fn depthwise(
         }
     };
     let macs = units.saturating_mul(image_out).saturating_mul(taps);
-    let threads = pool.map_or(1, |(p, least)| p.current_num_threads().min(macs / least.max(1))).min(units).max(1);
+    let threads = pool.map_or(1, |(p, least)| super::threads_for(Some(p), macs, least, units));
     match pool {
         Some((pool, _)) if threads > 1 => {
             let (mut rest, job) = (output, &job);

@@ -151,7 +151,7 @@ pub(crate) fn resample_axis_on(
     let block_out = taps.len_out().checked_mul(inner).ok_or("output block overflows")?;
     let outer = src.len().checked_div(block_in).unwrap_or(0);
     let whole = block_out > 0 && src.len() == outer * block_in && dst.len() == outer * block_out;
-    let threads = pool.map_or(1, |p| p.current_num_threads().min(dst.len() / VALUES_PER_THREAD)).min(outer).max(1);
+    let threads = super::threads_for(pool, dst.len(), VALUES_PER_THREAD, outer);
     let Some(pool) = pool.filter(|_| whole && threads > 1) else {
         return resample_axis(src, len_in, inner, taps, dst);
     };

@@ -27,6 +27,12 @@ where
     });
 }
 
+/// How many of `pool`'s threads to split `work` over: at least `least` of it to a thread, at most one
+/// thread per unit of `units`, and 1 without a pool (the caller's thread alone).
+pub(crate) fn threads_for(pool: Option<&ThreadPool>, work: usize, least: usize, units: usize) -> usize {
+    pool.map_or(1, |p| p.current_num_threads().min(work / least.max(1))).min(units).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

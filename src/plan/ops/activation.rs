@@ -37,7 +37,7 @@ const VALUES_PER_THREAD: usize = 1 << 19;
 /// How many values each thread takes of a pass over `len` values on `pool`: all of them (one run)
 /// without a pool or below [`VALUES_PER_THREAD`] for two threads; runs are whole cache lines.
 fn run_len(pool: Option<&rayon::ThreadPool>, len: usize) -> usize {
-    let threads = crate::threads::split(pool, len, VALUES_PER_THREAD, usize::MAX);
+    let threads = crate::kernel::threads_for(pool, len, VALUES_PER_THREAD, usize::MAX);
     len.div_ceil(threads).next_multiple_of(16).max(1)
 }
 

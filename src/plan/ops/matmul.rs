@@ -409,14 +409,14 @@ impl SmallMatMul {
         let (m, k, n) = (self.m, self.k, self.n);
         let per_call = m * k * n;
         let macs = per_call.saturating_mul(self.calls.len());
-        if crate::threads::split(Some(pool), macs, MACS_PER_THREAD, usize::MAX) < 2 {
+        if crate::kernel::threads_for(Some(pool), macs, MACS_PER_THREAD, usize::MAX) < 2 {
             return false;
         }
         let span = (m - 1) * self.c[0] + n;
         let apart =
             self.calls.iter().all(|c| c.first && c.last) && self.calls.windows(2).all(|w| w[0].c + span <= w[1].c);
         let calls = self.calls.len();
-        let threads = crate::threads::split(Some(pool), macs, MACS_PER_THREAD, calls);
+        let threads = crate::kernel::threads_for(Some(pool), macs, MACS_PER_THREAD, calls);
         if apart && threads > 1 {
             // Whole calls: thread `t` takes calls `j0..j1` and the output from the first one's block
             // to the next thread's first block.
@@ -446,7 +446,7 @@ impl SmallMatMul {
             let end = start + self.calls[start..].iter().position(|c| c.last).map_or(calls - start, |p| p + 1);
             let group = &self.calls[start..end];
             let threads =
-                crate::threads::split(Some(pool), per_call.saturating_mul(group.len()), MACS_PER_THREAD, tiles);
+                crate::kernel::threads_for(Some(pool), per_call.saturating_mul(group.len()), MACS_PER_THREAD, tiles);
             let block = &mut c[group[0].c..][..span];
             if threads < 2 {
                 for call in group {

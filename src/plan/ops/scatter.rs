@@ -121,44 +121,15 @@ fn scatter<T: Copy, I: Copy + Into<i64>>(
 }
 
 impl RowScatter {
-    /// Scatters into a copy of `data` (none when the plan hands it over) with elements of type `T`.
-    fn run<T: Datum + Copy>(&self, data: TValue, indices: &Tensor, updates: &Tensor) -> TractResult<TValue> {
-        let mut data = data.into_tensor();
-        let data_shape: TVec<usize> = data.shape().into();
-        let axis = self.stock.axis;
-        let mut out = data.try_as_plain_ram_mut()?;
-        let target = out.as_slice_mut::<T>()?;
-        let plain = updates.try_as_plain_ram()?;
-        let values = plain.as_slice::<T>()?;
-        let (shape, plain_indices) = (updates.shape(), indices.try_as_plain_ram()?);
-        let done = match indices.datum_type() {
-            DatumType::I64 => {
-                scatter(target, &data_shape, plain_indices.as_slice::<i64>()?, values, shape, axis, |d, v| *d = v)
-            }
-            _ => scatter(target, &data_shape, plain_indices.as_slice::<i32>()?, values, shape, axis, |d, v| *d = v),
-        };
-        done.map_err(|e| out_of_range(e, axis))?;
-        Ok(data.into_tvalue())
-    }
-
-    /// As [`RowScatter::run`], combining each update with the value in place.
-    fn run_reduce<T: Datum + Combine>(&self, data: TValue, indices: &Tensor, updates: &Tensor) -> TractResult<TValue> {
-        let reduction = self.stock.reduction;
-        let apply = move |d: &mut T, v: T| match reduction {
-            ScatterReduction::None => *d = v,
-            ScatterReduction::Add => *d = d.add(v),
-            ScatterReduction::Mul => *d = d.mul(v),
-            ScatterReduction::Min => {
-                if v < *d {
-                    *d = v
-                }
-            }
-            ScatterReduction::Max => {
-                if v > *d {
-                    *d = v
-                }
-            }
-        };
+    /// Scatters into a copy of `data` (none when the plan hands it over) with elements of type `T`,
+    /// each update applied to its place by `apply`.
+    fn run<T: Datum + Copy>(
+        &self,
+        data: TValue,
+        indices: &Tensor,
+        updates: &Tensor,
+        apply: impl Fn(&mut T, T) + Copy,
+    ) -> TractResult<TValue> {
         let mut data = data.into_tensor();
         let data_shape: TVec<usize> = data.shape().into();
         let axis = self.stock.axis;
@@ -175,6 +146,31 @@ impl RowScatter {
         };
         done.map_err(|e| out_of_range(e, axis))?;
         Ok(data.into_tvalue())
+    }
+
+    /// [`RowScatter::run`] writing each update in place.
+    fn run_write<T: Datum + Copy>(&self, data: TValue, indices: &Tensor, updates: &Tensor) -> TractResult<TValue> {
+        self.run(data, indices, updates, |d: &mut T, v: T| *d = v)
+    }
+
+    /// [`RowScatter::run`] combining each update with the value in place by the op's reduction.
+    fn run_reduce<T: Datum + Combine>(&self, data: TValue, indices: &Tensor, updates: &Tensor) -> TractResult<TValue> {
+        let reduction = self.stock.reduction;
+        self.run(data, indices, updates, move |d: &mut T, v: T| match reduction {
+            ScatterReduction::None => *d = v,
+            ScatterReduction::Add => *d = d.add(v),
+            ScatterReduction::Mul => *d = d.mul(v),
+            ScatterReduction::Min => {
+                if v < *d {
+                    *d = v
+                }
+            }
+            ScatterReduction::Max => {
+                if v > *d {
+                    *d = v
+                }
+            }
+        })
     }
 }
 
@@ -222,18 +218,18 @@ impl EvalOp for RowScatter {
         let indices = inputs.pop().unwrap_or_else(|| unreachable!("three inputs"));
         let data = inputs.pop().unwrap_or_else(|| unreachable!("three inputs"));
         let out = match (self.stock.reduction, dt) {
-            (ScatterReduction::None, DatumType::Bool) => self.run::<bool>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::U8) => self.run::<u8>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::I8) => self.run::<i8>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::U16) => self.run::<u16>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::I16) => self.run::<i16>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::F16) => self.run::<f16>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::U32) => self.run::<u32>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::I32) => self.run::<i32>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::F32) => self.run::<f32>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::U64) => self.run::<u64>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::I64) => self.run::<i64>(data, &indices, &updates)?,
-            (ScatterReduction::None, DatumType::F64) => self.run::<f64>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::Bool) => self.run_write::<bool>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::U8) => self.run_write::<u8>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::I8) => self.run_write::<i8>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::U16) => self.run_write::<u16>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::I16) => self.run_write::<i16>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::F16) => self.run_write::<f16>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::U32) => self.run_write::<u32>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::I32) => self.run_write::<i32>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::F32) => self.run_write::<f32>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::U64) => self.run_write::<u64>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::I64) => self.run_write::<i64>(data, &indices, &updates)?,
+            (ScatterReduction::None, DatumType::F64) => self.run_write::<f64>(data, &indices, &updates)?,
             (_, DatumType::F32) => self.run_reduce::<f32>(data, &indices, &updates)?,
             (_, DatumType::F64) => self.run_reduce::<f64>(data, &indices, &updates)?,
             (_, DatumType::I32) => self.run_reduce::<i32>(data, &indices, &updates)?,
