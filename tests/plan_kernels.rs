@@ -767,6 +767,10 @@ fn pointwise_convolutions_take_the_same_kernel_at_batch_1_and_8() {
         ([24, 20, 20], 40, [true, true]),
         ([160, 7, 7], 192, [false, true]),
         ([32, 7, 7], 48, [true, true]),
+        // 400 input channels: summed in two slices of the depth.
+        ([400, 10, 10], 96, [true, true]),
+        // A map of 1,600 columns: two blocks of columns.
+        ([16, 40, 40], 24, [true, true]),
     ];
     for ([c, h, w], co, ours) in cases {
         for (batch, ours) in [1, 8].into_iter().zip(ours) {

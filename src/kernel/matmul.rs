@@ -16,6 +16,18 @@
 //! up to 4 rows by 16 columns keeps its sums in registers over the whole depth, reading a broadcast
 //! of `A`'s element and two vectors of `B`'s tile at each step; nothing is copied at run time.
 //!
+//! A clamp to `[low, high]` (a fused `Relu` or `Clip`) is applied to each tile's sums as they are
+//! stored, so the output is written once: comparisons, not `min`/`max`, so NaN stays NaN and `-0`
+//! stays `-0`, as the separate clamp did.
+//!
+//! The columns are taken in blocks of several tiles (as many as keep the block's `k` rows of `B`
+//! within [`PANEL_FLOATS`], a cache's worth), and within a block every tile of rows in turn: each row
+//! of `C` is written as one run of the block's width, and the block of `B` is read from memory once
+//! and from the cache for every tile of rows after the first. Taken one tile of 16 columns at a
+//! time for all rows, a 1x1 convolution with many output channels on a large map wrote one cache
+//! line into each of `m` rows far apart (96-144 at once on MobileNetV2's expansions), more streams
+//! than the processor's prefetchers follow.
+//!
 //! The sums run over `p` in increasing order from `init`; with AVX2 and FMA each step is a fused
 //! multiply-add, on other machines a multiply then an add. So values agree with the definition to
 //! float32 rounding of a sum of `k` products, not bit for bit with tract's kernels (which sum in
@@ -27,6 +39,32 @@ pub(crate) const ROWS: usize = 4;
 const LANES: usize = 8;
 /// Columns of the widest tile, and of `B`'s tiles: two vectors.
 pub(crate) const COLS: usize = 2 * LANES;
+/// Floats of `B` one block of columns spans at most over the depth (16 KB, half this core's 32 KB
+/// level-1 cache): its width is the most tiles whose `k` rows fit, at least one tile. A block past
+/// the level-1 cache made every step of every tile of rows wait on the level-2 cache for `B` (64 KB
+/// blocks: DeepLabV3's 160-to-960-channel 1x1 convolutions 10-28% slower than one tile at a time).
+const PANEL_FLOATS: usize = 1 << 12;
+
+/// Columns of one block of tiles `width` wide, for a depth of `k` (see [`PANEL_FLOATS`]).
+fn block_columns(k: usize, width: usize) -> usize {
+    (PANEL_FLOATS / k.max(1) / width).max(1) * width
+}
+
+/// The depth above which a product is summed in slices of at most [`DEPTH_SLICE`] (in as many
+/// equal slices as that takes): a tile of 16 columns reads a 64-byte line of `B` at each depth step,
+/// and past 384 steps (24 KB) its lines no longer stay in this core's 32 KB level-1 cache from one
+/// tile of rows to the next, so every step waited on the level-2 cache (`k1 576-96 14`, `k1 576-160
+/// 7`: about 32 multiply-adds a nanosecond against tract's 46).
+const DEPTH_SLICE: usize = 256;
+
+/// Slices of the depth `k` (see [`DEPTH_SLICE`]).
+fn depth_slices(k: usize) -> usize {
+    if k <= DEPTH_SLICE * 3 / 2 {
+        1
+    } else {
+        k.div_ceil(DEPTH_SLICE)
+    }
+}
 
 /// Where the sums of [`matmul_f32`] start.
 #[derive(Debug, Clone, Copy)]
@@ -88,12 +126,13 @@ impl Gemm {
     }
 }
 
-/// Computes the product `gemm` describes into `c` (see the module docs).
+/// Computes the product `gemm` describes into `c` (see the module docs), each value then clamped to
+/// `clamp`'s `[low, high]` when given (NaN kept).
 ///
 /// # Panics
 /// If an operand or a bias is shorter than its strides span ([`Gemm::spans`]), or a bias' column
 /// step is not 0 or 1: callers size them from the same geometry.
-pub(crate) fn matmul_f32(gemm: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
+pub(crate) fn matmul_f32(gemm: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init, clamp: Option<[f32; 2]>) {
     let (a_span, b_span, c_span) = gemm.spans().expect("matrix product strides overflow");
     assert!(a.len() >= a_span && b.len() >= b_span && c.len() >= c_span, "matrix product operand too short");
     if let Init::Bias { values, row, col } = init {
@@ -106,21 +145,33 @@ pub(crate) fn matmul_f32(gemm: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init:
     }
     if gemm.k == 0 {
         // Nothing to sum: the start alone, and `A` and `B` may be empty.
-        portable(gemm, a, b, c, init);
+        portable(gemm, a, b, c, init, clamp);
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // Safety: the CPU has AVX2 and FMA, checked just above, and the operands span what the
         // strides reach, asserted above: the requirements of `avx2::product`.
-        unsafe { avx2::product(gemm, a, b, c, init) };
+        unsafe { avx2::product(gemm, a, b, c, init, clamp) };
         return;
     }
-    portable(gemm, a, b, c, init);
+    portable(gemm, a, b, c, init, clamp);
+}
+
+/// `value` clamped to `[low, high]` by comparisons, so that NaN (and `-0` at a bound of `0`) stays.
+#[inline]
+fn clamped(value: f32, [low, high]: [f32; 2]) -> f32 {
+    if value < low {
+        low
+    } else if value > high {
+        high
+    } else {
+        value
+    }
 }
 
 /// [`matmul_f32`] on any machine: a multiply then an add at each step.
-fn portable(g: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
+fn portable(g: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init, clamp: Option<[f32; 2]>) {
     for i in 0..g.m {
         let row = &mut c[i * g.c_row..][..g.n];
         match init {
@@ -137,6 +188,9 @@ fn portable(g: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
                 }
             }
         }
+        if let Some(bounds) = clamp {
+            row.iter_mut().for_each(|v| *v = clamped(*v, bounds));
+        }
     }
 }
 
@@ -144,9 +198,9 @@ fn portable(g: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{Gemm, Init, COLS, LANES, ROWS};
+    use super::{block_columns, depth_slices, Gemm, Init, COLS, LANES, ROWS};
 
-    /// The operands' start, as raw pointers for the tiles, and the start of the sums.
+    /// The operands' start, as raw pointers for the tiles, the start of the sums and the clamp.
     struct Operands {
         a: *const f32,
         b: *const f32,
@@ -154,90 +208,117 @@ mod avx2 {
         /// The bias' start, its row step, and whether it has one value per column (else per row).
         bias: Option<(*const f32, usize, bool)>,
         accumulate: bool,
+        /// The bounds the sums are clamped to as they are stored, in every lane.
+        clamp: Option<[__m256; 2]>,
     }
 
-    /// [`super::matmul_f32`] with AVX2 and FMA: the rows in blocks of 4, by tiles of 16 columns;
-    /// the 1 to 3 rows left by tiles of 64, 32 or 24 columns, so that a tile always has 8 or 9
-    /// independent sums to keep the multiply-add units busy.
+    /// [`super::matmul_f32`] with AVX2 and FMA: the depth in slices ([`depth_slices`]), each over
+    /// the whole product, the first from `init`, the others adding to `C`, the clamp on the last;
+    /// in each, the rows in blocks of 4, by tiles of 16 columns; the 1 to 3 rows left by tiles of
+    /// 64, 32 or 24 columns, so that a tile always has 8 or 9 independent sums to keep the
+    /// multiply-add units busy. A sum stored to `C` between slices and loaded back is the same
+    /// float32, so the values are those of one pass over the depth, bit for bit.
     ///
     /// Safety: the CPU has AVX2 and FMA; `m`, `k` and `n` are not zero; `a`, `b` and `c` are at
     /// least as long as `gemm.spans()` says and a bias is `n` long.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn product(gemm: &Gemm, a: &[f32], b: &[f32], c: &mut [f32], init: Init) {
-        let ops = Operands {
-            a: a.as_ptr(),
-            b: b.as_ptr(),
-            c: c.as_mut_ptr(),
-            bias: if let Init::Bias { values, row, col } = init {
-                Some((values.as_ptr(), row, col == 1))
-            } else {
-                None
-            },
-            accumulate: matches!(init, Init::Accumulate),
-        };
-        let blocks = gemm.m / ROWS * ROWS;
-        // Safety: the rows given to `columns` are inside `m`, and the caller's requirements hold.
-        unsafe {
-            if blocks > 0 {
-                columns::<ROWS, 2>(gemm, &ops, 0, blocks);
-            }
-            match gemm.m - blocks {
-                1 => columns::<1, 8>(gemm, &ops, blocks, gemm.m),
-                2 => columns::<2, 4>(gemm, &ops, blocks, gemm.m),
-                3 => columns::<3, 3>(gemm, &ops, blocks, gemm.m),
-                _ => {}
+    pub(super) unsafe fn product(
+        gemm: &Gemm,
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+        init: Init,
+        clamp: Option<[f32; 2]>,
+    ) {
+        let slices = depth_slices(gemm.k);
+        for s in 0..slices {
+            let (p0, p1) = (gemm.k * s / slices, gemm.k * (s + 1) / slices);
+            let first = s == 0;
+            let ops = Operands {
+                // Depth `p0` of `A` and `B`: inside them, as `p0 < k`.
+                a: a[p0 * gemm.a_col..].as_ptr(),
+                b: b[p0 * gemm.b_step..].as_ptr(),
+                c: c.as_mut_ptr(),
+                bias: match init {
+                    Init::Bias { values, row, col } if first => Some((values.as_ptr(), row, col == 1)),
+                    _ => None,
+                },
+                accumulate: !first || matches!(init, Init::Accumulate),
+                clamp: clamp.filter(|_| s + 1 == slices).map(|bounds| bounds.map(|x| _mm256_set1_ps(x))),
+            };
+            let g = Gemm { k: p1 - p0, ..*gemm };
+            let blocks = g.m / ROWS * ROWS;
+            // Safety: the rows given to `columns` are inside `m`; the slice's operands start at its
+            // depth and reach no further than the whole product's (its depth ends at `p1 <= k`),
+            // so the caller's requirements hold for `g`.
+            unsafe {
+                if blocks > 0 {
+                    columns::<ROWS, 2>(&g, &ops, 0, blocks);
+                }
+                match g.m - blocks {
+                    1 => columns::<1, 8>(&g, &ops, blocks, g.m),
+                    2 => columns::<2, 4>(&g, &ops, blocks, g.m),
+                    3 => columns::<3, 3>(&g, &ops, blocks, g.m),
+                    _ => {}
+                }
             }
         }
     }
 
-    /// Rows `from..to` (a multiple of `R` of them) in tiles of `R` rows and `V` vectors of columns:
-    /// for each tile of columns, every tile of rows; the last tile of columns masked to `n`.
+    /// Rows `from..to` (a multiple of `R` of them) in tiles of `R` rows and `V` vectors of columns,
+    /// the columns in blocks of whole tiles ([`block_columns`]), in each block every tile of rows
+    /// along the block; the last block also takes the last tile of columns, masked to `n` (so that
+    /// a few columns past the whole tiles do not cost a pass of their own over `A`).
     ///
     /// Safety: as [`product`], with `from <= to <= m`.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn columns<const R: usize, const V: usize>(g: &Gemm, ops: &Operands, from: usize, to: usize) {
         let width = V * LANES;
         let all = mask(LANES);
-        let mut j = 0;
+        let whole = g.n / width * width;
+        let tail = g.n - whole;
+        let block = block_columns(g.k, width);
         // Safety: (every tile below) rows `i..i + R` are inside `from..to`, and its columns inside
         // `n` or masked to it, so each tile reads and writes inside the spans (see `product`).
         unsafe {
-            while j + width <= g.n {
+            // One block (empty of whole tiles) when there are none.
+            for j0 in (0..whole.max(1)).step_by(block) {
+                let j1 = (j0 + block).min(whole);
                 for i in (from..to).step_by(R) {
-                    tile::<R, V, true>(g, ops, i, j, [all; V], LANES);
-                }
-                j += width;
-            }
-            if j < g.n {
-                match (g.n - j).div_ceil(LANES) {
-                    1 => last::<R, 1>(g, ops, from, to, j),
-                    2 => last::<R, 2>(g, ops, from, to, j),
-                    3 => last::<R, 3>(g, ops, from, to, j),
-                    4 => last::<R, 4>(g, ops, from, to, j),
-                    5 => last::<R, 5>(g, ops, from, to, j),
-                    6 => last::<R, 6>(g, ops, from, to, j),
-                    7 => last::<R, 7>(g, ops, from, to, j),
-                    // Fewer than `width <= 64` columns are left: at most 8 vectors.
-                    _ => last::<R, 8>(g, ops, from, to, j),
+                    for j in (j0..j1).step_by(width) {
+                        tile::<R, V, true>(g, ops, i, j, [all; V], LANES);
+                    }
+                    if j1 < whole || tail == 0 {
+                        continue;
+                    }
+                    match tail.div_ceil(LANES) {
+                        1 => last::<R, 1>(g, ops, i, whole),
+                        2 => last::<R, 2>(g, ops, i, whole),
+                        3 => last::<R, 3>(g, ops, i, whole),
+                        4 => last::<R, 4>(g, ops, i, whole),
+                        5 => last::<R, 5>(g, ops, i, whole),
+                        6 => last::<R, 6>(g, ops, i, whole),
+                        7 => last::<R, 7>(g, ops, i, whole),
+                        // Fewer than `width <= 64` columns are left: at most 8 vectors.
+                        _ => last::<R, 8>(g, ops, i, whole),
+                    }
                 }
             }
         }
     }
 
-    /// The last tile of columns, from `j`: `V` vectors (fewer than the full tiles', whatever it
-    /// takes to cover the columns left), the last one masked to `n`. No vector is all outside `n`:
-    /// a masked load may not fault, but its address past the operand costs a slow assist from the
-    /// processor on every step.
+    /// The last tile of columns of rows `i..i + R`, from `j`: `V` vectors (fewer than the full
+    /// tiles', whatever it takes to cover the columns left), the last one masked to `n`. No vector
+    /// is all outside `n`: a masked load may not fault, but its address past the operand costs a
+    /// slow assist from the processor on every step.
     ///
-    /// Safety: as [`columns`], with `V` vectors reaching `n` from `j`.
+    /// Safety: as [`columns`], with rows `i..i + R` inside `m` and `V` vectors reaching `n` from `j`.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn last<const R: usize, const V: usize>(g: &Gemm, ops: &Operands, from: usize, to: usize, j: usize) {
+    unsafe fn last<const R: usize, const V: usize>(g: &Gemm, ops: &Operands, i: usize, j: usize) {
         let masks = std::array::from_fn(|v| mask((g.n - j).saturating_sub(v * LANES)));
         let lanes = g.n - j - (V - 1) * LANES;
-        for i in (from..to).step_by(R) {
-            // Safety: rows `i..i + R` are inside `from..to`, the columns inside `n` or masked.
-            unsafe { tile::<R, V, false>(g, ops, i, j, masks, lanes) };
-        }
+        // Safety: rows `i..i + R` are inside `m`, the columns inside `n` or masked.
+        unsafe { tile::<R, V, false>(g, ops, i, j, masks, lanes) };
     }
 
     /// A mask of the first `count` lanes (all of them from 8 on).
@@ -315,6 +396,15 @@ mod avx2 {
                 a = a.wrapping_add(g.a_col);
                 b = b.wrapping_add(g.b_step);
             }
+            if let Some([low, high]) = ops.clamp {
+                for sum in sums.iter_mut().flatten() {
+                    // Lanes above `high` take `high`, then lanes below `low` take `low` (first, as
+                    // in `clamped`, should `low` be above `high`): NaN compares false and stays.
+                    let below = _mm256_cmp_ps::<_CMP_LT_OQ>(*sum, low);
+                    let above = _mm256_cmp_ps::<_CMP_GT_OQ>(*sum, high);
+                    *sum = _mm256_blendv_ps(_mm256_blendv_ps(*sum, high, above), low, below);
+                }
+            }
             for (r, row) in sums.iter().enumerate() {
                 let out = ops.c.add((i + r) * g.c_row + j);
                 for (v, sum) in row.iter().enumerate() {
@@ -370,12 +460,18 @@ mod tests {
     /// Every tile shape and mask (rows 1 to 9, columns 1 to 40), transposed and padded strides, `B`
     /// in rows and in panels, every start (zero, a bias per column, per row or per element, `C`'s
     /// values), against float64 within the rounding bound of `k`
-    /// products of values below 1; the floats around `C`'s rows are left as they were.
+    /// products of values below 1; the floats around `C`'s rows are left as they were. A depth of
+    /// 20 makes blocks of 192 columns, so 500 columns run over two whole blocks and a third that
+    /// ends with a tile cut short; deeper products have blocks of one tile; 400 and 1100 are summed
+    /// in 2 and 5 slices of the depth.
     #[test]
     fn products_match_the_definition() {
-        for (m, k, n) in
-            (1..=9).flat_map(|m| [1, 3, 8, 17].into_iter().flat_map(move |k| (1..=40).map(move |n| (m, k, n))))
-        {
+        assert_eq!([block_columns(20, COLS), block_columns(20, 4 * LANES), block_columns(300, COLS)], [192, 192, 16]);
+        assert_eq!([depth_slices(384), depth_slices(400), depth_slices(1100)], [1, 2, 5]);
+        let small = (1..=9).flat_map(|m| [1, 3, 8, 17].into_iter().flat_map(move |k| (1..=40).map(move |n| (m, k, n))));
+        let blocks =
+            (1..=9).flat_map(|m| [(20, 500), (300, 48), (300, 161), (400, 33), (1100, 70)].map(|(k, n)| (m, k, n)));
+        for (m, k, n) in small.chain(blocks) {
             for (transposed, panels) in [(false, false), (true, false), (false, true)] {
                 let (a_row, a_col) = if transposed { (1, m + 2) } else { (k + 1, 1) };
                 let (b_step, b_tile) = if panels { (COLS, k * COLS) } else { (n + 3, COLS) };
@@ -394,7 +490,7 @@ mod tests {
                         3 => Init::Bias { values: &bias, row: n + 2, col: 1 },
                         _ => Init::Accumulate,
                     };
-                    matmul_f32(&g, &a, &b, &mut c, init);
+                    matmul_f32(&g, &a, &b, &mut c, init, None);
                     let want = reference(&g, &a, &b, &before, init);
                     let bound = (k as f64 + 2.0) * f32::EPSILON as f64 * (k as f64 + 1.0);
                     for (idx, got) in c.iter().enumerate() {
@@ -405,6 +501,46 @@ mod tests {
                         } else {
                             assert_eq!(got.to_bits(), before[idx].to_bits(), "{g:?} wrote outside C at {idx}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sliced depths give the bits of one fused multiply-add chain over the whole depth from the
+    /// start (what one pass computes), with and without a clamp, `B` in rows and in panels.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sliced_depths_sum_as_one_chain() {
+        if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+            return;
+        }
+        for (m, k, n) in (1..=6).flat_map(|m| [(400, 20), (600, 33), (1100, 17)].map(|(k, n)| (m, k, n))) {
+            assert!(depth_slices(k) > 1);
+            for panels in [false, true] {
+                let (b_step, b_tile) = if panels { (COLS, k * COLS) } else { (n + 3, COLS) };
+                let g = Gemm { m, k, n, a_row: k, a_col: 1, b_step, b_tile, c_row: n };
+                let (a_span, b_span, c_span) = g.spans().unwrap();
+                let (a, b, bias) = (values(a_span, 11), values(b_span, 12), values(n, 13));
+                for (init, clamp) in [
+                    (Init::Zero, None),
+                    (Init::Bias { values: &bias, row: 0, col: 1 }, None),
+                    (Init::Accumulate, Some([-0.5, 0.5])),
+                ] {
+                    let before = values(c_span, 14);
+                    let mut c = before.clone();
+                    matmul_f32(&g, &a, &b, &mut c, init, clamp);
+                    for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
+                        let mut sum = match init {
+                            Init::Zero => 0.0,
+                            Init::Bias { values, .. } => values[j],
+                            Init::Accumulate => before[i * n + j],
+                        };
+                        for p in 0..k {
+                            sum = a[i * k + p].mul_add(b[j / COLS * b_tile + p * b_step + j % COLS], sum);
+                        }
+                        let want = clamp.map_or(sum, |bounds| clamped(sum, bounds));
+                        assert_eq!(c[i * n + j].to_bits(), want.to_bits(), "{g:?} [{i},{j}]");
                     }
                 }
             }
@@ -426,10 +562,51 @@ mod tests {
             Init::Accumulate,
         ] {
             let mut c = vec![0.5; c_span];
-            portable(&g, &a, &b, &mut c, init);
+            portable(&g, &a, &b, &mut c, init, None);
             let want = reference(&g, &a, &b, &vec![0.5; c_span], init);
             for (got, w) in c.iter().zip(&want) {
                 assert!((*got as f64 - w).abs() <= 1e-5, "{init:?}: {got} vs {w}");
+            }
+        }
+    }
+
+    /// A clamp applies to every value as it is stored, by comparisons: NaN and `-0` stay, `low`
+    /// wins over `high` when it is above it, as in [`clamped`]; on the SIMD path (every tile shape
+    /// and mask) and the portable one alike.
+    #[test]
+    fn clamped_products_keep_nan_and_signed_zero() {
+        assert_eq!(clamped(f32::NAN, [0.0, 6.0]).to_bits(), f32::NAN.to_bits());
+        assert_eq!(clamped(-0.0, [0.0, 6.0]).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(clamped(1.0, [3.0, 2.0]), 3.0);
+        assert_eq!(clamped(4.0, [3.0, 2.0]), 2.0);
+        for (m, n) in (1..=9).flat_map(|m| [5, 16, 23, 64, 70].map(|n| (m, n))) {
+            let k = 3;
+            let g = Gemm { m, k, n, a_row: k, a_col: 1, b_step: n, b_tile: COLS, c_row: n };
+            let (a_span, b_span, _) = g.spans().unwrap();
+            // Products of -4..4, a row of NaN, a row of zeros and a row of infinities.
+            let mut a: Vec<f32> = values(a_span, 5).iter().map(|x| x * 4.0).collect();
+            let b: Vec<f32> = values(b_span, 6).iter().map(|x| x.abs() + 0.25).collect();
+            a[0] = f32::NAN;
+            if m > 1 {
+                a[k..2 * k].fill(-0.0);
+            }
+            if m > 2 {
+                a[2 * k] = f32::INFINITY;
+            }
+            for bounds in [[0.0, 6.0], [-1.0, 1.0], [3.0, 2.0], [f32::NEG_INFINITY, 0.5]] {
+                let mut plain = vec![0.0; m * n];
+                matmul_f32(&g, &a, &b, &mut plain, Init::Zero, None);
+                let want: Vec<u32> = plain.iter().map(|v| clamped(*v, bounds).to_bits()).collect();
+                let mut simd = vec![0.0; m * n];
+                matmul_f32(&g, &a, &b, &mut simd, Init::Zero, Some(bounds));
+                assert_eq!(simd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "{g:?} {bounds:?}");
+                let mut unclamped = vec![0.0; m * n];
+                portable(&g, &a, &b, &mut unclamped, Init::Zero, None);
+                let mut port = vec![0.0; m * n];
+                portable(&g, &a, &b, &mut port, Init::Zero, Some(bounds));
+                let want: Vec<u32> = unclamped.iter().map(|v| clamped(*v, bounds).to_bits()).collect();
+                assert_eq!(port.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "portable {g:?} {bounds:?}");
+                assert!(simd[0].is_nan() && (m == 1 || simd[n..2 * n].iter().all(|v| *v == 0.0 || *v == bounds[0])));
             }
         }
     }
@@ -444,10 +621,11 @@ mod tests {
             &[],
             &mut c,
             Init::Zero,
+            None,
         );
         assert_eq!(c, [7.0; 6]);
         let g = Gemm { m: 3, k: 0, n: 2, a_row: 0, a_col: 1, b_step: 2, b_tile: COLS, c_row: 2 };
-        matmul_f32(&g, &[], &[], &mut c, Init::Bias { values: &[1.0, 2.0], row: 0, col: 1 });
+        matmul_f32(&g, &[], &[], &mut c, Init::Bias { values: &[1.0, 2.0], row: 0, col: 1 }, None);
         assert_eq!(c, [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]);
     }
 

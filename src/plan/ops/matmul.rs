@@ -29,13 +29,14 @@ use crate::kernel::{matmul_f32, spread, Gemm, Init, COLS, ROWS};
 /// Kernel calls the op makes at most; past that a model's batch loops are better left to tract.
 const MAX_CALLS: usize = 4096;
 
-/// Floats of the first operand one call reads at most (1 MB): the kernel goes over the columns in
-/// tiles of 16 and reads the whole first operand (`m·k`) for each, so the cache must hold it. With
-/// it, a 1x1 convolution's weights up to 512 by 512 channels stay ours (the map streams through
-/// once, in tiles); `k1 960-320 7 b8` (307,200 floats) measured 1.67 of onnxruntime's time on our
-/// kernel against tract's 1.82, `k1 320-1280 7 b8` 1.65 against 2.19 (`benches/conv_sweep.py --set
-/// k1`), beyond which the transformer products of several megabytes that tract blocks for its
-/// caches stay tract's.
+/// Floats of the first operand one call reads at most (1 MB): the kernel reads the whole first
+/// operand (`m·k`) once per block of columns (a few blocks for the maps it takes), so the cache
+/// must hold it. With it, a 1x1 convolution's weights up to 512 by 512 channels stay ours (the map
+/// streams through once, in tiles); beyond, the transformer products of several megabytes that tract
+/// blocks for its caches, and a batch's 1x1 convolutions on 7x7 maps with larger weights, stay
+/// tract's: alone, `k1 960-320 7 b8` (307,200 floats) measured 0.90 of tract's time on our kernel
+/// (`benches/conv_sweep.py --set k1`, one thread, with its columns in blocks and its depth in slices),
+/// but in MobileNetV2 at batch 8 1.26 (3.81 ms against 3.02).
 const MAX_BLOCK: usize = 1 << 18;
 
 /// A float32 matrix product in calls of our kernel (see the module docs).
@@ -67,7 +68,7 @@ pub(crate) struct SmallMatMul {
     /// The bias' strides along the rows and the columns (the latter 0 or 1).
     bias_steps: [usize; 2],
     /// The bits of the bounds `[low, high]` the output is clamped to, if any (a `Relu` or `Clip`
-    /// the op took in; NaN stays NaN).
+    /// the op took in; NaN stays NaN), as each call ending a sum stores it.
     clamp: Option<[u32; 2]>,
 }
 
@@ -191,16 +192,13 @@ impl SmallMatMul {
                 op.n = op.n.checked_mul(loops.remove(i).len)?;
             }
         }
-        if op.m.saturating_mul(op.k) > MAX_BLOCK {
-            return None;
-        }
         let along = |r: &Role| {
             [(r.a, &a_strides), (r.b, &b_strides), (r.c, &c_strides), (r.c, &bias_strides)]
                 .map(|(p, s)| p.map_or(0, |p| s[p]))
         };
         let sums = loops.iter().filter(|r| r.c.is_none()).count();
         let total = loops.iter().try_fold(1usize, |t, r| t.checked_mul(r.len))?;
-        if total > MAX_CALLS {
+        if total > MAX_CALLS || op.m.saturating_mul(op.k) > MAX_BLOCK {
             return None;
         }
         let inner: usize = loops[loops.len() - sums..].iter().map(|r| r.len).product();
@@ -221,6 +219,14 @@ impl SmallMatMul {
                 }
                 *i = 0;
             }
+        }
+        // Every output axis longer than 1 is the rows, the columns (with the axes merged into them)
+        // or a loop (`role` gives up on any other), so the blocks of the calls that start a sum,
+        // one per combination of the loops, tile the output: `eval` writes every value without
+        // zeroing the output first. The count confirms that no axis was missed.
+        let starts = op.calls.iter().filter(|c| c.first).count();
+        if starts.checked_mul(op.m * op.n) != Some(output.iter().product()) {
+            return None;
         }
         op.check(constant.map(Tensor::len)).ok()?;
         if let Some(b) = constant {
@@ -353,11 +359,17 @@ impl SmallMatMul {
         }
     }
 
+    /// The clamp of `call`'s values: the op's, on the call that ends a sum.
+    fn clamp(&self, call: &Call) -> Option<[f32; 2]> {
+        self.clamp.filter(|_| call.last).map(|bounds| bounds.map(f32::from_bits))
+    }
+
     /// Rows `r0..r1` of `call` into `c`, which starts at the call's row `r0` (its columns contiguous,
     /// the second operand read where it is: not gathered).
     fn call_rows(&self, call: &Call, [r0, r1]: [usize; 2], ops: &Operands<'_>, c: &mut [f32]) {
         let gemm = Gemm { m: r1 - r0, ..self.gemm() };
-        matmul_f32(&gemm, &ops.a[call.a + r0 * self.a[0]..], &ops.b[call.b..], c, self.init(call, r0, ops.bias));
+        let (a, b) = (&ops.a[call.a + r0 * self.a[0]..], &ops.b[call.b..]);
+        matmul_f32(&gemm, a, b, c, self.init(call, r0, ops.bias), self.clamp(call));
     }
 
     /// Every call in turn on the calling thread.
@@ -381,7 +393,7 @@ impl SmallMatMul {
                 &ops.b[call.b..]
             };
             if scatter {
-                matmul_f32(&gemm, &ops.a[call.a..], b_at, &mut c_block, init);
+                matmul_f32(&gemm, &ops.a[call.a..], b_at, &mut c_block, init, self.clamp(call));
                 if call.last {
                     for (i, row) in c_block.chunks_exact(n).enumerate() {
                         for (j, x) in row.iter().enumerate() {
@@ -390,7 +402,7 @@ impl SmallMatMul {
                     }
                 }
             } else {
-                matmul_f32(&gemm, &ops.a[call.a..], b_at, &mut c[call.c..], init);
+                matmul_f32(&gemm, &ops.a[call.a..], b_at, &mut c[call.c..], init, self.clamp(call));
             }
         }
     }
@@ -593,25 +605,15 @@ impl EvalOp for SmallMatMul {
         let b = b.as_slice::<f32>()?;
         let bias = self.bias.as_ref().map(|t| t.try_as_plain_ram()).transpose()?;
         let bias = bias.as_ref().map(|t| t.as_slice::<f32>()).transpose()?;
-        let mut c_tensor = Tensor::zero::<f32>(&self.output)?;
+        // Safety: the calls write every value of the output before it is read (their blocks tile
+        // it, checked when the op is planned), and any bits are a valid f32.
+        let mut c_tensor = unsafe { Tensor::uninitialized::<f32>(&self.output)? };
         let mut c_plain = c_tensor.try_as_plain_ram_mut()?;
         let c = c_plain.as_slice_mut::<f32>()?;
         let pool = crate::threads::pool(ctx);
         let operands = Operands { a, b, bias };
         if !self.split(&operands, c, pool.as_deref()) {
             self.calls_in_turn(&operands, c);
-        }
-        if let Some([low, high]) = self.clamp.map(|b| b.map(f32::from_bits)) {
-            // Comparisons, not `max`/`min`, so that NaN stays NaN.
-            for v in c.iter_mut() {
-                *v = if *v < low {
-                    low
-                } else if *v > high {
-                    high
-                } else {
-                    *v
-                };
-            }
         }
         Ok(tvec!(c_tensor.into_tvalue()))
     }
