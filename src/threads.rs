@@ -10,7 +10,8 @@
 //!   `multithread-mm`), one pool per `n` in the process, shared by every plan;
 //! - a turn handler that installs [`ThreadBudget`] in the turn's shared resources before every run,
 //!   which sliceops' slicing ops read from their evaluation context and hand to the copy kernel
-//!   (`kernel::with_threads`), so a copy never uses more threads than the budget.
+//!   (`kernel::with_threads`), so a copy never uses more threads than the budget, and splits over
+//!   the same pool ([`pool_of`]).
 //!
 //! A plan made without a setting gets a budget of all physical cores when its work is large
 //! ([`default_budget`]); otherwise it has none and runs as tract runs by default (its process-wide
@@ -40,8 +41,13 @@ pub(crate) fn budget(ctx: &EvalContext) -> Option<usize> {
 /// The plan's thread pool for the turn being evaluated, shared with tract's kernels: `None` without a
 /// budget or with a budget of one thread (then our kernels run on the calling thread).
 pub(crate) fn pool(ctx: &EvalContext) -> Option<Arc<rayon::ThreadPool>> {
-    match budget(ctx).map(executor) {
-        Some(Executor::MultiThread(pool)) => Some(pool),
+    budget(ctx).and_then(pool_of)
+}
+
+/// The pool of a budget of `n` threads, shared with tract's kernels: `None` for one thread.
+pub(crate) fn pool_of(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+    match executor(n) {
+        Executor::MultiThread(pool) => Some(pool),
         _ => None,
     }
 }

@@ -1,5 +1,6 @@
-//! How many threads the copy kernel may use on this thread: all cores, unless a plan's thread budget
-//! is in force ([`with_threads`], set by the slicing ops from their evaluation context).
+//! How many threads the copy kernel may use on this thread, and on which: all cores on threads of
+//! its own, unless a plan's thread budget is in force ([`with_threads`], set by the slicing ops from
+//! their evaluation context); then at most the budget, on the plan's pool.
 
 use std::cell::Cell;
 
@@ -23,6 +24,11 @@ pub(crate) fn with_threads<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> 
 /// The most threads a copy started now may use.
 pub(crate) fn max_threads() -> usize {
     BUDGET.with(Cell::get).unwrap_or_else(crate::threads::available)
+}
+
+/// The budget in force on this thread, if any (`None`: all cores, on threads of the copy's own).
+pub(crate) fn budget() -> Option<usize> {
+    BUDGET.with(Cell::get)
 }
 
 #[cfg(test)]

@@ -4,13 +4,14 @@
 //! *rows* along its innermost axis. A row is copied as one block when it is contiguous, filled when its
 //! stride is 0, and gathered element by element otherwise (reversed and stepped axes). Rows are walked
 //! with an odometer over the outer axes, so there is no division in the loop; large outputs are split
-//! into blocks of rows copied by several threads.
+//! into blocks of rows copied by several threads: the plan's pool when a plan's thread budget is in
+//! force ([`super::budget`]), else threads started for the copy.
 //!
 //! Soundness rests on one check made before any pointer is formed: [`View::check_bounds`] proves that
 //! every index the view reads is in `[0, src.len())`, and the destination holds exactly the view's
 //! element count, which the rows fill in order without overlap.
 
-use super::budget::max_threads;
+use super::budget::{budget, max_threads};
 use super::stream::{store_fence, stream_bytes, stream_min_bytes, STREAM_MIN_ROW_BYTES};
 use crate::error::{SliceError, SliceResult};
 use crate::view::View;
@@ -201,10 +202,24 @@ fn streams<T>(plan: &Plan) -> bool {
 /// A raw pointer that may cross to the worker threads: each thread touches a disjoint block of rows.
 #[derive(Clone, Copy)]
 struct SendPtr<T>(*mut T);
-// Safety: the pointer is only used for writes to disjoint ranges, one per thread, within `thread::scope`.
+// Safety: the pointer is only used for writes to disjoint ranges, one per job, while `run_jobs` waits.
 unsafe impl<T: Send> Send for SendPtr<T> {}
 // Safety: as above; shared access never happens through it.
 unsafe impl<T: Send> Sync for SendPtr<T> {}
+
+/// Runs `jobs` at once and returns when all have finished: on the plan's pool when a budget of
+/// several threads is in force (the calling thread taking the last job), else one thread started
+/// for each.
+fn run_jobs<F: FnOnce() + Send>(jobs: Vec<F>) {
+    match budget().and_then(crate::threads::pool_of) {
+        Some(pool) => super::spread(&pool, jobs),
+        None => std::thread::scope(|scope| {
+            for job in jobs {
+                scope.spawn(job);
+            }
+        }),
+    }
+}
 
 /// # Safety
 /// As [`Plan::run_rows`] for all rows.
@@ -225,18 +240,20 @@ unsafe fn run_plan<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mut 
     }
     let per = plan.rows.div_ceil(threads);
     let (src, dst) = (SendPtr(src as *mut T), SendPtr(dst));
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            let first = t * per;
-            let count = per.min(plan.rows.saturating_sub(first));
-            scope.spawn(move || {
-                let (src, dst) = (src, dst);
-                // Safety: rows `first..first+count` are this thread's alone; their output starts at
-                // element `first * row_len` of `dst`, within the caller's buffer.
-                unsafe { plan.run_rows(src.0 as *const T, dst.0.add(first * plan.row_len), first, count, stream) };
-            });
-        }
-    });
+    run_jobs(
+        (0..threads)
+            .map(|t| {
+                let first = t * per;
+                let count = per.min(plan.rows.saturating_sub(first));
+                move || {
+                    let (src, dst) = (src, dst);
+                    // Safety: rows `first..first+count` are this job's alone; their output starts at
+                    // element `first * row_len` of `dst`, within the caller's buffer.
+                    unsafe { plan.run_rows(src.0 as *const T, dst.0.add(first * plan.row_len), first, count, stream) };
+                }
+            })
+            .collect(),
+    );
 }
 
 /// Runs each row as `ceil(threads / rows)` pieces, the pieces spread over `threads` threads.
@@ -249,37 +266,39 @@ unsafe fn run_pieces<T: Copy + Send + Sync>(plan: &Plan, src: *const T, dst: *mu
     let units = plan.rows * per_row;
     let per_thread = units.div_ceil(threads);
     let (src, dst) = (SendPtr(src as *mut T), SendPtr(dst));
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            let units_of_thread = (t * per_thread)..((t + 1) * per_thread).min(units);
-            scope.spawn(move || {
-                let (src, dst) = (src, dst); // moves the whole `SendPtr`s into the closure
-                let (src, dst) = (src.0 as *const T, dst.0);
-                // Each unit is a piece `first..first + n` of row `row`, output at `row * row_len + first`.
-                let pieces = units_of_thread.filter_map(|u| {
-                    let (row, part) = (u / per_row, u % per_row);
-                    let first = part * piece;
-                    let n = piece.min(plan.row_len.saturating_sub(first));
-                    let off = plan.row_offset(row) + first as i64 * plan.row_stride;
-                    (n > 0).then_some((off, row * plan.row_len + first, n))
-                });
-                // In both branches the pieces are this thread's alone; their source indices are in the
-                // checked view and their destination within the caller's buffer.
-                if stream && plan.row_stride == 1 {
-                    for (off, at, n) in pieces {
-                        // Safety: as above, with a stride of 1.
-                        unsafe { stream_row(src, off, dst.add(at), n) };
-                    }
-                    store_fence();
-                } else {
-                    for (off, at, n) in pieces {
-                        // Safety: as above.
-                        unsafe { copy_row(src, off, plan.row_stride, dst.add(at), n) };
+    run_jobs(
+        (0..threads)
+            .map(|t| {
+                let units_of_thread = (t * per_thread)..((t + 1) * per_thread).min(units);
+                move || {
+                    let (src, dst) = (src, dst); // moves the whole `SendPtr`s into the closure
+                    let (src, dst) = (src.0 as *const T, dst.0);
+                    // Each unit is a piece `first..first + n` of row `row`, output at `row * row_len + first`.
+                    let pieces = units_of_thread.filter_map(|u| {
+                        let (row, part) = (u / per_row, u % per_row);
+                        let first = part * piece;
+                        let n = piece.min(plan.row_len.saturating_sub(first));
+                        let off = plan.row_offset(row) + first as i64 * plan.row_stride;
+                        (n > 0).then_some((off, row * plan.row_len + first, n))
+                    });
+                    // In both branches the pieces are this job's alone; their source indices are in
+                    // the checked view and their destination within the caller's buffer.
+                    if stream && plan.row_stride == 1 {
+                        for (off, at, n) in pieces {
+                            // Safety: as above, with a stride of 1.
+                            unsafe { stream_row(src, off, dst.add(at), n) };
+                        }
+                        store_fence();
+                    } else {
+                        for (off, at, n) in pieces {
+                            // Safety: as above.
+                            unsafe { copy_row(src, off, plan.row_stride, dst.add(at), n) };
+                        }
                     }
                 }
-            });
-        }
-    });
+            })
+            .collect(),
+    );
 }
 
 /// Executes `view` over `src` by cloning elements (for types that are not `Copy`, like strings).
@@ -367,5 +386,23 @@ mod tests {
         check_both(&(0..3_000u64).collect::<Vec<_>>());
         // Large enough for several threads and for rows split into pieces (1 MB of output and more).
         check_both(&(0..(1u32 << 19) + 77).collect::<Vec<_>>());
+    }
+
+    /// Under a plan's budget of several threads the copy splits over that budget's pool (the same
+    /// output, and a job runs on a pool worker), with a budget of one on the calling thread alone.
+    #[test]
+    fn a_budget_copies_on_its_pool() {
+        let src: Vec<u32> = (0..(1u32 << 20) + 5).collect();
+        for budget in [1, 2, 3] {
+            crate::kernel::with_threads(Some(budget), || check_both(&src));
+        }
+        let seen = std::sync::Mutex::new(Vec::new());
+        crate::kernel::with_threads(Some(2), || {
+            run_jobs((0..2).map(|_| || seen.lock().unwrap().push(rayon::current_thread_index())).collect())
+        });
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.len(), 2);
+        // The caller (not a pool thread) takes the last job, a worker of the 2-thread pool the other.
+        assert!(seen.contains(&None) && seen.iter().flatten().all(|i| *i < 2), "{seen:?}");
     }
 }
