@@ -220,14 +220,6 @@ impl SmallMatMul {
                 *i = 0;
             }
         }
-        // Every output axis longer than 1 is the rows, the columns (with the axes merged into them)
-        // or a loop (`role` gives up on any other), so the blocks of the calls that start a sum,
-        // one per combination of the loops, tile the output: `eval` writes every value without
-        // zeroing the output first. The count confirms that no axis was missed.
-        let starts = op.calls.iter().filter(|c| c.first).count();
-        if starts.checked_mul(op.m * op.n) != Some(output.iter().product()) {
-            return None;
-        }
         op.check(constant.map(Tensor::len)).ok()?;
         if let Some(b) = constant {
             op.pack(b).ok()?;
@@ -605,9 +597,7 @@ impl EvalOp for SmallMatMul {
         let b = b.as_slice::<f32>()?;
         let bias = self.bias.as_ref().map(|t| t.try_as_plain_ram()).transpose()?;
         let bias = bias.as_ref().map(|t| t.as_slice::<f32>()).transpose()?;
-        // Safety: the calls write every value of the output before it is read (their blocks tile
-        // it, checked when the op is planned), and any bits are a valid f32.
-        let mut c_tensor = unsafe { Tensor::uninitialized::<f32>(&self.output)? };
+        let mut c_tensor = Tensor::zero::<f32>(&self.output)?;
         let mut c_plain = c_tensor.try_as_plain_ram_mut()?;
         let c = c_plain.as_slice_mut::<f32>()?;
         let pool = crate::threads::pool(ctx);
