@@ -20,8 +20,9 @@
 //!   definition's values within float32 rounding of its sums, in every layout of its axes (batch
 //!   axes broadcast, several row or depth axes, a transposed or constant operand, an output whose
 //!   columns are not its last axis), a following bias inside;
-//! - a transpose tract plans as one moved axis (`MoveAxis`) runs as one copy of our slicing kernel
-//!   (`PlannedView`), its values in place;
+//! - a transpose tract plans as one moved axis (`MoveAxis`), and the strided reads (`Downsample`)
+//!   before a strided 1x1 convolution, run as copies of our slicing kernel (`PlannedView`), their
+//!   values in place;
 //! - `ScatterElements` (`RowScatter`) gives the definition's values on any axis, with or without a
 //!   reduction, and an index out of range is an error that names the node and the index.
 
@@ -1230,6 +1231,34 @@ fn moved_axes_run_as_one_copy_on_our_kernel() {
                 let want = ((index[0] * 3 + index[1]) * 4 + index[2]) * 5 + index[3];
                 assert_eq!(*g, want as i64, "{perm:?} {dt:?} at {flat}");
             }
+        }
+    }
+}
+
+/// A strided 1x1 convolution (a shortcut of RegNet and ResNet): tract reads every second row and
+/// column with `Downsample` nodes, which run as copies on our slicing kernel (`SliceView`, no
+/// `Downsample` left); the values are the definition's, on odd and even maps and batches of 1 and 2.
+#[test]
+fn strided_reads_before_a_pointwise_convolution_run_as_copies_on_our_kernel() {
+    for shape in [[1usize, 8, 9, 11], [2, 6, 10, 7], [1, 4, 16, 16]] {
+        let [n, c, h, w] = shape;
+        let co = 5;
+        let (m, weights, bias) = conv_model(shape, [co, c, 1, 1], [2, 2], [0, 0, 0, 0], "");
+        let x = input(&shape, DataType::Float);
+        let names = plan_ops(&m, &x);
+        assert!(names.iter().any(|n| n == "SliceView"), "{shape:?}: {names:?}");
+        assert!(!names.iter().any(|n| n == "Downsample"), "{shape:?}: {names:?}");
+        let xs = x.cast_to::<f64>().unwrap().try_as_plain_ram().unwrap().as_slice::<f64>().unwrap().to_vec();
+        let y = m.run(vec![x]).unwrap().remove(0).1;
+        let (oh, ow) = (h.div_ceil(2), w.div_ceil(2));
+        assert_eq!(y.shape(), &[n, co, oh, ow], "{shape:?}");
+        let got = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec();
+        for (at, g) in got.iter().enumerate() {
+            let (b, o, oy, ox) = (at / (co * oh * ow), at / (oh * ow) % co, at / ow % oh, at % ow);
+            let terms = (0..c).map(|i| weights[o * c + i] as f64 * xs[((b * c + i) * h + 2 * oy) * w + 2 * ox]);
+            let (sum, size) = terms.fold((bias[o] as f64, (bias[o] as f64).abs()), |(s, z), t| (s + t, z + t.abs()));
+            let bound = (c + 2) as f64 * f32::EPSILON as f64 * size;
+            assert!((*g as f64 - sum).abs() <= bound, "{shape:?} at {at}: {g} vs {sum}");
         }
     }
 }

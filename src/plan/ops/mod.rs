@@ -3,7 +3,8 @@
 //! After tract's optimizer, a few of its ops still run on a generic path that is far behind
 //! onnxruntime on real models (measured with `sliceops bench --profile`): a softmax over an axis
 //! that is not the last, `Resize`, 2-D max pooling, `x^3`, arithmetic on broadcasting operands, and
-//! moved axes (a transpose, as one copy on our slicing kernel: [`PlannedView`]). Float32 max, min
+//! moved axes and strided reads (a transpose, or the `Downsample` before a strided 1x1 convolution,
+//! as one copy on our slicing kernel: [`PlannedView`]). Float32 max, min
 //! and sigmoid that would drop NaN run as [`ScalarSteps`], [`PairExtremum`] and [`NanActivation`]
 //! (sigmoid and tanh), which keep it, as do float `ReduceMax`/`ReduceMin` ([`NanReduce`]); float32
 //! `HardSwish` and tanh-form `Gelu` run as [`DefinedActivation`], the definition where tract's
@@ -40,6 +41,7 @@ use tract_onnx::tract_core::ops::cnn::OptMaxPool;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::resize::Resize;
 use tract_onnx::tract_core::ops::nn::{Reduce, Softmax};
+use tract_onnx::tract_core::ops::Downsample;
 
 use crate::slicing::PlannedView;
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
@@ -106,6 +108,8 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             Some(Box::new(RowScatter { stock: scatter.clone() }))
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
             PlannedView::replacing_move(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
+        } else if let (true, [input]) = (node.op_is::<Downsample>(), &*node.inputs) {
+            PlannedView::replacing_downsample(node, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else {
             None
         };
