@@ -5,7 +5,7 @@ use super::{AllTaps, ConvGeometry, Filters, Sizes, SomeTaps, TapMap, CO_BLOCK, L
 use std::arch::x86_64::*;
 
 /// The sums of `NB` blocks of 4 output channels over `V` vectors of 8 pixels.
-type Sums<const NB: usize, const V: usize> = [[[__m256; V]; CO_BLOCK]; NB];
+pub(super) type Sums<const NB: usize, const V: usize> = [[[__m256; V]; CO_BLOCK]; NB];
 
 /// One image, on AVX2 and FMA: tiles of 4 channels by 16 pixels (8 sums, which leaves AVX2's 16
 /// registers enough for the loads); depthwise, tiles of one channel by 32 pixels.
@@ -259,11 +259,13 @@ unsafe fn depthwise_tile<const V: usize, M: TapMap>(
 /// The sums of `NB` blocks of 4 output channels (weights `w`, biases `bias`) over `V` vectors of
 /// pixels starting at `start`, over every tap.
 ///
-/// Safety: `image_tiled` asserted what the loads need (see inside).
+/// Safety: the CPU has AVX2 and FMA; the caller (`image_tiled`, the rows path) asserted what the
+/// loads need: `x[start + offset + 8·v .. + 8]` inside `x` for every tap offset and `v < V`, each
+/// `w[i]` holding the 4 weights of every `map.at(tap)`.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const NB: usize, const V: usize, M: TapMap>(
+pub(super) unsafe fn tile<const NB: usize, const V: usize, M: TapMap>(
     x: &[f32],
     start: usize,
     offsets: &[usize],
@@ -271,9 +273,8 @@ unsafe fn tile<const NB: usize, const V: usize, M: TapMap>(
     w: [&[f32]; NB],
     bias: [&[f32]; NB],
 ) -> Sums<NB, V> {
-    // Safety: every load reads `start + offset + 8·v .. + 8` with `v < V ≤ 2`, `offset` a tap
-    // offset, `start` a pixel below `pixels`: `image_tiled` asserted that the farthest such
-    // float is inside `x`. The weights read are `w[i][4·tap .. 4·tap + 4]` for
+    // Safety: every load reads `start + offset + 8·v .. + 8` with `v < V`, `offset` a tap offset:
+    // the caller asserted that the farthest such float is inside `x`. The weights read are `w[i][4·tap .. 4·tap + 4]` for
     // `tap < offsets.len()`, `map.at(tap) < k` (the caller's promise), which each `w[i]` holds.
     unsafe {
         let mut acc: Sums<NB, V> = [[[_mm256_setzero_ps(); V]; CO_BLOCK]; NB];
@@ -323,7 +324,7 @@ fn store<const NB: usize, const V: usize>(
 /// Writes `sums`, clamped, at the start of `out`.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn store_row(sums: &[__m256], conv: Filters<'_>, out: &mut [f32]) {
+pub(super) fn store_row(sums: &[__m256], conv: Filters<'_>, out: &mut [f32]) {
     let (low, high) = (_mm256_set1_ps(conv.low), _mm256_set1_ps(conv.high));
     for (chunk, &sum) in out[..sums.len() * LANES].chunks_exact_mut(LANES).zip(sums) {
         // `max(low, v)` and `min(high, v)` return `v` when it is NaN.

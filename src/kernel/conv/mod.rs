@@ -47,6 +47,7 @@ mod drivers;
 mod geometry;
 mod packed;
 mod portable;
+mod rows;
 #[cfg(test)]
 mod tests;
 
@@ -104,6 +105,10 @@ fn conv2d_split(
         return depthwise::depthwise(geo, filters, input, output, pool);
     }
     let steps = steps(geo, conv)?;
+    let whole = steps.len() == 1 && steps[0].map.is_none() && !steps[0].part.bias_only();
+    if rows::takes(geo, conv, whole) {
+        return rows::conv_rows(geo, conv, input, output, pool);
+    }
     let (runs, _, c_out) = conv.runs();
     let image_macs: usize = steps.iter().map(|s| runs * c_out * s.offsets.len() * s.sizes.pixels).sum();
     let macs = image_macs.saturating_mul(geo.batch);

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Values in [-2, 2) from a seed, deterministic.
-fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..n)
         .map(|_| {
@@ -18,7 +18,7 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 /// The definition, in f64: each output the bias plus every tap inside the input, then clamped;
 /// and the sum of the terms' magnitudes (for the tolerance). `group` groups of channels.
 #[allow(clippy::too_many_arguments)]
-fn reference(
+pub(super) fn reference(
     geo: &ConvGeometry,
     group: usize,
     w: &[f32],
@@ -60,7 +60,7 @@ fn reference(
 
 /// The geometry of an `h x w` image, output size from the padding after (the ONNX rule).
 #[allow(clippy::too_many_arguments)]
-fn geometry(
+pub(super) fn geometry(
     batch: usize,
     [c_in, c_out]: [usize; 2],
     [h, w]: [usize; 2],
@@ -79,7 +79,7 @@ fn geometry(
 }
 
 /// A pool of `threads` threads (1, 2 or 8), made once.
-fn test_pool(threads: usize) -> &'static ThreadPool {
+pub(super) fn test_pool(threads: usize) -> &'static ThreadPool {
     static POOLS: std::sync::OnceLock<Vec<ThreadPool>> = std::sync::OnceLock::new();
     let pools = POOLS.get_or_init(|| {
         [1, 2, 8].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect()
@@ -88,7 +88,7 @@ fn test_pool(threads: usize) -> &'static ThreadPool {
 }
 
 /// Every build the machine runs.
-fn builds() -> Vec<(&'static str, Kernel)> {
+pub(super) fn builds() -> Vec<(&'static str, Kernel)> {
     let mut all: Vec<(&'static str, Kernel)> = vec![("portable", portable_image)];
     #[cfg(target_arch = "x86_64")]
     {
@@ -107,7 +107,7 @@ fn builds() -> Vec<(&'static str, Kernel)> {
 
 /// Within the float32 error bound of a sum of `k` products and a bias, rounded once more:
 /// `(k + 1)·ε` times the sum of the terms' magnitudes.
-fn close(got: f32, (want, size): (f64, f64), k: usize) -> bool {
+pub(super) fn close(got: f32, (want, size): (f64, f64), k: usize) -> bool {
     (got as f64 - want).abs() <= (k as f64 + 1.0) * f32::EPSILON as f64 * size
 }
 
