@@ -383,9 +383,10 @@ mod avx2 {
         let bias: [&[f32]; NB] = std::array::from_fn(|i| &conv.bias[(b + i) * CO_BLOCK..][..CO_BLOCK]);
         let channels = out.len() / plane;
         let mut ox = 0;
-        // Safety (every tile): it reads `x[ox + offset .. + 8·vectors]` with `ox + 8·vectors` at
-        // most `ow` rounded up to 8, inside `x` (asserted); the weights of `w` cover every tap.
+        // Every tile reads `x[ox + offset .. + 8·vectors]` with `ox + 8·vectors` at most `ow`
+        // rounded up to 8, inside `x` (asserted); the weights of `w` cover every tap.
         while ox + V * LANES <= ow {
+            // Safety: the CPU has AVX2 and FMA; the tile's reads are inside (see above).
             let sums = unsafe { tile::<NB, V, AllTaps>(x, ox, &rows.offsets, AllTaps, w, bias) };
             put::<NB, V>(
                 &sums,
@@ -400,6 +401,7 @@ mod avx2 {
             macro_rules! rest {
                 ($($n:literal)*) => {
                     match (ow - ox).div_ceil(LANES) {
+                        // Safety: the CPU has AVX2 and FMA; the tile's reads are inside (see above).
                         $($n => put::<NB, $n>(&unsafe { tile::<NB, $n, AllTaps>(x, ox, &rows.offsets, AllTaps, w, bias) }, conv, &mut out[b * CO_BLOCK * plane..], rest),)*
                         _ => unreachable!("fewer than {V} vectors are left"),
                     }
