@@ -29,6 +29,10 @@
 //! each an unpadded convolution by those taps alone, so no tap that reads only padding is summed.
 //! The blocks of output channels are split over the threads of a pool when the work is large enough.
 //!
+//! Convolutions of 1-4 input channels with rows of at least 32 output pixels (a network's first
+//! layer), not split into parts, go output row by output row instead ([`rows`]): the same sums in
+//! the same order, written straight into the output rows, with no whole-image layout or compaction.
+//!
 //! The sums run over the taps in the order channel, kernel row, kernel column, starting from the
 //! bias; with AVX2 and FMA each step is a fused multiply-add, on other machines a multiply then an
 //! add. So values agree with the definition to float32 rounding of a sum of `C·KH·KW` products, not
