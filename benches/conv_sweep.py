@@ -6,7 +6,7 @@ groups) is written as a one-node ONNX model (`onnx.helper`, random weights and b
 three ways in the same run, shape after shape:
 
 - `ours`: `sliceops bench MODEL --threads T --format json`, the plan with our rewrites (the direct
-  convolution kernel where the choice rule in `src/model/conv_rule.rs` takes the node);
+  convolution kernel where the choice rule in `src/plan/passes/conv_rule.rs` takes the node);
 - `tract`: the same command with `SLICEOPS_NO_REWRITES=1`: the plan tract's own optimizer makes, with
   none of our rewrites (its `im2col` and matrix product, its depthwise kernel);
 - `ort`: onnxruntime, `intra_op_num_threads = T`, default graph optimizations, CPU provider.
