@@ -6,7 +6,7 @@ groups) is written as a one-node ONNX model (`onnx.helper`, random weights and b
 three ways in the same run, shape after shape:
 
 - `ours`: `sliceops bench MODEL --threads T --format json`, the plan with our rewrites (the direct
-  convolution kernel where the choice rule in `src/model/conv_rule.rs` takes the node);
+  convolution kernel where the choice rule in `src/plan/passes/conv_rule.rs` takes the node);
 - `tract`: the same command with `SLICEOPS_NO_REWRITES=1`: the plan tract's own optimizer makes, with
   none of our rewrites (its `im2col` and matrix product, its depthwise kernel);
 - `ort`: onnxruntime, `intra_op_num_threads = T`, default graph optimizations, CPU provider.
@@ -124,7 +124,29 @@ K1_SHAPES = [
     for n in (1, 8)
     for ci, co, hw in K1_LAYERS
 ]
-SETS = {"main": SHAPES, "k1": K1_SHAPES}
+# Few input channels (`--set few`): a network's first layer (RGB, grey, RGBA, stacked frames) over
+# strides, kernels, dilations and paddings, batch 1 and 8: the rows path of the direct kernel
+# (`src/kernel/conv/rows.rs`) and the rule that gives it these shapes.
+FEW_SHAPES = [
+    ("stem 3-32 s2", 1, 3, 32, (224, 224), 3, 2, 1, 1, None),
+    ("stem s2 b8", 8, 3, 32, (224, 224), 3, 2, 1, 1, None),
+    ("stem 3-16 s2", 1, 3, 16, (224, 224), 3, 2, 1, 1, None),
+    ("stem 3-32 s2 tf", 1, 3, 32, (224, 224), 3, 2, 1, 1, [0, 0, 1, 1]),
+    ("stem 3-24 s2 320", 1, 3, 24, (320, 320), 3, 2, 1, 1, None),
+    ("3-16 112", 1, 3, 16, (112, 112), 3, 1, 1, 1, None),
+    ("3-32 k5 s2", 1, 3, 32, (224, 224), 5, 2, 1, 1, None),
+    ("k7 stem s2", 1, 3, 64, (224, 224), 7, 2, 1, 1, None),
+    ("1-32 28", 1, 1, 32, (28, 28), 3, 1, 1, 1, None),
+    ("1-16 ocr", 1, 1, 16, (48, 160), 3, 1, 1, 1, None),
+    ("1-8 k5 64", 1, 1, 8, (64, 64), 5, 1, 1, 1, None),
+    ("2-16 d2 64", 1, 2, 16, (64, 64), 3, 1, 2, 1, None),
+    ("4-32 s2 112", 1, 4, 32, (112, 112), 3, 2, 1, 1, None),
+    ("4-64 k3 56", 1, 4, 64, (56, 56), 3, 1, 1, 1, None),
+    ("3-8 s2 odd", 1, 3, 8, (37, 53), 3, 2, 1, 1, None),
+    ("3-32 s2 b8 112", 8, 3, 32, (112, 112), 3, 2, 1, 1, None),
+    ("1-16 b8 28", 8, 1, 16, (28, 28), 3, 1, 1, 1, None),
+]
+SETS = {"main": SHAPES, "k1": K1_SHAPES, "few": FEW_SHAPES}
 
 
 def pads_of(k: int, stride: int, dilation: int, pads) -> list[int]:
@@ -221,7 +243,10 @@ def main() -> int:
     p.add_argument("--only", default="", help="comma-separated substrings of shape labels to run")
     p.add_argument("--quick", action="store_true", help="every third shape only")
     p.add_argument("--set", choices=sorted(SETS), default="main",
-                   help="main: the whole parameter space (default); k1: 1x1 convolutions at batch 1 and 8")
+                   help="main: the whole parameter space (default); k1: 1x1 convolutions at batch 1 and 8; "
+                        "few: 1-4 input channels")
+    p.add_argument("--baseline", type=Path,
+                   help="an earlier sliceops binary, timed in the same run (columns `before ms`, `ours/before`)")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     if not args.bin.exists():
@@ -234,6 +259,8 @@ def main() -> int:
           f"load average {os.getloadavg()[0]:.2f}; ort {ort.__version__ if ort else '-'}")
     header = ["shape", "N", "Cin", "Cout", "HxW", "k", "s", "d", "g", "ort ms", "tract ms", "ours ms",
               "ours/ort", "ours/tract", "tract/ort", "path"]
+    if args.baseline:
+        header[12:12] = ["before ms", "before/ort", "ours/before"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     rows = []
@@ -251,6 +278,9 @@ def main() -> int:
             g = "dw" if group == c_in and group > 1 else str(group)
             row = [label, n, c_in, c_out, f"{h}x{w}", k, stride, dilation, g, ms(t_ort), ms(t_tract), ms(t_ours),
                    ratio(t_ours, t_ort), ratio(t_ours, t_tract), ratio(t_tract, t_ort), path]
+            if args.baseline:
+                t_before, _ = time_sliceops(args.baseline, model, xfile, args.threads, runs, plain=False)
+                row[12:12] = [ms(t_before), ratio(t_before, t_ort), ratio(t_ours, t_before)]
             print("| " + " | ".join(str(v) for v in row) + " |", flush=True)
             rows.append(dict(zip(header, row)))
     ours_ort = [float(r["ours/ort"]) for r in rows if r["ours/ort"] != "-"]

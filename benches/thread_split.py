@@ -9,7 +9,7 @@ alternating, several rounds; each side's figure is its minimum over the rounds' 
 loaded machine disturbs least). Prints one row per model: its multiply-adds (for a resize and a
 HardSwish: output values), both times and their ratio (below 1.0 the threads pay), and with `--baseline` an earlier
 build's time on T threads. The thresholds next to the kernels (`MACS_PER_THREAD` in
-src/kernel/conv.rs, src/kernel/depthwise.rs and src/plan/ops/matmul.rs, `VALUES_PER_THREAD` in
+src/kernel/conv/mod.rs, src/kernel/depthwise.rs and src/plan/ops/matmul.rs, `VALUES_PER_THREAD` in
 src/kernel/resample.rs and src/plan/ops/activation.rs) come from this table.
 
 Usage:

@@ -25,7 +25,7 @@ const SPLIT_GAIN: f64 = 0.8;
 /// units of [`cost`] (vector multiply-adds).
 const PART_COST: f64 = 256.0;
 
-/// Output pixels of one tile of the kernel (see `conv.rs`).
+/// Output pixels of one tile of the kernel (see `conv/mod.rs`).
 const TILE: usize = 16;
 
 /// One rectangle of output and the convolution computing it.

@@ -92,15 +92,20 @@ impl EvalOp for DirectConv {
         check_allocation(numel.unwrap_or(u64::MAX), 4).map_err(|e| anyhow!("Conv: {e}"))?;
         let data = input.try_as_plain_ram()?;
         let data = data.as_slice::<f32>()?;
-        let mut out = vec![0f32; output_shape.shape.iter().product()];
+        // Written in place: an array made apart and turned into a tensor was copied once more (a
+        // tenth of a stem convolution's time).
+        let mut out = Tensor::zero::<f32>(&output_shape.shape)?;
         // The plan's thread pool (`--threads`, `Model::set_threads`), shared with tract's kernels.
         let executor = crate::threads::budget(ctx).map(crate::threads::executor);
         let pool = match &executor {
             Some(tract_linalg::multithread::Executor::MultiThread(pool)) => Some(&**pool),
             _ => None,
         };
-        conv2d(&geo, &self.packed, data, &mut out, pool).map_err(|e| anyhow!("Conv: {e}"))?;
-        let out = tract_ndarray::ArrayD::from_shape_vec(&*output_shape.shape, out)?;
-        Ok(tvec!(out.into_tensor().into_tvalue()))
+        {
+            let mut plain = out.try_as_plain_ram_mut()?;
+            let values = plain.as_slice_mut::<f32>()?;
+            conv2d(&geo, &self.packed, data, values, pool).map_err(|e| anyhow!("Conv: {e}"))?;
+        }
+        Ok(tvec!(out.into_tvalue()))
     }
 }
