@@ -188,7 +188,7 @@ unsafe fn block<const K: usize, const SH: usize, const DH: usize, const CB: usiz
                     std::array::from_fn(|c| unsafe { _mm256_loadu_ps(s.add(base + t * layout.row + column + c * LANES)) });
                 unroll!(i in [0 1 2 3] {
                     // Output row `i` of the block reads input row `t` by its kernel row `ky`.
-                    if i < RB && t >= i * SH && (t - i * SH) % DH == 0 && (t - i * SH) / DH < K {
+                    if i < RB && t >= i * SH && (t - i * SH).is_multiple_of(DH) && (t - i * SH) / DH < K {
                         let weight = weights[(t - i * SH) / DH][kx];
                         for c in 0..CB {
                             sums[i][c] = _mm256_fmadd_ps(v[c], weight, sums[i][c]);
