@@ -24,7 +24,8 @@
 //!
 //! Kernels taken (`takes`): square 3x3, 5x5 and 7x7, with a row stride of 1 and dilation of 1 or
 //! 2, or a row stride of 2 and dilation of 1 (the column stride and dilation are the layout's, any it
-//! takes), on maps of at least `RB` output rows. Each is its own compiled body, the loops over the
+//! takes), on maps of at least `RB` output rows and more than one chunk a row; it is chosen where
+//! a row has more than two chunks ([`pays`]). Each is its own compiled body, the loops over the
 //! block's input rows and output rows written out (`unroll!`), so that the test of which output row
 //! reads which input row costs nothing at run time.
 
@@ -40,13 +41,23 @@ const CB_MAX: usize = 4;
 /// Float32 lanes of one vector.
 const LANES: usize = 8;
 
-/// Whether [`channel`] takes a kernel of `kh`x`kw`, row stride `sh` and row dilation `dh` over a map
-/// of `oh`x`ow` outputs: at least `RB` rows, and more than one chunk a row. A row of one chunk (a
-/// 7x7 map) gives a block 4 sums, too few to keep the multiply-adds busy (each waits on the one
-/// before in its sum), where the chunk kernel sums 8 chunks of different rows at once: measured
-/// 1.2-1.3x the chunk kernel's time there (`dw 960 7`, `dw 672 k5 s2` of `benches/conv_sweep.py`).
+/// Whether [`channel`] can sum a kernel of `kh`x`kw`, row stride `sh` and row dilation `dh` over a
+/// map of `oh`x`ow` outputs: at least `RB` rows, and more than one chunk a row (a row of one chunk,
+/// a 7x7 map, gives a block 4 sums, too few to keep the multiply-adds busy, each waiting on the one
+/// before in its sum).
 pub(super) fn takes(kh: usize, kw: usize, sh: usize, dh: usize, [oh, ow]: [usize; 2]) -> bool {
     kh == kw && matches!(kh, 3 | 5 | 7) && matches!((sh, dh), (1, 1) | (1, 2) | (2, 1)) && oh >= RB && ow > LANES
+}
+
+/// Whether [`channel`] is the faster kernel for a map of `ow` output columns that it takes: more
+/// than two chunks a row. Measured against the chunk kernel (one thread, `benches/layer_profile.py`
+/// and `benches/conv_sweep.py`, before/after in the same runs): on rows of one chunk (7x7 maps)
+/// 1.2-1.3x its time; on 14x14 maps (two chunks, the last of 6: a block of 4 rows sums 16 rows
+/// for 14) no gain, 0.94-1.25x by layer (MobileNetV2's and LR-ASPP's `dw k3 14x14`, `dw k3 s2 14x14`,
+/// `dw k5 d2 14x14` at batch 1 and 8; `dw 384 d2` 1.02); from 28x28 on 0.72-0.92 (`dw k3 28x28`
+/// 0.92, `dw k3 s2 28x28` at batch 8 0.81, `dw k5 28x28` 0.85-0.92, `dw 144 56` 0.84, `dw 96 k7` 0.80).
+pub(super) fn pays(ow: usize) -> bool {
+    ow > 2 * LANES
 }
 
 /// Blocks of one channel of `oh`x`ow` outputs (`oh` at least `RB`): the steps [`channel`] calls back.
