@@ -106,6 +106,19 @@ struct Layout {
     /// The runs a channel is copied in by: from an input row's element `src`, `count` floats
     /// (every other one when `evens`: a stride-2 phase) to the scratch from `dst`.
     runs: Vec<Run>,
+    /// A stride-2 channel's input rows, each copied in one pass into both column phases (the rows
+    /// kernel's copy-in, [`avx2::split`]); none at column stride 1.
+    pairs: Vec<Pair>,
+}
+
+/// One input row of [`Layout::pairs`]: from element `src`, `n` columns; the even ones (`even.1` of
+/// them) to the scratch from `even.0`, the odd ones to `odd.0`.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    src: usize,
+    n: usize,
+    even: (usize, usize),
+    odd: (usize, usize),
 }
 
 /// One run of [`Layout::runs`].
@@ -141,8 +154,9 @@ impl Layout {
                 chunks.push((oy * sh * row + ox, oy * geo.ow + ox, LANES.min(geo.ow - ox)));
             }
         }
-        let mut layout = Layout { row, plane, len, offsets, chunks, runs: Vec::new() };
+        let mut layout = Layout { row, plane, len, offsets, chunks, runs: Vec::new(), pairs: Vec::new() };
         layout.runs = layout.runs(geo, rows);
+        layout.pairs = layout.pairs(geo, rows);
         // In the scratch's order: a run copied in whole vectors writes zeros past its end, over
         // padding or over a later run's place, never over an earlier run.
         layout.runs.sort_by_key(|r| r.dst);
@@ -152,6 +166,10 @@ impl Layout {
         for r in &layout.runs {
             let reach = if r.evens { 2 * r.count - 1 } else { r.count };
             assert!(r.src + reach <= image_in && r.dst + r.count <= plane * sw, "depthwise run outside");
+        }
+        for p in &layout.pairs {
+            let inside = |(dst, count): (usize, usize)| dst + count <= plane * sw;
+            assert!(p.src + p.n <= image_in && inside(p.even) && inside(p.odd), "depthwise pair outside");
         }
         let farthest = layout.chunks.last().map_or(0, |c| c.0) + layout.offsets.iter().max().copied().unwrap_or(0);
         assert!(farthest + LANES <= layout.len, "depthwise scratch too short");
@@ -186,6 +204,26 @@ impl Layout {
             }
         }
         runs
+    }
+
+    /// [`Layout::runs`] of a stride-2 channel, a row's two column phases as one [`Pair`].
+    fn pairs(&self, geo: &ConvGeometry, rows: usize) -> Vec<Pair> {
+        if geo.stride[1] != 2 {
+            return Vec::new();
+        }
+        let [pt, pl] = geo.pad_before;
+        let nx = geo.w.min((self.row * 2).saturating_sub(pl));
+        let mut pairs = Vec::new();
+        for r in 0..rows {
+            let Some(y) = r.checked_sub(pt).filter(|&y| y < geo.h) else { continue };
+            if nx == 0 {
+                continue;
+            }
+            // Input column `x` is padded column `x + pl`: phase `(x + pl) mod 2`, element `(x + pl) / 2`.
+            let place = |x: usize| ((x + pl) % 2) * self.plane + r * self.row + (x + pl) / 2;
+            pairs.push(Pair { src: y * geo.w, n: nx, even: (place(0), nx.div_ceil(2)), odd: (place(1), nx / 2) });
+        }
+        pairs
     }
 }
 
@@ -386,7 +424,14 @@ mod avx2 {
             // Floats of the input readable from the channel's start (later channels included).
             let readable = units.input.len() - start;
             let dst = scratch.as_mut_ptr();
-            for r in &layout.runs {
+            for p in layout.pairs.iter().filter(|_| by_rows) {
+                // Safety: the CPU has AVX-512F (`by_rows`); the pair is inside the channel and the
+                // scratch (asserted by `Layout::new`).
+                unsafe { split(channel.add(p.src), p.n, dst.add(p.even.0), p.even.1, dst.add(p.odd.0), p.odd.1) };
+            }
+            // The rows kernel copies a stride-2 channel by its pairs, the chunk kernel by runs.
+            let runs = if by_rows && !layout.pairs.is_empty() { &[][..] } else { &layout.runs[..] };
+            for r in runs {
                 // Safety: the run is inside the channel and the scratch (the caller's), and the
                 // scratch holds `LANES` floats past its planes.
                 unsafe {
@@ -532,6 +577,42 @@ mod avx2 {
             while t < n {
                 *dst.add(t) = *src.add(2 * t);
                 t += 1;
+            }
+        }
+    }
+
+    /// `n` floats from `src`, the even ones to `even` (`n_even` = `ceil(n / 2)`) and the odd ones to
+    /// `odd` (`n_odd` = `n / 2`), 32 floats at a time by two lane permutations (AVX-512: the chunk
+    /// kernel's copy reads each row twice, two loads, a shuffle and a permutation for 8 floats of
+    /// one phase). The last step's loads and stores are masked (cheap with mask registers), so
+    /// nothing past the row is read and nothing past either run written.
+    ///
+    /// Safety: the CPU has AVX-512F; `src` holds `n` floats, `even` `n_even` and `odd` `n_odd`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn split(src: *const f32, n: usize, even: *mut f32, n_even: usize, odd: *mut f32, n_odd: usize) {
+        const EVENS: [i32; 16] = [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30];
+        const ODDS: [i32; 16] = [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31];
+        let first = |k: usize| if k >= 16 { u16::MAX } else { ((1u32 << k) - 1) as u16 };
+        // Safety: every load is masked to `0..n` of `src`, every store to `0..n_even` of `even` or
+        // `0..n_odd` of `odd`; the pointers past them are made by wrapping and not dereferenced.
+        unsafe {
+            let (evens, odds) = (_mm512_loadu_epi32(EVENS.as_ptr()), _mm512_loadu_epi32(ODDS.as_ptr()));
+            let mut j = 0;
+            while j < n_even {
+                let x = 2 * j;
+                let (a, b) = if x + 32 <= n {
+                    (_mm512_loadu_ps(src.add(x)), _mm512_loadu_ps(src.add(x + 16)))
+                } else {
+                    let a = _mm512_maskz_loadu_ps(first(n - x), src.add(x));
+                    (a, _mm512_maskz_loadu_ps(first(n.saturating_sub(x + 16)), src.wrapping_add(x + 16)))
+                };
+                let (e, o) = (_mm512_permutex2var_ps(a, evens, b), _mm512_permutex2var_ps(a, odds, b));
+                _mm512_mask_storeu_ps(even.add(j), first(n_even - j), e);
+                if j < n_odd {
+                    _mm512_mask_storeu_ps(odd.add(j), first(n_odd - j), o);
+                }
+                j += 16;
             }
         }
     }
