@@ -38,6 +38,9 @@ use rayon::ThreadPool;
 use super::conv::ConvGeometry;
 use super::spread::spread;
 
+#[cfg(target_arch = "x86_64")]
+mod rows;
+
 /// Float32 lanes of one vector: pixels of one chunk.
 const LANES: usize = 8;
 /// Chunks summed at a time (their sums in registers).
@@ -103,6 +106,19 @@ struct Layout {
     /// The runs a channel is copied in by: from an input row's element `src`, `count` floats
     /// (every other one when `evens`: a stride-2 phase) to the scratch from `dst`.
     runs: Vec<Run>,
+    /// A stride-2 channel's input rows, each copied in one pass into both column phases (the rows
+    /// kernel's copy-in, [`avx2::split`]); none at column stride 1.
+    pairs: Vec<Pair>,
+}
+
+/// One input row of [`Layout::pairs`]: from element `src`, `n` columns; the even ones (`even.1` of
+/// them) to the scratch from `even.0`, the odd ones to `odd.0`.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    src: usize,
+    n: usize,
+    even: (usize, usize),
+    odd: (usize, usize),
 }
 
 /// One run of [`Layout::runs`].
@@ -138,8 +154,9 @@ impl Layout {
                 chunks.push((oy * sh * row + ox, oy * geo.ow + ox, LANES.min(geo.ow - ox)));
             }
         }
-        let mut layout = Layout { row, plane, len, offsets, chunks, runs: Vec::new() };
+        let mut layout = Layout { row, plane, len, offsets, chunks, runs: Vec::new(), pairs: Vec::new() };
         layout.runs = layout.runs(geo, rows);
+        layout.pairs = layout.pairs(geo, rows);
         // In the scratch's order: a run copied in whole vectors writes zeros past its end, over
         // padding or over a later run's place, never over an earlier run.
         layout.runs.sort_by_key(|r| r.dst);
@@ -149,6 +166,10 @@ impl Layout {
         for r in &layout.runs {
             let reach = if r.evens { 2 * r.count - 1 } else { r.count };
             assert!(r.src + reach <= image_in && r.dst + r.count <= plane * sw, "depthwise run outside");
+        }
+        for p in &layout.pairs {
+            let inside = |(dst, count): (usize, usize)| dst + count <= plane * sw;
+            assert!(p.src + p.n <= image_in && inside(p.even) && inside(p.odd), "depthwise pair outside");
         }
         let farthest = layout.chunks.last().map_or(0, |c| c.0) + layout.offsets.iter().max().copied().unwrap_or(0);
         assert!(farthest + LANES <= layout.len, "depthwise scratch too short");
@@ -184,6 +205,26 @@ impl Layout {
         }
         runs
     }
+
+    /// [`Layout::runs`] of a stride-2 channel, a row's two column phases as one [`Pair`].
+    fn pairs(&self, geo: &ConvGeometry, rows: usize) -> Vec<Pair> {
+        if geo.stride[1] != 2 {
+            return Vec::new();
+        }
+        let [pt, pl] = geo.pad_before;
+        let nx = geo.w.min((self.row * 2).saturating_sub(pl));
+        let mut pairs = Vec::new();
+        for r in 0..rows {
+            let Some(y) = r.checked_sub(pt).filter(|&y| y < geo.h) else { continue };
+            if nx == 0 {
+                continue;
+            }
+            // Input column `x` is padded column `x + pl`: phase `(x + pl) mod 2`, element `(x + pl) / 2`.
+            let place = |x: usize| ((x + pl) % 2) * self.plane + r * self.row + (x + pl) / 2;
+            pairs.push(Pair { src: y * geo.w, n: nx, even: (place(0), nx.div_ceil(2)), odd: (place(1), nx / 2) });
+        }
+        pairs
+    }
 }
 
 /// Multiply-adds one thread is given at least before a depthwise convolution is split over threads:
@@ -202,6 +243,65 @@ pub(super) fn depthwise(
     output: &mut [f32],
     pool: Option<(&ThreadPool, usize)>,
 ) -> Result<(), String> {
+    depthwise_by(Kernel::best(geo), geo, filters, input, output, pool)
+}
+
+/// The loops that sum a channel from its scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum Kernel {
+    /// Blocks of output rows, each loaded input row serving all the block's rows that read it
+    /// ([`rows`]: AVX-512VL, square 3x3, 5x5, 7x7 kernels).
+    Rows,
+    /// Chunks of 8 outputs, a load per tap (AVX2 and FMA).
+    Chunks,
+    /// Any machine.
+    Portable,
+}
+
+impl Kernel {
+    /// The fastest this CPU has for `geo`.
+    fn best(geo: &ConvGeometry) -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if Kernel::Rows.runs(geo) && rows::pays(geo.ow) {
+            return Kernel::Rows;
+        }
+        [Kernel::Chunks].into_iter().find(|k| k.runs(geo)).unwrap_or(Kernel::Portable)
+    }
+
+    /// Whether this CPU has the kernel's instructions and the kernel takes `geo`.
+    fn runs(self, geo: &ConvGeometry) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let avx2 = has!("avx2") && has!("fma");
+            match self {
+                Kernel::Rows => {
+                    let takes = rows::takes(geo.kh, geo.kw, geo.stride[0], geo.dilation[0], [geo.oh, geo.ow]);
+                    takes && avx2 && has!("avx512f") && has!("avx512vl")
+                }
+                Kernel::Chunks => avx2,
+                Kernel::Portable => true,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = geo;
+            self == Kernel::Portable
+        }
+    }
+}
+
+/// [`depthwise`] by `kernel`, which must run here ([`Kernel::runs`]).
+fn depthwise_by(
+    kernel: Kernel,
+    geo: &ConvGeometry,
+    filters: DepthwiseFilters<'_>,
+    input: &[f32],
+    output: &mut [f32],
+    pool: Option<(&ThreadPool, usize)>,
+) -> Result<(), String> {
+    assert!(kernel.runs(geo), "depthwise kernel {kernel:?} for {geo:?}");
     if geo.oh == 0 || geo.ow == 0 || geo.batch == 0 || geo.c_in == 0 {
         return Ok(());
     }
@@ -220,13 +320,14 @@ pub(super) fn depthwise(
     // Units `u0..u1` (image `u / channels`, channel `u % channels`) into `out`, from unit `u0`'s plane.
     let job = |u0: usize, u1: usize, out: &mut [f32]| {
         let mut scratch = vec![0f32; layout.len];
-        let units = Units { layout: &layout, input, filters, first: u0, image_in, image_out, channels, taps };
+        let units = Units { layout: &layout, geo, input, filters, first: u0, image_in, image_out, channels, taps };
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // Safety: the CPU has AVX2 and FMA, checked just above; the layout's runs and chunks
-            // stay inside the scratch, an input channel and an output channel (asserted when it
-            // was made), and `out` holds `u1 - u0` output channels.
-            unsafe { avx2::units(&units, &mut scratch, out) };
+        if kernel != Kernel::Portable {
+            // Safety: the CPU has AVX2 and FMA, and AVX-512F and VL for the rows kernel, which takes
+            // `geo` (asserted above); the layout's runs and chunks stay inside the scratch, an input
+            // channel and an output channel (asserted when it was made), and `out` holds `u1 - u0`
+            // output channels.
+            unsafe { avx2::units(&units, kernel == Kernel::Rows, &mut scratch, out) };
             return;
         }
         for (u, out) in (u0..u1).zip(out.chunks_exact_mut(image_out)) {
@@ -266,6 +367,7 @@ pub(super) fn depthwise(
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Units<'a> {
     layout: &'a Layout,
+    geo: &'a ConvGeometry,
     input: &'a [f32],
     filters: DepthwiseFilters<'a>,
     first: usize,
@@ -295,17 +397,23 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     /// Every unit of `units` in turn: its channel copied into `scratch` by the layout's runs, then
-    /// its chunks summed into its output channel in `out`.
+    /// its outputs summed into its output channel in `out` (by blocks of rows, [`super::rows`], with
+    /// `by_rows`; else by chunks), while the next unit's input and output lines are fetched into the
+    /// cache ([`Ahead`]).
     ///
-    /// Safety: the CPU has AVX2 and FMA; the layout's runs and chunks stay inside the scratch, an
-    /// input channel and an output channel (asserted by `Layout::new`), `scratch` is the layout's
-    /// length and `out` a whole number of output channels.
+    /// Safety: the CPU has AVX2 and FMA, and AVX-512F and VL with `by_rows`, whose kernel takes the
+    /// geometry; the layout's runs and chunks stay inside the scratch, an input channel and an
+    /// output channel (asserted by `Layout::new`), `scratch` is the layout's length and `out` a
+    /// whole number of output channels.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn units(units: &Units<'_>, scratch: &mut [f32], out: &mut [f32]) {
+    pub(super) unsafe fn units(units: &Units<'_>, by_rows: bool, scratch: &mut [f32], out: &mut [f32]) {
         let layout = units.layout;
+        let geo = units.geo;
         assert!(scratch.len() == layout.len && out.len().is_multiple_of(units.image_out));
         let count = out.len() / units.image_out;
         assert!((units.first + count) * units.image_in <= units.input.len());
+        let prefetch = units.input.len() > PREFETCH_FROM;
+        let steps = if by_rows { super::rows::steps(geo.oh, geo.ow) } else { layout.chunks.len().div_ceil(GROUP) };
         for i in 0..count {
             let u = units.first + i;
             let c = u % units.channels;
@@ -316,7 +424,14 @@ mod avx2 {
             // Floats of the input readable from the channel's start (later channels included).
             let readable = units.input.len() - start;
             let dst = scratch.as_mut_ptr();
-            for r in &layout.runs {
+            for p in layout.pairs.iter().filter(|_| by_rows) {
+                // Safety: the CPU has AVX-512F (`by_rows`); the pair is inside the channel and the
+                // scratch (asserted by `Layout::new`).
+                unsafe { split(channel.add(p.src), p.n, dst.add(p.even.0), p.even.1, dst.add(p.odd.0), p.odd.1) };
+            }
+            // The rows kernel copies a stride-2 channel by its pairs, the chunk kernel by runs.
+            let runs = if by_rows && !layout.pairs.is_empty() { &[][..] } else { &layout.runs[..] };
+            for r in runs {
                 // Safety: the run is inside the channel and the scratch (the caller's), and the
                 // scratch holds `LANES` floats past its planes.
                 unsafe {
@@ -329,8 +444,77 @@ mod avx2 {
             }
             let w = &units.filters.weights[c * units.taps..][..units.taps];
             let clamp = [units.filters.low, units.filters.high];
-            // Safety: the caller's; channel `i`'s output lies at `i·image_out` in `out`.
-            unsafe { channel_sums(layout, scratch, w, units.filters.bias[c], clamp, out, i * units.image_out) };
+            let mut ahead = if i + 1 < count && prefetch {
+                Ahead::new(channel.wrapping_add(units.image_in), units.image_in, steps)
+            } else {
+                Ahead::none()
+            };
+            let bias = units.filters.bias[c];
+            if by_rows {
+                let ch = super::rows::Channel {
+                    scratch,
+                    weights: w,
+                    bias,
+                    clamp,
+                    oh: geo.oh,
+                    ow: geo.ow,
+                    sh: geo.stride[0],
+                    dh: geo.dilation[0],
+                    k: geo.kh,
+                };
+                let mine = &mut out[i * units.image_out..][..units.image_out];
+                // Safety: the caller's.
+                unsafe { super::rows::channel(layout, &ch, mine, &mut || ahead.step()) };
+            } else {
+                // Safety: the caller's; channel `i`'s output lies at `i·image_out` in `out`.
+                unsafe { channel_sums(layout, scratch, w, bias, clamp, out, i * units.image_out, &mut ahead) };
+            }
+        }
+    }
+
+    /// Prefetches of the next unit's input lines, spread over the steps (groups of chunks, blocks
+    /// of rows) of the current unit's sums: the next copy-in then reads from the cache, where a
+    /// channel read cold stalls on memory.
+    pub(super) struct Ahead {
+        input: *const f32,
+        end: *const f32,
+        per_step: usize,
+    }
+
+    /// Floats of a 64-byte cache line.
+    const LINE: usize = 16;
+
+    /// Floats of input above which the next unit's input is prefetched ([`Ahead`]): 8 MB, a
+    /// quarter of the 32 MB L3 of the EPYC measured, which the input shares with the output and
+    /// the rest of the model. A larger input comes from memory: `dw 144 b8` of
+    /// `benches/conv_sweep.py` (14.5 MB in, 144 channels of 56x56 at batch 8) took 0.66-0.73 of
+    /// onnxruntime's time with the prefetch against 0.84-0.85 without; the batch-1 rows (1.6-4.8
+    /// MB, left in the cache by the run before) 1-5% longer with it.
+    const PREFETCH_FROM: usize = 2 << 20;
+
+    impl Ahead {
+        /// The `image_in` floats from `input`, over `steps` steps.
+        fn new(input: *const f32, image_in: usize, steps: usize) -> Ahead {
+            let per_step = image_in.div_ceil(LINE).div_ceil(steps.max(1));
+            Ahead { input, end: input.wrapping_add(image_in), per_step }
+        }
+
+        /// Nothing to fetch.
+        fn none() -> Ahead {
+            Ahead { input: std::ptr::null(), end: std::ptr::null(), per_step: 0 }
+        }
+
+        /// The next lines of one step.
+        #[inline(always)]
+        pub(super) fn step(&mut self) {
+            for _ in 0..self.per_step {
+                if self.input >= self.end {
+                    return;
+                }
+                // Safety: a prefetch reads nothing into the program and faults at no address.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(self.input.cast()) };
+                self.input = self.input.wrapping_add(LINE);
+            }
         }
     }
 
@@ -397,6 +581,42 @@ mod avx2 {
         }
     }
 
+    /// `n` floats from `src`, the even ones to `even` (`n_even` = `ceil(n / 2)`) and the odd ones to
+    /// `odd` (`n_odd` = `n / 2`), 32 floats at a time by two lane permutations (AVX-512: the chunk
+    /// kernel's copy reads each row twice, two loads, a shuffle and a permutation for 8 floats of
+    /// one phase). The last step's loads and stores are masked (cheap with mask registers), so
+    /// nothing past the row is read and nothing past either run written.
+    ///
+    /// Safety: the CPU has AVX-512F; `src` holds `n` floats, `even` `n_even` and `odd` `n_odd`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn split(src: *const f32, n: usize, even: *mut f32, n_even: usize, odd: *mut f32, n_odd: usize) {
+        const EVENS: [i32; 16] = [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30];
+        const ODDS: [i32; 16] = [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31];
+        let first = |k: usize| if k >= 16 { u16::MAX } else { ((1u32 << k) - 1) as u16 };
+        // Safety: every load is masked to `0..n` of `src`, every store to `0..n_even` of `even` or
+        // `0..n_odd` of `odd`; the pointers past them are made by wrapping and not dereferenced.
+        unsafe {
+            let (evens, odds) = (_mm512_loadu_epi32(EVENS.as_ptr()), _mm512_loadu_epi32(ODDS.as_ptr()));
+            let mut j = 0;
+            while j < n_even {
+                let x = 2 * j;
+                let (a, b) = if x + 32 <= n {
+                    (_mm512_loadu_ps(src.add(x)), _mm512_loadu_ps(src.add(x + 16)))
+                } else {
+                    let a = _mm512_maskz_loadu_ps(first(n - x), src.add(x));
+                    (a, _mm512_maskz_loadu_ps(first(n.saturating_sub(x + 16)), src.wrapping_add(x + 16)))
+                };
+                let (e, o) = (_mm512_permutex2var_ps(a, evens, b), _mm512_permutex2var_ps(a, odds, b));
+                _mm512_mask_storeu_ps(even.add(j), first(n_even - j), e);
+                if j < n_odd {
+                    _mm512_mask_storeu_ps(odd.add(j), first(n_odd - j), o);
+                }
+                j += 16;
+            }
+        }
+    }
+
     /// The mask of the first `n` lanes (`n <= 8`).
     #[inline(always)]
     fn mask(n: usize) -> __m256i {
@@ -413,6 +633,7 @@ mod avx2 {
     /// `out[first..]`.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn channel_sums(
         layout: &Layout,
         scratch: &[f32],
@@ -421,11 +642,13 @@ mod avx2 {
         clamp: [f32; 2],
         out: &mut [f32],
         first: usize,
+        ahead: &mut Ahead,
     ) {
         let mut groups = layout.chunks.chunks_exact(GROUP);
         for group in &mut groups {
             // Safety: the caller's.
             unsafe { chunks::<GROUP>(group, layout, scratch, w, bias, clamp, out, first) };
+            ahead.step();
         }
         let rest = groups.remainder();
         macro_rules! tail {
@@ -604,6 +827,109 @@ mod tests {
                 assert_eq!(bits(&got), bits(&first), "case {i}, {threads} threads");
             }
         }
+    }
+
+    /// The kernels this CPU runs for `geo`.
+    fn kernels_here(geo: &ConvGeometry) -> Vec<Kernel> {
+        [Kernel::Rows, Kernel::Chunks, Kernel::Portable].into_iter().filter(|k| k.runs(geo)).collect()
+    }
+
+    /// The rows kernel on every kernel size, row stride and dilation it takes, odd widths (a row of
+    /// fewer than 8 outputs, of a partial last chunk, of several blocks of 32 columns), heights that
+    /// are and are not multiples of its 4 rows, column strides and dilations apart from the rows',
+    /// asymmetric padding, infinities and NaN in the input: the same bits as the chunk kernel,
+    /// within float32 rounding of the f64 definition, and the same bits on 1, 2 and 8 threads.
+    #[test]
+    fn every_kernel_gives_the_same_sums() {
+        let cases = [
+            // (batch, channels, [h, w], k, strides, dilations, pads)
+            (1, 3, [4, 9], 3, [1, 1], [1, 1], [1, 1, 1, 1]),
+            (2, 3, [7, 12], 3, [1, 1], [1, 1], [1, 1, 1, 1]),
+            (1, 2, [13, 70], 3, [1, 1], [1, 1], [1, 1, 1, 1]),
+            (1, 2, [9, 33], 3, [1, 2], [1, 1], [1, 0, 1, 1]),
+            (1, 3, [14, 14], 3, [1, 1], [2, 2], [2, 2, 2, 2]),
+            (1, 2, [11, 26], 3, [1, 1], [2, 1], [2, 1, 2, 1]),
+            (2, 3, [15, 29], 3, [2, 2], [1, 1], [1, 1, 1, 1]),
+            (1, 2, [16, 20], 3, [2, 2], [1, 1], [0, 0, 1, 1]),
+            (1, 2, [10, 41], 3, [2, 1], [1, 2], [1, 2, 1, 2]),
+            (1, 3, [8, 9], 5, [1, 1], [1, 1], [2, 2, 2, 2]),
+            (1, 2, [12, 37], 5, [1, 1], [2, 2], [4, 4, 4, 4]),
+            (1, 3, [17, 19], 5, [2, 2], [1, 1], [2, 2, 2, 2]),
+            (1, 2, [14, 22], 5, [2, 2], [1, 1], [1, 2, 2, 1]),
+            (1, 2, [9, 58], 7, [1, 1], [1, 1], [3, 3, 3, 3]),
+            (1, 2, [20, 23], 7, [1, 1], [2, 2], [6, 6, 6, 6]),
+            (1, 2, [21, 30], 7, [2, 2], [1, 1], [3, 3, 3, 3]),
+            (1, 2, [12, 24], 7, [1, 2], [1, 1], [3, 3, 3, 3]),
+        ];
+        for (i, &(batch, c, hw, k, s, d, pads)) in cases.iter().enumerate() {
+            let geo = geometry(batch, c, hw, k, s, d, pads);
+            assert!(takes(&geo), "case {i}");
+            let mut x = values(batch * c * hw[0] * hw[1], 300 + i as u64);
+            x[hw[1] + 2] = f32::INFINITY;
+            let late = x.len() - hw[1] - 3;
+            x[late] = f32::NAN;
+            let w = values(c * k * k, 400 + i as u64);
+            let bias = values(c, 500 + i as u64);
+            let want = reference(&geo, &x, &w, &bias);
+            let filters = DepthwiseFilters { weights: &w, bias: &bias, low: f32::NEG_INFINITY, high: f32::INFINITY };
+            let bits =
+                |v: &[f32]| v.iter().map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() }).collect::<Vec<_>>();
+            let kernels = kernels_here(&geo);
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512vl") && std::arch::is_x86_feature_detected!("fma") {
+                assert!(kernels.contains(&Kernel::Rows), "case {i}");
+            }
+            let mut fused: Option<Vec<f32>> = None;
+            for kernel in kernels {
+                let mut got = vec![f32::NAN; want.len()];
+                depthwise_by(kernel, &geo, filters, &x, &mut got, None).unwrap();
+                for (j, (&got, &(value, size))) in got.iter().zip(&want).enumerate() {
+                    if value.is_nan() {
+                        assert!(got.is_nan(), "{kernel:?} case {i} output {j}: {got} against NaN");
+                    } else if value.is_infinite() {
+                        assert_eq!(got as f64, value, "{kernel:?} case {i} output {j}");
+                    } else {
+                        let tolerance = size * (k * k + 1) as f64 * f32::EPSILON as f64 + 1e-30;
+                        assert!(
+                            (got as f64 - value).abs() <= tolerance,
+                            "{kernel:?} case {i} output {j}: {got} against {value}"
+                        );
+                    }
+                }
+                // The vector kernels sum by fused multiply-adds in the same order: the same bits.
+                if kernel != Kernel::Portable {
+                    match &fused {
+                        Some(first) => assert_eq!(bits(&got), bits(first), "{kernel:?} case {i}"),
+                        None => fused = Some(got.clone()),
+                    }
+                }
+                for threads in [2, 8] {
+                    let mut split = vec![f32::NAN; want.len()];
+                    depthwise_by(kernel, &geo, filters, &x, &mut split, Some((&pool(threads), 1))).unwrap();
+                    assert_eq!(bits(&split), bits(&got), "{kernel:?} case {i}, {threads} threads");
+                }
+            }
+        }
+    }
+
+    /// The rows kernel's shapes: square 3x3, 5x5, 7x7 kernels, row stride 1 (dilation 1 or 2) or 2
+    /// (dilation 1), at least 4 output rows and more than 8 columns; the chunk kernel the rest.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_rows_kernel_takes_its_shapes() {
+        assert!(rows::takes(3, 3, 1, 1, [56, 56]));
+        assert!(rows::takes(3, 3, 2, 1, [56, 56]));
+        assert!(rows::takes(3, 3, 1, 2, [14, 14]));
+        assert!(rows::takes(5, 5, 2, 1, [14, 14]));
+        assert!(rows::takes(7, 7, 1, 1, [4, 9]));
+        assert!(!rows::takes(3, 3, 1, 1, [7, 7]));
+        assert!(!rows::takes(3, 3, 1, 1, [3, 20]));
+        assert!(!rows::takes(3, 3, 2, 2, [14, 14]));
+        assert!(!rows::takes(3, 3, 3, 1, [14, 14]));
+        assert!(!rows::takes(4, 4, 1, 1, [14, 14]));
+        assert!(!rows::takes(1, 3, 1, 1, [14, 14]));
+        assert!(!rows::takes(9, 9, 1, 1, [14, 14]));
+        assert!(rows::pays(28) && rows::pays(17) && !rows::pays(16) && !rows::pays(14));
     }
 
     /// The clamp bounds every output and keeps a NaN.
