@@ -134,16 +134,10 @@ fn conv2d_split(
         // and sums its own images in its own scratch, so the layout and compaction run in parallel
         // too, with one hand-off per thread instead of one per image.
         Some((pool, _)) if threads > 1 && geo.batch >= pool.current_num_threads() => {
-            let (image_in, image_out) = (geo.c_in * geo.h * geo.w, geo.c_out * geo.oh * geo.ow);
-            let (mut input, mut output) = (input, output);
             let steps = &steps;
             spread(
                 pool,
-                (0..threads).map(|t| {
-                    let count = geo.batch * (t + 1) / threads - geo.batch * t / threads;
-                    let (mine_in, rest_in) = input.split_at(count * image_in);
-                    let (mine_out, rest_out) = std::mem::take(&mut output).split_at_mut(count * image_out);
-                    (input, output) = (rest_in, rest_out);
+                image_runs(geo, input, output, threads).map(|(count, mine_in, mine_out)| {
                     let geo = ConvGeometry { batch: count, ..*geo };
                     move || {
                         with_scratch(lens, |buffers| {
@@ -156,6 +150,25 @@ fn conv2d_split(
         _ => with_scratch(lens, |buffers| convolve(geo, &steps, conv, input, output, buffers, kernel, pool)),
     }
     Ok(())
+}
+
+/// The batch's images in `threads` runs of whole images, in order: each run's image count, its
+/// input and its output (`geo`'s image sizes).
+pub(super) fn image_runs<'a>(
+    geo: &ConvGeometry,
+    mut input: &'a [f32],
+    mut output: &'a mut [f32],
+    threads: usize,
+) -> impl Iterator<Item = (usize, &'a [f32], &'a mut [f32])> {
+    let (image_in, image_out) = (geo.c_in * geo.h * geo.w, geo.c_out * geo.oh * geo.ow);
+    let batch = geo.batch;
+    (0..threads).map(move |t| {
+        let count = batch * (t + 1) / threads - batch * t / threads;
+        let (mine_in, rest_in) = input.split_at(count * image_in);
+        let (mine_out, rest_out) = std::mem::take(&mut output).split_at_mut(count * image_out);
+        (input, output) = (rest_in, rest_out);
+        (count, mine_in, mine_out)
+    })
 }
 
 /// Multiply-adds one thread is given at least before a convolution is split over threads (about

@@ -197,14 +197,9 @@ fn conv_rows_with(
     let rows = &rows;
     if images {
         // Whole images per thread.
-        let (mut input, mut output) = (input, output);
         spread(
             pool,
-            (0..threads).map(|t| {
-                let count = geo.batch * (t + 1) / threads - geo.batch * t / threads;
-                let (mine_in, rest_in) = input.split_at(count * image_in);
-                let (mine_out, rest_out) = std::mem::take(&mut output).split_at_mut(count * image_out);
-                (input, output) = (rest_in, rest_out);
+            super::image_runs(geo, input, output, threads).map(|(_, mine_in, mine_out)| {
                 move || {
                     let mut buf = rows.buffer();
                     for (image, out) in mine_in.chunks_exact(image_in).zip(mine_out.chunks_exact_mut(image_out)) {
