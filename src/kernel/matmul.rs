@@ -17,8 +17,8 @@
 //! of `A`'s element and two vectors of `B`'s tile at each step; nothing is copied at run time.
 //!
 //! A clamp to `[low, high]` (a fused `Relu` or `Clip`) is applied to each tile's sums as they are
-//! stored, so the output is written once: comparisons, not `min`/`max`, so NaN stays NaN and `-0`
-//! stays `-0`, as the separate clamp did.
+//! stored, not by a pass over the output afterwards: comparisons, not `min`/`max`, so NaN stays NaN
+//! and `-0` stays `-0`, as the separate clamp did.
 //!
 //! The columns are taken in blocks of several tiles (as many as keep the block's `k` rows of `B`
 //! within [`PANEL_FLOATS`], a cache's worth), and within a block every tile of rows in turn: each row

@@ -209,7 +209,8 @@ impl PlannedView {
         view.offset = modulo.checked_mul(axis.stride)?;
         axis.len = (dim - modulo).div_euclid(stride) + i64::from((dim - modulo) % stride != 0);
         axis.stride = axis.stride.checked_mul(stride)?;
-        view.check_bounds(shape.iter().product::<usize>() as u64).ok()?;
+        let numel = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))?;
+        view.check_bounds(numel).ok()?;
         Some(PlannedView { label: Some(Label::of_typed(node)), input_shape: shape.into(), views: vec![view] })
     }
 }

@@ -192,13 +192,16 @@ impl SmallMatMul {
                 op.n = op.n.checked_mul(loops.remove(i).len)?;
             }
         }
+        if op.m.saturating_mul(op.k) > MAX_BLOCK {
+            return None;
+        }
         let along = |r: &Role| {
             [(r.a, &a_strides), (r.b, &b_strides), (r.c, &c_strides), (r.c, &bias_strides)]
                 .map(|(p, s)| p.map_or(0, |p| s[p]))
         };
         let sums = loops.iter().filter(|r| r.c.is_none()).count();
         let total = loops.iter().try_fold(1usize, |t, r| t.checked_mul(r.len))?;
-        if total > MAX_CALLS || op.m.saturating_mul(op.k) > MAX_BLOCK {
+        if total > MAX_CALLS {
             return None;
         }
         let inner: usize = loops[loops.len() - sums..].iter().map(|r| r.len).product();
