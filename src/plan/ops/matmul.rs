@@ -37,7 +37,7 @@ const MAX_CALLS: usize = 4096;
 /// tract's: alone, `k1 960-320 7 b8` (307,200 floats) measured 0.90 of tract's time on our kernel
 /// (`benches/conv_sweep.py --set k1`, one thread, with its columns in blocks and its depth in slices),
 /// but in MobileNetV2 at batch 8 1.26 (3.81 ms against 3.02).
-const MAX_BLOCK: usize = 1 << 18;
+const MAX_BLOCK: usize = 1 << 19;
 
 /// A float32 matrix product in calls of our kernel (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -333,13 +333,11 @@ struct Operands<'a> {
 }
 
 /// Multiply-adds one thread is given at least before a product is split over the plan's threads
-/// (`--threads`): about 40 µs of one core's work, so that handing it to the pool and waiting for it
-/// costs little. With it only the largest products this op takes (2 to 4 million multiply-adds)
-/// split, in two: on this 2-core machine under three other engineers' builds (load average 13),
-/// `benches/thread_split.py` measured 2 threads at 1.32 and 1.18 of one thread's time on 1 and 2
-/// million multiply-adds (a second thread rarely found a free core), so the threshold is set high
-/// (docs/performance.md, "Threads in our kernels").
-const MACS_PER_THREAD: usize = 1 << 20;
+/// (`--threads`): a few µs of one core's work. With the pool's workers kept awake while a plan runs
+/// (`kernel::keep_awake`), a split costs about a microsecond, and `benches/thread_split.py` (2
+/// cores) measured 2 threads at 0.82 of one thread's time from 262,144 multiply-adds, 0.62 at
+/// 1 M, 0.51-0.57 from 7 M; at 131,072, 1.26 (docs/performance.md, "Threads in our kernels").
+const MACS_PER_THREAD: usize = 1 << 17;
 
 impl SmallMatMul {
     /// Where the sums of `call` start, for its rows from `r0` on.
