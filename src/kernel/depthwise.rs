@@ -228,10 +228,11 @@ impl Layout {
 }
 
 /// Multiply-adds one thread is given at least before a depthwise convolution is split over threads:
-/// about 50 µs of one core's work (this kernel sums 5-6 multiply-adds a nanosecond on a 7x7 map, a
-/// tenth of the dense kernel's rate, whose threshold is eight times this). Figures:
-/// docs/performance.md, "Threads in our kernels".
-pub(super) const MACS_PER_THREAD: usize = 1 << 18;
+/// about 10 µs of one core's work (this kernel sums 5-6 multiply-adds a nanosecond on a 7x7 map, a
+/// tenth of the dense kernel's rate). With the pool's workers awake while a plan runs, 2 threads
+/// measured 0.58-0.79 of one thread's time from 254,016 multiply-adds (`benches/thread_split.py`,
+/// 2 cores; docs/performance.md, "Threads in our kernels").
+pub(super) const MACS_PER_THREAD: usize = 1 << 16;
 
 /// Convolves `input` (`[batch][c][h][w]`) into `output` (`[batch][c][oh][ow]`) by `filters`, over
 /// the threads of `pool` (with at least `least` multiply-adds each) where the work is large enough.

@@ -131,9 +131,10 @@ pub(crate) fn resample_axis(
 }
 
 /// Output values one thread is given at least before a resampling is split over threads (about
-/// 0.1 ms of one core's work on bilinear taps; the final upsampling of DeepLabV3 writes 1 M values
-/// at batch 1). Figures: docs/performance.md, "Threads in our kernels".
-const VALUES_PER_THREAD: usize = 1 << 16;
+/// 10 µs of one core's work on bilinear taps). With the pool's workers awake while a plan runs, 2
+/// threads measured 0.70-0.82 of one thread's time from 16,464 values (`benches/thread_split.py`,
+/// 2 cores; docs/performance.md, "Threads in our kernels").
+const VALUES_PER_THREAD: usize = 1 << 13;
 
 /// [`resample_axis`] over the threads of `pool` when the output is large enough
 /// ([`VALUES_PER_THREAD`]): each thread takes a run of whole outer blocks (`[len_in, inner]` in,

@@ -28,11 +28,11 @@ use crate::kernel::Isa;
 use crate::kernel::{gelu_tanh, hard_swish, spread};
 
 /// Values one thread is given at least before a pass is split over the plan's threads (`--threads`):
-/// about 45 µs of one core's work on the hard swish, which runs 12 values a nanosecond on one core
-/// of an AVX-512 machine (`[1, 16, 112, 112]`, 200,704 values, in 17 µs; the Gelu takes longer a
-/// value), so that the split pays for waking a worker. Figures: docs/performance.md, "Threads in our
-/// kernels".
-const VALUES_PER_THREAD: usize = 1 << 19;
+/// about 5 µs of one core's work on the hard swish, which runs 12 values a nanosecond on one core
+/// of an AVX-512 machine (the Gelu takes longer a value). With the pool's workers awake while a
+/// plan runs, 2 threads measured 0.64-0.74 of one thread's time on 188,160-225,792 values
+/// (`benches/thread_split.py`, 2 cores; docs/performance.md, "Threads in our kernels").
+const VALUES_PER_THREAD: usize = 1 << 16;
 
 /// How many values each thread takes of a pass over `len` values on `pool`: all of them (one run)
 /// without a pool or below [`VALUES_PER_THREAD`] for two threads; runs are whole cache lines.
