@@ -20,20 +20,29 @@ pub(super) struct Step {
 }
 
 impl Step {
-    /// Writes the clamped bias of channels `channels` into its part of `out` (one image of `geo`).
-    fn fill_bias(&self, geo: &ConvGeometry, conv: &PackedConv, channels: std::ops::Range<usize>, out: &mut [f32]) {
+    /// Writes the clamped bias of channels `channels` into its part of `out` (one image of `geo`
+    /// from channel `base` on).
+    fn fill_bias(
+        &self,
+        geo: &ConvGeometry,
+        conv: &PackedConv,
+        channels: std::ops::Range<usize>,
+        base: usize,
+        out: &mut [f32],
+    ) {
         let g = &self.part.geo;
         for c in channels {
             let value = clamp(conv.bias_of(c), conv.low, conv.high);
-            (0..g.oh).for_each(|oy| out[self.row_at(geo, c, oy)..][..g.ow].fill(value));
+            (0..g.oh).for_each(|oy| out[self.row_at(geo, c - base, oy)..][..g.ow].fill(value));
         }
     }
 
     /// Writes `sums` (channels from `first`, each `sizes.wide` long in rows of `sizes.row` pixels)
-    /// into its part of `out` (one image of `geo`), the first `ow` pixels of each row.
-    fn place(&self, geo: &ConvGeometry, first: usize, sums: &[f32], out: &mut [f32]) {
+    /// into its part of `out` (one image of `geo` from channel `base` on), the first `ow` pixels of
+    /// each row.
+    fn place(&self, geo: &ConvGeometry, first: usize, base: usize, sums: &[f32], out: &mut [f32]) {
         let (g, sizes) = (&self.part.geo, &self.sizes);
-        for (c, wide) in (first..).zip(sums.chunks_exact(sizes.wide)) {
+        for (c, wide) in (first - base..).zip(sums.chunks_exact(sizes.wide)) {
             for (oy, from) in wide.chunks(sizes.row).take(g.oh).enumerate() {
                 out[self.row_at(geo, c, oy)..][..g.ow].copy_from_slice(&from[..g.ow]);
             }
@@ -136,7 +145,7 @@ pub(super) fn convolve(
         let out = &mut output[n * image_out..][..image_out];
         for step in steps {
             if step.part.bias_only() {
-                step.fill_bias(geo, conv, 0..geo.c_out, out);
+                step.fill_bias(geo, conv, 0..geo.c_out, 0, out);
                 continue;
             }
             let (part, sizes) = (&step.part, &step.sizes);
@@ -145,7 +154,7 @@ pub(super) fn convolve(
             prepare(&part.geo, sizes, image, [geo.h, geo.w], part.origin, prepared);
             sums(step, conv, prepared, wide, kernel, pool);
             // Rows of `L` pixels to rows of `OW`, at the part's place.
-            step.place(geo, 0, wide, out);
+            step.place(geo, 0, 0, wide, out);
         }
     }
 }
@@ -160,16 +169,22 @@ pub(super) fn chunk_channels(conv: &PackedConv) -> usize {
     (CHUNK_WEIGHTS / conv.taps().max(1) / 16).max(1) * 16
 }
 
-/// [`convolve`] for a split into parts of one group on one thread: every part's input laid out
-/// first, then for each chunk of `chunk` output channels every part in turn, so that the chunk's
-/// weights are read from memory once and from the cache by the other parts. Part after part over
-/// all channels (`convolve`) reads the whole kernel once a part: a 3x3 convolution of 960 to 256
-/// channels with dilation 12 on a 14x14 map (9 parts, 8.8 MB of weights) read about 80 MB a run
-/// and took 3-5x onnxruntime's time. Each channel's sums are the same as `convolve`'s (the same
-/// build over the same taps in the same order), so the values are the same bits.
+/// [`convolve`] for a split into parts of one group: every part's input laid out first, then for
+/// each chunk of `chunk` output channels every part in turn, so that the chunk's weights are read
+/// from memory once and from the cache by the other parts. Part after part over all channels
+/// (`convolve`) reads the whole kernel once a part: a 3x3 convolution of 960 to 256 channels with
+/// dilation 12 on a 14x14 map (9 parts, 8.8 MB of weights) read about 80 MB a run and took 3-5x
+/// onnxruntime's time. Each channel's sums are the same as `convolve`'s (the same build over the
+/// same taps in the same order), so the values are the same bits.
+///
+/// With `pool` (and the fewest multiply-adds a thread is given), an image's chunks are split over
+/// its threads in runs of consecutive chunks, each thread writing its own channels of the output
+/// with its own scratch for the sums (the calling thread with `wide`); the layout of the parts stays
+/// on the calling thread.
 ///
 /// `prepared` holds every part's prepared input one after the other, `wide` one part's sums for
 /// `chunk` channels.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn convolve_chunked(
     geo: &ConvGeometry,
     steps: &[Step],
@@ -178,9 +193,16 @@ pub(super) fn convolve_chunked(
     output: &mut [f32],
     (prepared, wide): (&mut [f32], &mut [f32]),
     chunk: usize,
+    pool: Option<(&ThreadPool, usize)>,
 ) {
     let image_in = geo.c_in * geo.h * geo.w;
-    let image_out = geo.c_out * geo.oh * geo.ow;
+    let plane = geo.oh * geo.ow;
+    let image_out = geo.c_out * plane;
+    let chunks = geo.c_out.div_ceil(chunk);
+    // One group (`convolve_chunked` takes no other): an image's multiply-adds as `conv2d` counts them.
+    let image_macs: usize = steps.iter().map(|s| geo.c_out * s.offsets.len() * s.sizes.pixels).sum();
+    let threads = pool.map_or(1, |(p, least)| crate::kernel::threads_for(Some(p), image_macs, least, chunks));
+    let wide_len = wide.len();
     for n in 0..geo.batch {
         let image = &input[n * image_in..][..image_in];
         let out = &mut output[n * image_out..][..image_out];
@@ -190,23 +212,49 @@ pub(super) fn convolve_chunked(
             prepare(&step.part.geo, &step.sizes, image, [geo.h, geo.w], step.part.origin, here);
             at += step.sizes.prepared;
         }
-        for c0 in (0..geo.c_out).step_by(chunk) {
-            let c1 = (c0 + chunk).min(geo.c_out);
-            let mut at = 0;
-            for step in steps {
-                if step.part.bias_only() {
-                    step.fill_bias(geo, conv, c0..c1, out);
-                    continue;
+        let prepared = &*prepared;
+        // Chunks `k0..k1` into `out`, which starts at the first one's first channel.
+        let run = |[k0, k1]: [usize; 2], out: &mut [f32], wide: &mut [f32]| {
+            let base = k0 * chunk;
+            for k in k0..k1 {
+                let (c0, c1) = (k * chunk, ((k + 1) * chunk).min(geo.c_out));
+                let mut at = 0;
+                for step in steps {
+                    if step.part.bias_only() {
+                        step.fill_bias(geo, conv, c0..c1, base, out);
+                        continue;
+                    }
+                    let sizes = &step.sizes;
+                    let x = &prepared[at..][..sizes.prepared];
+                    at += sizes.prepared;
+                    let sums = &mut wide[..(c1 - c0) * sizes.wide];
+                    let run_geo = ConvGeometry { c_out: c1 - c0, ..step.part.geo };
+                    let filters = conv.filters(0).channels(c0, c1);
+                    kernel(&run_geo, sizes, filters, &step.offsets, step.map.as_deref(), x, sums);
+                    step.place(geo, c0, base, sums, out);
                 }
-                let sizes = &step.sizes;
-                let x = &prepared[at..][..sizes.prepared];
-                at += sizes.prepared;
-                let sums = &mut wide[..(c1 - c0) * sizes.wide];
-                let run_geo = ConvGeometry { c_out: c1 - c0, ..step.part.geo };
-                kernel(&run_geo, sizes, conv.filters(0).channels(c0, c1), &step.offsets, step.map.as_deref(), x, sums);
-                step.place(geo, c0, sums, out);
             }
-        }
+        };
+        let Some((pool, _)) = pool.filter(|_| threads > 1) else {
+            run([0, chunks], out, wide);
+            continue;
+        };
+        let (run, mut rest, mut caller) = (&run, out, Some(&mut *wide));
+        spread(
+            pool,
+            (0..threads).map(|t| {
+                let (k0, k1) = (chunks * t / threads, chunks * (t + 1) / threads);
+                let channels = (k1 * chunk).min(geo.c_out) - k0 * chunk;
+                let (mine, others) = std::mem::take(&mut rest).split_at_mut(channels * plane);
+                rest = others;
+                // The last job runs on the calling thread, with its scratch; the others with theirs.
+                let wide = if t + 1 == threads { caller.take() } else { None };
+                move || match wide {
+                    Some(wide) => run([k0, k1], mine, wide),
+                    None => with_scratch([0, wide_len], |(_, wide)| run([k0, k1], mine, wide)),
+                }
+            }),
+        );
     }
 }
 
