@@ -29,16 +29,29 @@ use crate::kernel::{matmul_f32, spread, Gemm, Init, COLS, ROWS};
 /// Kernel calls the op makes at most; past that a model's batch loops are better left to tract.
 const MAX_CALLS: usize = 4096;
 
-/// Floats of the first operand one call reads at most (2 MB): the kernel reads the whole first
-/// operand (`m·k`) once per block of columns (a few blocks for the maps it takes), so the cache
-/// must hold it. With it, a 1x1 convolution's weights up to 724 by 724 channels stay ours (the map
-/// streams through once, in tiles); beyond, the transformer products of several megabytes that tract
-/// blocks for its caches stay tract's. It was 2^18 with the AVX2 kernel alone, under which
-/// `k1 960-320 7 b8` (307,200 floats) measured 1.26 of tract's time in MobileNetV2 at batch 8 (3.81
-/// ms against 3.02); with the AVX-512 kernel, `k1 960-320 7 b8` and `k1 320-1280 7 b8` (409,600)
+/// Floats of the first operand one call reads at most on a CPU with AVX-512 (2 MB; see
+/// [`max_block`]): the kernel reads the whole first operand (`m·k`) once per block of columns (a
+/// few blocks for the maps it takes), so the cache must hold it. With it, a 1x1 convolution's
+/// weights up to 724 by 724 channels stay ours (the map streams through once, in tiles); beyond,
+/// the transformer products of several megabytes that tract blocks for its caches stay tract's.
+/// With the AVX-512 kernel, `k1 960-320 7 b8` (307,200 floats) and `k1 320-1280 7 b8` (409,600)
 /// measured 0.71 and 0.56 of tract's time alone (`benches/conv_sweep.py --set k1`, one thread), and
 /// MobileNetV2's 320-to-1280 layer at batch 8 4.02 ms against tract's 4.13 in the model.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const MAX_BLOCK: usize = 1 << 19;
+
+/// [`MAX_BLOCK`] without AVX-512 (1 MB): on the AVX2 kernel, `k1 960-320 7 b8` measured 0.90 of
+/// tract's time alone but 1.26 in MobileNetV2 at batch 8 (3.81 ms against 3.02).
+const MAX_BLOCK_AVX2: usize = 1 << 18;
+
+/// The most floats of the first operand one call reads, for the kernel this CPU runs.
+fn max_block() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernel::Isa::here() == Some(crate::kernel::Isa::Avx512) {
+        return MAX_BLOCK;
+    }
+    MAX_BLOCK_AVX2
+}
 
 /// A float32 matrix product in calls of our kernel (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -193,7 +206,7 @@ impl SmallMatMul {
                 op.n = op.n.checked_mul(loops.remove(i).len)?;
             }
         }
-        if op.m.saturating_mul(op.k) > MAX_BLOCK {
+        if op.m.saturating_mul(op.k) > max_block() {
             return None;
         }
         let along = |r: &Role| {
