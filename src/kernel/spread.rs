@@ -114,6 +114,36 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    /// A split starts the pool's spinners (all its workers but one, at most the machine's cores
+    /// less one), jobs still run once each while they spin, and they stop by themselves once
+    /// [`AWAKE`] has passed without a split. (The count is per pool address: a pool another test
+    /// dropped may have left spinners counted there for up to [`AWAKE`], never more than `want`.)
+    #[test]
+    fn spinners_start_with_a_split_and_stop_by_themselves() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let state = awake_of(&pool);
+        let want = 3usize.min(crate::threads::physical_cores()) - 1;
+        let mut seen = 0;
+        for round in 0..20 {
+            let mut out = [0u32; 3];
+            spread(&pool, out.iter_mut().map(|slot| move || *slot += 1));
+            assert_eq!(out, [1; 3], "round {round}");
+            let spinning = state.spinners.load(Ordering::Acquire);
+            assert!(spinning <= want, "{spinning} spinners for {want}");
+            seen = seen.max(spinning);
+        }
+        assert_eq!(seen, want);
+        let start = Instant::now();
+        while state.spinners.load(Ordering::Acquire) > 0 {
+            assert!(start.elapsed() < Duration::from_secs(10), "spinners still running");
+            std::thread::sleep(AWAKE);
+        }
+        // A one-thread pool has no worker to spare.
+        let single = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        keep_awake(&single);
+        assert_eq!(awake_of(&single).spinners.load(Ordering::Acquire), 0);
+    }
+
     #[test]
     fn every_job_runs_once_and_the_last_on_the_caller() {
         for threads in [1, 2, 8] {

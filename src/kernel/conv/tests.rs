@@ -140,7 +140,8 @@ fn check(geo: &ConvGeometry, group: usize, low: f32, high: f32, seed: u64) {
     }
     // Threads: every unit of work its own job where there are enough (one multiply-add a
     // thread): whole images per thread when the batch has as many as the pool has threads, else
-    // blocks of output channels; the same bits as on one thread, which follows the definition.
+    // blocks of output channels (of a split into parts, runs of channel chunks); the same bits as
+    // on one thread, which follows the definition.
     let mut one = vec![f32::NAN; outputs];
     conv2d(geo, &packed, &x, &mut one, None).unwrap();
     for (i, (&got, &want)) in one.iter().zip(&expected).enumerate() {
@@ -241,9 +242,9 @@ fn dilated_and_grouped_convolutions_follow_the_definition() {
     assert!(cases > 400 && split > 100 && bias_only > 20, "{cases} cases, {split} split, {bias_only} bias only");
 }
 
-/// A split over parts with deep taps runs channel chunk by channel chunk on one thread (16 of
-/// the 40 channels at a time here): the definition's values, and the bits of the threaded path
-/// (part after part over blocks of channels), as `check` asserts.
+/// A split over parts with deep taps runs channel chunk by channel chunk (16 of the 40 channels at
+/// a time here; on 2 and 8 threads, the 3 chunks in runs per thread): the definition's values, and
+/// the same bits on every thread count, as `check` asserts.
 #[test]
 fn a_deep_split_runs_in_channel_chunks() {
     let geo = geometry(1, [600, 40], [14, 14], [3, 3], [1, 1], [6, 6], [6, 6], [6, 6]).unwrap();
