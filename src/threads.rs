@@ -55,7 +55,7 @@ pub(crate) fn pool_of(n: usize) -> Option<Arc<rayon::ThreadPool>> {
 /// Multiply-adds of one run from which a plan made without a thread budget gets one of all physical
 /// cores ([`default_budget`]); below it, tract's default single-threaded executor. See
 /// docs/performance.md, "Default threads", for the figures behind it.
-pub(crate) const DEFAULT_PARALLEL_MACS: u64 = 1 << 30;
+pub(crate) const DEFAULT_PARALLEL_MACS: u64 = 1 << 28;
 
 /// The thread budget of a plan made without one, for a run of `macs` multiply-adds: all physical
 /// cores for large work, none (tract's default executor, one thread) for small work or one core.

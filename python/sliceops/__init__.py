@@ -408,7 +408,7 @@ class Session:
     Args:
         model: an ``onnx.ModelProto``, its bytes, or a path.
         threads: the thread budget of sliceops' kernels and tract's together (None: all
-            physical cores for a model of at least 2^30 multiply-adds a run, else tract
+            physical cores for a model of at least 2^28 multiply-adds a run, else tract
             single-threaded and sliceops' copies over all cores; the command line's ``--threads``).
 
     Raises:

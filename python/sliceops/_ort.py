@@ -91,7 +91,7 @@ class SessionOptions:
 
     ``intra_op_num_threads`` is used: the number of threads sliceops' kernels and tract's share (0, the
     default, is the command line's default without ``--threads``: all physical cores for a model of at
-    least 2^30 multiply-adds a run, else tract single-threaded and sliceops' copies on all cores). Every other option is accepted and kept (a session's
+    least 2^28 multiply-adds a run, else tract single-threaded and sliceops' copies on all cores). Every other option is accepted and kept (a session's
     ``get_session_options()`` returns them) but changes nothing: ``inter_op_num_threads``,
     ``graph_optimization_level``, ``execution_mode``, ``enable_profiling``, ``enable_cpu_mem_arena``,
     ``enable_mem_pattern``, ``enable_mem_reuse``, ``log_severity_level``, ``log_verbosity_level``,

@@ -63,7 +63,7 @@ enum Command {
         #[arg(short = 'e', long, value_name = "DIR")]
         expect: Option<PathBuf>,
         /// Threads for tract's kernels and ours together (default: all physical cores for a plan of at
-        /// least 2^30 multiply-adds a run, else tract single-threaded with copies over all cores).
+        /// least 2^28 multiply-adds a run, else tract single-threaded with copies over all cores).
         #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
         /// Stop the run after this many seconds (a fraction allowed), checked before each node and each
@@ -143,7 +143,7 @@ enum Command {
         #[arg(short = 'f', long, value_enum, default_value_t = Format::Table, hide_possible_values = true)]
         format: Format,
         /// Threads for tract's kernels and ours together (default: all physical cores for a plan of at
-        /// least 2^30 multiply-adds a run, else tract single-threaded with copies over all cores).
+        /// least 2^28 multiply-adds a run, else tract single-threaded with copies over all cores).
         #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::threads::MAX_THREADS as i64))]
         threads: Option<u32>,
         /// Also time every node over the runs: per node and per op type, with shares of the total.

@@ -473,7 +473,7 @@ impl Model {
     /// (plans made before are dropped). `Some(n)`: tract's kernels run on `n` threads (its
     /// multithreaded executor, single-threaded for 1) and sliceops' copy kernel uses at most `n`.
     /// `None`, the default: a budget of all physical cores for a plan of at least
-    /// 2^30 multiply-adds a run (`DEFAULT_PARALLEL_MACS`, counted by `plan::work::macs`),
+    /// 2^28 multiply-adds a run (`DEFAULT_PARALLEL_MACS`, counted by `plan::work::macs`),
     /// else tract's own default executor (single-threaded unless the process set another) and
     /// copies split over all cores (docs/performance.md, "Default threads", has the figures). The
     /// budget is shared by tract's executor, our convolution, matrix, resize and activation kernels
