@@ -24,7 +24,9 @@
 //!   before a strided 1x1 convolution, run as copies of our slicing kernel (`PlannedView`), their
 //!   values in place;
 //! - `ScatterElements` (`RowScatter`) gives the definition's values on any axis, with or without a
-//!   reduction, and an index out of range is an error that names the node and the index.
+//!   reduction, and an index out of range is an error that names the node and the index;
+//! - `NonZero` (`FlatNonZero`) gives the coordinates in row-major order and binds the count the
+//!   nodes after it are sized by.
 
 mod common;
 
@@ -1419,4 +1421,34 @@ fn a_scatter_index_out_of_range_is_an_error_naming_it() {
     let inputs = vec![Tensor::zero::<f32>(&[3, 4, 5]).unwrap(), tensor3(&[[[4i64]]]), tensor3(&[[[1f32]]])];
     let err = sliceops::describe_error(&m.run(inputs).unwrap_err());
     assert_eq!(err, "node 'scatter' (RowScatter): index 4 is out of range for axis 1 of size 4 (allowed: -4 to 3)");
+}
+
+/// `NonZero` over a `Greater` (a detector's score threshold) runs as `FlatNonZero`: the coordinates
+/// of the set elements in row-major order, and a node after it (`Transpose`) sized by the count it
+/// binds, on inputs with none, some and all elements set.
+#[test]
+fn nonzero_runs_as_flat_nonzero_and_sizes_what_follows() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(2), D::N(3)])
+        .init_f32("t", &[], &[0.5])
+        .node("Greater", "", "greater", &["x", "t"], &["g"], vec![])
+        .node("NonZero", "", "nonzero", &["g"], &["n"], vec![])
+        .node("Transpose", "", "transpose", &["n"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let cases: [(&[f32], Vec<i64>); 3] = [
+        (&[0.0, 0.1, 0.2, 0.3, 0.4, 0.5], vec![]),
+        (&[0.0, 0.9, 0.2, 0.7, 0.4, f32::NAN], vec![0, 1, 1, 0]),
+        (&[1.0; 6], vec![0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2]),
+    ];
+    for (x, want) in cases {
+        let input = tensor1(x).into_shape(&[2, 3]).unwrap();
+        let plan = m.plan_for(std::slice::from_ref(&input)).unwrap();
+        let ops: Vec<String> = plan.model().nodes().iter().map(|n| n.op().name().to_string()).collect();
+        assert!(ops.contains(&"FlatNonZero".to_string()), "{ops:?}");
+        let (_, y) = m.run(vec![input]).unwrap().remove(0);
+        assert_eq!(y.shape(), &[want.len() / 2, 2]);
+        assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<i64>().unwrap(), &want[..]);
+    }
 }

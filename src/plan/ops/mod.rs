@@ -8,8 +8,9 @@
 //! and sigmoid that would drop NaN run as [`ScalarSteps`], [`PairExtremum`] and [`NanActivation`]
 //! (sigmoid and tanh), which keep it, as do float `ReduceMax`/`ReduceMin` ([`NanReduce`]); float32
 //! `HardSwish` and tanh-form `Gelu` run as [`DefinedActivation`], the definition where tract's
-//! kernels overflow or cancel; `NonMaxSuppression` and `ScatterElements` run as [`BoxNms`] and
-//! [`RowScatter`], over plain slices where tract's ops index element by element.
+//! kernels overflow or cancel; `NonMaxSuppression`, `ScatterElements` and `NonZero` run as
+//! [`BoxNms`], [`RowScatter`] and [`FlatNonZero`], over plain slices where tract's ops index element
+//! by element.
 //! [`use_our_kernels`] swaps them for ops of the same meaning, inputs and facts that run our
 //! kernels; nothing else in the plan changes. [`DirectConv`], [`RowLayerNorm`] and [`SmallMatMul`]
 //! are the exceptions: passes put them in place before code generation (see `passes::direct_conv`,
@@ -26,6 +27,7 @@ pub(crate) mod keep_nan;
 pub(crate) mod matmul;
 pub(crate) mod maxpool;
 mod nms;
+mod nonzero;
 pub(crate) mod pair_extremum;
 pub(crate) mod reduce_nan;
 pub(crate) mod resize;
@@ -45,6 +47,7 @@ use tract_onnx::tract_core::ops::Downsample;
 
 use crate::slicing::PlannedView;
 use tract_onnx_opl::non_max_suppression::NonMaxSuppression;
+use tract_onnx_opl::non_zero::NonZero;
 
 pub(crate) use crate::ops::nn::row_layer_norm::RowLayerNorm;
 pub(crate) use activation::DefinedActivation;
@@ -57,6 +60,7 @@ pub(crate) use keep_nan::ScalarSteps;
 pub(crate) use matmul::SmallMatMul;
 pub(crate) use maxpool::PlaneMaxPool;
 pub(crate) use nms::BoxNms;
+pub(crate) use nonzero::FlatNonZero;
 pub(crate) use pair_extremum::PairExtremum;
 pub(crate) use reduce_nan::NanReduce;
 pub(crate) use resize::RowResize;
@@ -104,6 +108,8 @@ pub(crate) fn use_our_kernels(model: &mut TypedModel) -> TractResult<usize> {
             NanReduce::replacing(reduce, model.outlet_fact(*input)?).map(|op| Box::new(op) as _)
         } else if let Some(nms) = node.op_as::<NonMaxSuppression>() {
             Some(Box::new(BoxNms { stock: nms.clone() }))
+        } else if let Some(nonzero) = node.op_as::<NonZero>() {
+            Some(Box::new(FlatNonZero { stock: nonzero.clone() }))
         } else if let Some(scatter) = node.op_as::<ScatterElements>() {
             Some(Box::new(RowScatter { stock: scatter.clone() }))
         } else if let (Some(_), [input]) = (node.op_as::<AxisOp>(), &*node.inputs) {
