@@ -34,7 +34,7 @@ pub(crate) use matmul::{matmul_f32, Gemm, Init, COLS, ROWS};
 pub(crate) use resample::{resample_axis_on, AxisTaps};
 pub(crate) use softmax::{softmax_axis, SoftmaxFn};
 pub(crate) use softplus::{softplus_in_place, softplus_into};
-pub(crate) use spread::{keep_awake, spread, threads_for};
+pub(crate) use spread::{spread, threads_for};
 pub(crate) use tensor::check_allocation;
 pub use tensor::execute;
 pub(crate) use tensor::representable;

@@ -348,7 +348,7 @@ struct Operands<'a> {
 
 /// Multiply-adds one thread is given at least before a product is split over the plan's threads
 /// (`--threads`): a few µs of one core's work. With the pool's workers kept awake while a plan runs
-/// (`kernel::keep_awake`), a split costs about a microsecond, and `benches/thread_split.py` (2
+/// (`threads::keep_awake`), a split costs about a microsecond, and `benches/thread_split.py` (2
 /// cores) measured 2 threads at 0.82 of one thread's time from 262,144 multiply-adds, 0.62 at
 /// 1 M, 0.51-0.57 from 7 M; at 131,072, 1.26 (docs/performance.md, "Threads in our kernels").
 const MACS_PER_THREAD: usize = 1 << 17;

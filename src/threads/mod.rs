@@ -19,11 +19,17 @@
 //! Nested plans (`If`, `Scan` and `Loop` bodies) use tract's default executor and copy with all
 //! cores.
 
+mod awake;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use tract_linalg::multithread::Executor;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::{EvalContext, SimplePlan, TurnState, TurnStateHandler};
+
+pub(crate) use awake::keep_awake;
+#[cfg(test)]
+pub(crate) use awake::spinners;
 
 /// The largest thread budget accepted ([`crate::Model::set_threads`], `--threads`): more threads than
 /// this is a mistake, not a setting (each budget makes a pool of that many threads).
@@ -120,8 +126,8 @@ pub(crate) fn executor(n: usize) -> Executor {
 }
 
 /// Installs the budget in every turn of the plan, and keeps the workers of its pool awake while the
-/// plan runs (`kernel::keep_awake`: waking a sleeping worker for every split node cost more than
-/// the split gained).
+/// plan runs ([`keep_awake`]: waking a sleeping worker for every split node cost more than the split
+/// gained).
 #[derive(Debug)]
 struct InstallBudget(usize);
 
@@ -129,7 +135,7 @@ impl TurnStateHandler for InstallBudget {
     fn before_plan_eval(&self, turn: &mut TurnState) -> TractResult<()> {
         turn.shared.insert(ThreadBudget(self.0));
         if let Some(pool) = pool_of(self.0) {
-            crate::kernel::keep_awake(&pool);
+            keep_awake(&pool);
         }
         Ok(())
     }
