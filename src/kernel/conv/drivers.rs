@@ -55,6 +55,51 @@ impl Step {
     }
 }
 
+/// Floats of prepared input one thread lays out at least before the layout is split over threads,
+/// as a shift of the multiply-adds a thread is given at least: a 64th (2^15 floats, 128 KB, for
+/// the dense kernel's 2^21: a few µs of copying, against about a microsecond for a split while the
+/// pool's workers are kept awake). On 2 threads, `conv b1 32-32 56x56` 0.357 -> 0.316 ms,
+/// `dilated d12` 1.09 -> 0.96, `64-128 s2` 0.75 -> 0.64; none slower beyond noise
+/// (`benches/thread_split.py`, `benches/conv_sweep.py --threads 2 --baseline`).
+const PREPARED_SHIFT: u32 = 6;
+
+/// [`prepare`] over the threads of `pool` (if given, with the multiply-adds a thread is given at
+/// least) when the layout is large enough ([`PREPARED_SHIFT`]): runs of whole input channels per
+/// thread, each channel's planes written as one thread writes them, so the prepared input is the
+/// same.
+fn prepare_on(
+    geo: &ConvGeometry,
+    sizes: &Sizes,
+    image: &[f32],
+    full: [usize; 2],
+    origin: [usize; 2],
+    prepared: &mut [f32],
+    pool: Option<(&ThreadPool, usize)>,
+) {
+    let work = geo.c_in.saturating_mul(sizes.channel);
+    let threads =
+        pool.map_or(1, |(p, least)| crate::kernel::threads_for(Some(p), work, least >> PREPARED_SHIFT, geo.c_in));
+    let Some((pool, _)) = pool.filter(|_| threads > 1) else {
+        prepare(geo, sizes, image, full, origin, prepared);
+        return;
+    };
+    let plane_in = full[0] * full[1];
+    let mut rest = prepared;
+    spread(
+        pool,
+        (0..threads).map(|t| {
+            let (c0, c1) = (geo.c_in * t / threads, geo.c_in * (t + 1) / threads);
+            // The last run takes the rest, with the floats past the last plane.
+            let len = if t + 1 == threads { rest.len() } else { (c1 - c0) * sizes.channel };
+            let (mine, others) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = others;
+            let part = ConvGeometry { c_in: c1 - c0, ..*geo };
+            let image = &image[c0 * plane_in..];
+            move || prepare(&part, sizes, image, full, origin, mine)
+        }),
+    );
+}
+
 /// Runs `f` with this thread's scratch buffers (the prepared input, the output in the kernel's
 /// layout) of at least `[prepared, wide]` floats, kept for the next convolution unless large; fresh
 /// buffers if this thread's are in use (a convolution run from inside another on the same thread).
@@ -151,7 +196,7 @@ pub(super) fn convolve(
             let (part, sizes) = (&step.part, &step.sizes);
             let prepared = &mut prepared[..sizes.prepared];
             let wide = &mut wide[..sizes.wide * geo.c_out];
-            prepare(&part.geo, sizes, image, [geo.h, geo.w], part.origin, prepared);
+            prepare_on(&part.geo, sizes, image, [geo.h, geo.w], part.origin, prepared, pool);
             sums(step, conv, prepared, wide, kernel, pool);
             // Rows of `L` pixels to rows of `OW`, at the part's place.
             step.place(geo, 0, 0, wide, out);
@@ -177,10 +222,10 @@ pub(super) fn chunk_channels(conv: &PackedConv) -> usize {
 /// onnxruntime's time. Each channel's sums are the same as `convolve`'s (the same build over the
 /// same taps in the same order), so the values are the same bits.
 ///
-/// With `pool` (and the fewest multiply-adds a thread is given), an image's chunks are split over
-/// its threads in runs of consecutive chunks, each thread writing its own channels of the output
-/// with its own scratch for the sums (the calling thread with `wide`); the layout of the parts stays
-/// on the calling thread.
+/// With `pool` (and the fewest multiply-adds a thread is given, for the dense kernel), an image's
+/// chunks are split over its threads from [`super::CHUNKED_FACTOR`] times that, in runs of
+/// consecutive chunks, each thread writing its own channels of the output with its own scratch for
+/// the sums (the calling thread with `wide`); each part's layout is split by [`prepare_on`].
 ///
 /// `prepared` holds every part's prepared input one after the other, `wide` one part's sums for
 /// `chunk` channels.
@@ -201,7 +246,9 @@ pub(super) fn convolve_chunked(
     let chunks = geo.c_out.div_ceil(chunk);
     // One group (`convolve_chunked` takes no other): an image's multiply-adds as `conv2d` counts them.
     let image_macs: usize = steps.iter().map(|s| geo.c_out * s.offsets.len() * s.sizes.pixels).sum();
-    let threads = pool.map_or(1, |(p, least)| crate::kernel::threads_for(Some(p), image_macs, least, chunks));
+    let threads = pool.map_or(1, |(p, least)| {
+        crate::kernel::threads_for(Some(p), image_macs, least.saturating_mul(super::CHUNKED_FACTOR), chunks)
+    });
     let wide_len = wide.len();
     for n in 0..geo.batch {
         let image = &input[n * image_in..][..image_in];
@@ -209,7 +256,7 @@ pub(super) fn convolve_chunked(
         let mut at = 0;
         for step in steps.iter().filter(|s| !s.part.bias_only()) {
             let here = &mut prepared[at..][..step.sizes.prepared];
-            prepare(&step.part.geo, &step.sizes, image, [geo.h, geo.w], step.part.origin, here);
+            prepare_on(&step.part.geo, &step.sizes, image, [geo.h, geo.w], step.part.origin, here, pool);
             at += step.sizes.prepared;
         }
         let prepared = &*prepared;

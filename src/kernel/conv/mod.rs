@@ -118,10 +118,11 @@ fn conv2d_split(
     let macs = image_macs.saturating_mul(geo.batch);
     let threads = pool.map_or(1, |(p, least)| super::threads_for(Some(p), macs, least, geo.batch));
     // A split of one group into parts: channel chunk by channel chunk, the chunks over the threads
-    // when there are fewer images than threads.
-    // Chunks are cut small enough that every thread the work is worth gets one.
-    let chunked = pool.map(|(p, least)| (p, least.saturating_mul(CHUNKED_FACTOR)));
-    let split = chunked.map_or(1, |(p, least)| super::threads_for(Some(p), image_macs, least, usize::MAX));
+    // when there are fewer images than threads, cut small enough that every thread the work is
+    // worth gets one.
+    let split = pool.map_or(1, |(p, least)| {
+        super::threads_for(Some(p), image_macs, least.saturating_mul(CHUNKED_FACTOR), usize::MAX)
+    });
     let per_chunk = (threads == 1 && steps.len() > 1 && runs == 1 && !conv.depthwise)
         .then(|| chunk_channels(conv).min(geo.c_out.div_ceil(split).next_multiple_of(16)));
     let wide_max = steps.iter().map(|s| s.sizes.wide).max().unwrap_or(0);
@@ -131,7 +132,7 @@ fn conv2d_split(
     };
     crate::kernel::check_allocation(lens[0] as u64 + lens[1] as u64, 4).map_err(|e| e.to_string())?;
     if let Some(chunk) = per_chunk {
-        with_scratch(lens, |buffers| convolve_chunked(geo, &steps, conv, input, output, buffers, chunk, chunked));
+        with_scratch(lens, |buffers| convolve_chunked(geo, &steps, conv, input, output, buffers, chunk, pool));
         return Ok(());
     }
     match pool {
@@ -181,12 +182,12 @@ pub(super) fn image_runs<'a>(
 /// images as threads, else blocks of output channels of each image.
 const MACS_PER_THREAD: usize = 1 << 21;
 
-/// How many times [`MACS_PER_THREAD`] (2^24) one thread is given at least before the channel chunks
-/// of a convolution split into parts (a dilated one) are split over threads: the layout of the parts
-/// stays on one thread, so smaller ones gained nothing or lost (`benches/conv_sweep.py --threads 2`,
+/// How many times [`MACS_PER_THREAD`] one thread is given at least (8 times: 2^24 multiply-adds)
+/// before the channel chunks of a convolution split into parts (a dilated one) are split over
+/// threads: the layout of the parts stays on one thread, so smaller ones gained nothing or lost (`benches/conv_sweep.py --threads 2`,
 /// 2 cores: `dilated d12`, 115 M multiply-adds, 1.40 -> 1.13 ms; `dilated d6`, 29 M, 0.53 -> 0.49;
 /// `dilated d6 k5`, 10 M, 0.38 -> 0.55).
-const CHUNKED_FACTOR: usize = 8;
+pub(super) const CHUNKED_FACTOR: usize = 8;
 
 /// One build of the sums of a prepared image ([`kernel`] picks the fastest): the taps' offsets and,
 /// when they are some of the kernel's taps, their weight indices.

@@ -140,8 +140,8 @@ fn check(geo: &ConvGeometry, group: usize, low: f32, high: f32, seed: u64) {
     }
     // Threads: every unit of work its own job where there are enough (one multiply-add a
     // thread): whole images per thread when the batch has as many as the pool has threads, else
-    // blocks of output channels (of a split into parts, runs of channel chunks); the same bits as
-    // on one thread, which follows the definition.
+    // blocks of output channels (of a split into parts, runs of channel chunks), the layout of the
+    // input in runs of channels; the same bits as on one thread, which follows the definition.
     let mut one = vec![f32::NAN; outputs];
     conv2d(geo, &packed, &x, &mut one, None).unwrap();
     for (i, (&got, &want)) in one.iter().zip(&expected).enumerate() {
