@@ -12,9 +12,10 @@
 //! tract computes every product through its packed kernels: the activations are copied into panels
 //! first, and the product pays a fixed cost for its scratch space and fused operations. On the
 //! matrices of a small transformer (7 rows by 32 by 32, a few thousand multiply-adds) that fixed
-//! cost is most of the time: about 2 µs a product where the arithmetic is 0.1 µs. Here each tile of
-//! up to 4 rows by 16 columns keeps its sums in registers over the whole depth, reading a broadcast
-//! of `A`'s element and two vectors of `B`'s tile at each step; nothing is copied at run time.
+//! cost is most of the time: about 2 µs a product where the arithmetic is 0.1 µs. Here each tile
+//! (up to 4 rows by 16 columns with AVX2, 8 rows by 32 with AVX-512: [`avx2`], [`avx512`]) keeps its
+//! sums in registers over the whole depth, reading a broadcast of `A`'s element per row and the
+//! vectors of `B`'s tiles at each step; nothing is copied at run time.
 //!
 //! A clamp to `[low, high]` (a fused `Relu` or `Clip`) is applied to each tile's sums as they are
 //! stored, not by a pass over the output afterwards: comparisons, not `min`/`max`, so NaN stays NaN
@@ -28,8 +29,9 @@
 //! line into each of `m` rows far apart (96-144 at once on MobileNetV2's expansions), more streams
 //! than the processor's prefetchers follow.
 //!
-//! The sums run over `p` in increasing order from `init`; with AVX2 and FMA each step is a fused
-//! multiply-add, on other machines a multiply then an add. So values agree with the definition to
+//! The sums run over `p` in increasing order from `init`; with AVX2 and FMA or AVX-512 each step is
+//! a fused multiply-add (the two builds give the same bits), on other machines a multiply then an
+//! add. So values agree with the definition to
 //! float32 rounding of a sum of `k` products, not bit for bit with tract's kernels (which sum in
 //! their own order).
 
