@@ -26,7 +26,8 @@
 //! - `ScatterElements` (`RowScatter`) gives the definition's values on any axis, with or without a
 //!   reduction, and an index out of range is an error that names the node and the index;
 //! - `NonZero` (`FlatNonZero`) gives the coordinates in row-major order and binds the count the
-//!   nodes after it are sized by.
+//!   nodes after it are sized by;
+//! - a constant broadcast to a higher rank has the natural strides of its shape in the plan.
 
 mod common;
 
@@ -1451,4 +1452,38 @@ fn nonzero_runs_as_flat_nonzero_and_sizes_what_follows() {
         assert_eq!(y.shape(), &[want.len() / 2, 2]);
         assert_eq!(y.try_as_plain_ram().unwrap().as_slice::<i64>().unwrap(), &want[..]);
     }
+}
+
+/// A constant broadcast to a higher rank (`[3, 1, 1]` against `[1, 3, H, W]`, a per-channel
+/// normalization) is in the plan with the natural strides of its shape (tract's new unit axis
+/// copies the next axis' stride, and its binary chains took their slow path for it), with its
+/// values: the output is the definition's, bit for bit.
+#[test]
+fn constants_broadcast_to_a_higher_rank_have_natural_strides() {
+    let bytes = Builder::new(13)
+        .input("x", DataType::Float, &[D::N(1), D::N(3), D::N(4), D::N(5)])
+        .init_f32("m", &[3, 1, 1], &[0.5, -0.25, 2.0])
+        .init_f32("s", &[3, 1, 1], &[0.2, 4.0, -1.5])
+        .node("Sub", "", "sub", &["x", "m"], &["d"], vec![])
+        .node("Mul", "", "mul", &["d", "s"], &["y"], vec![])
+        .output("y")
+        .bytes();
+    let m = Model::load_bytes(&bytes).unwrap();
+    let x: Vec<f32> = (0..60).map(|i| i as f32 * 0.37 - 7.0).collect();
+    let input = tensor1(&x).into_shape(&[1, 3, 4, 5]).unwrap();
+    let plan = m.plan_for(std::slice::from_ref(&input)).unwrap();
+    let mut consts = 0;
+    for node in plan.model().nodes() {
+        if let Some(k) = node.op_as::<tract_onnx::tract_core::ops::konst::Const>() {
+            let t = k.val();
+            assert_eq!(t.strides(), &*Tensor::natural_strides(t.shape()), "{}: {t:?}", node.name);
+            consts += 1;
+        }
+    }
+    assert!(consts >= 2, "{consts} constants in the plan");
+    let (_, y) = m.run(vec![input]).unwrap().remove(0);
+    let (mean, scale) = ([0.5f32, -0.25, 2.0], [0.2f32, 4.0, -1.5]);
+    let want: Vec<u32> = (0..60).map(|i| ((x[i] - mean[i / 20]) * scale[i / 20]).to_bits()).collect();
+    let got: Vec<u32> = y.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, want);
 }
